@@ -1,0 +1,48 @@
+# Targets: test (what CI runs), check (gofmt + vet + test), ptx (regenerate
+# the kernels; needs nvcc), gpu-bin (test binaries and tools for the GPU
+# machine, which has no Go), race, fuzz.
+GO      ?= go
+GPU_BIN ?= .gpu-bin
+PKGS    := ./...
+export CGO_ENABLED ?= 0
+
+.PHONY: test check fmt vet ptx ptx-check gpu-bin race fuzz clean
+
+test:
+	$(GO) test $(PKGS)
+
+race:
+	CGO_ENABLED=1 $(GO) test -race $(PKGS)
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+check: fmt vet test
+
+# Regenerate the PTX from gen/kernels (needs nvcc: see README).
+ptx:
+	$(GO) generate ./ptx
+
+# Fails when regenerating would change the committed PTX.
+ptx-check: ptx
+	git diff --exit-code -- ptx/
+
+# Test binaries and the command, built here (CGO_ENABLED=0) for the GPU
+# machine; ship $(GPU_BIN) along and run them there.
+gpu-bin:
+	mkdir -p $(GPU_BIN)
+	$(GO) test -c -o $(GPU_BIN)/driver.test ./internal/driver
+	$(GO) test -c -o $(GPU_BIN)/ptx.test ./ptx
+	$(GO) test -c -o $(GPU_BIN)/a2a.test ./a2a
+	$(GO) build -o $(GPU_BIN)/ulysses ./cmd/ulysses
+	cp bench/nccl_bench.py $(GPU_BIN)/
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./a2a/exchange
+	$(GO) test -run '^$$' -fuzz FuzzDecodeBlobs -fuzztime 30s ./a2a/exchange
+
+clean:
+	rm -rf $(GPU_BIN)

@@ -1,0 +1,44 @@
+package driver
+
+import (
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// purego.SyscallN is //go:uintptrescapes, which makes the compiler put its
+// variadic argument slice on the heap: one allocation per call. The hot
+// paths instead pass a slice inside a pooled, already heap-allocated
+// buffer (Driver.calls), which costs no allocation in steady state.
+
+// maxCallArgs is the most arguments any pooled call takes (cuLaunchKernel).
+const maxCallArgs = 11
+
+// callBuf is a pooled argument block.
+type callBuf struct {
+	args [maxCallArgs]uintptr
+	keep unsafe.Pointer // keeps a Go object passed as a uintptr alive
+}
+
+// call invokes the C function fn with integer arguments (no Go pointers)
+// and returns its raw first result, without allocating.
+func (d *Driver) call(fn uintptr, args ...uintptr) uintptr {
+	return d.callKeep(fn, nil, args...)
+}
+
+// callKeep is call for an argument list that carries keep, a Go pointer,
+// converted to uintptr. Storing keep in the heap-allocated buffer forces
+// the object it points to onto the (non-moving) heap and keeps it alive
+// until the C function returns.
+func (d *Driver) callKeep(fn uintptr, keep unsafe.Pointer, args ...uintptr) uintptr {
+	b, _ := d.calls.Get().(*callBuf)
+	if b == nil {
+		b = new(callBuf)
+	}
+	b.keep = keep
+	n := copy(b.args[:], args)
+	r, _, _ := purego.SyscallN(fn, b.args[:n]...)
+	b.keep = nil
+	d.calls.Put(b)
+	return r
+}

@@ -1,0 +1,194 @@
+package driver
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// DevicePtr is a CUdeviceptr, a device (or mapped host) address.
+type DevicePtr uintptr
+
+// cuMemHostAlloc flags.
+const (
+	memHostAllocPortable  = 0x1
+	memHostAllocDeviceMap = 0x2
+)
+
+// MemGetInfo returns the free and total memory of the context's device
+// (cuMemGetInfo_v2).
+func (c *Context) MemGetInfo() (free, total uint64, err error) {
+	if err := c.enter(); err != nil {
+		return 0, 0, err
+	}
+	var f, t uintptr
+	r, _, _ := purego.SyscallN(c.d.fn.memGetInfo, uintptr(unsafe.Pointer(&f)), uintptr(unsafe.Pointer(&t)))
+	c.leave()
+	return uint64(f), uint64(t), c.d.check("cuMemGetInfo_v2", r)
+}
+
+// MemAlloc allocates n bytes of device memory (cuMemAlloc_v2). It is
+// synchronous and slow-ish (tens of µs): allocate up front, not per step.
+func (c *Context) MemAlloc(n uint64) (DevicePtr, error) {
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	var p DevicePtr
+	r, _, _ := purego.SyscallN(c.d.fn.memAlloc, uintptr(unsafe.Pointer(&p)), uintptr(n))
+	c.leave()
+	return p, c.d.check("cuMemAlloc_v2", r)
+}
+
+// MemFree frees device memory from MemAlloc (cuMemFree_v2); it synchronises
+// the device implicitly.
+func (c *Context) MemFree(p DevicePtr) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.memFree, uintptr(p))
+	c.leave()
+	return c.d.check("cuMemFree_v2", r)
+}
+
+// MemsetD32 sets n 32-bit words at p to v and waits for it (cuMemsetD32_v2).
+func (c *Context) MemsetD32(p DevicePtr, v uint32, n uint64) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.memsetD32, uintptr(p), uintptr(v), uintptr(n))
+	c.leave()
+	return c.d.check("cuMemsetD32_v2", r)
+}
+
+// MemsetD32Async enqueues setting n 32-bit words at p to v on stream s
+// (cuMemsetD32Async). Allocation-free.
+func (c *Context) MemsetD32Async(p DevicePtr, v uint32, n uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.memsetD32Async, uintptr(p), uintptr(v), uintptr(n), uintptr(s))
+	c.leave()
+	return c.d.check("cuMemsetD32Async", r)
+}
+
+// MemsetD8Async enqueues setting n bytes at p to v on stream s
+// (cuMemsetD8Async). Allocation-free.
+func (c *Context) MemsetD8Async(p DevicePtr, v uint8, n uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.memsetD8Async, uintptr(p), uintptr(v), uintptr(n), uintptr(s))
+	c.leave()
+	return c.d.check("cuMemsetD8Async", r)
+}
+
+// MemcpyHtoD copies src to device address dst and waits for it
+// (cuMemcpyHtoD_v2). An empty src is a no-op.
+func (c *Context) MemcpyHtoD(dst DevicePtr, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r, _, _ := purego.SyscallN(c.d.fn.memcpyHtoD, uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
+	c.leave()
+	runtime.KeepAlive(src)
+	return c.d.check("cuMemcpyHtoD_v2", r)
+}
+
+// MemcpyDtoH copies len(dst) bytes from device address src into dst and
+// waits for it (cuMemcpyDtoH_v2). An empty dst is a no-op.
+func (c *Context) MemcpyDtoH(dst []byte, src DevicePtr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r, _, _ := purego.SyscallN(c.d.fn.memcpyDtoH, uintptr(unsafe.Pointer(&dst[0])), uintptr(src), uintptr(len(dst)))
+	c.leave()
+	runtime.KeepAlive(dst)
+	return c.d.check("cuMemcpyDtoH_v2", r)
+}
+
+// MemcpyHtoDAsync enqueues a copy of n bytes from host src to dst on s
+// (cuMemcpyHtoDAsync_v2). src must be pinned (HostAllocMapped) for the copy
+// to be truly asynchronous, and must stay valid until the stream reaches it.
+func (c *Context) MemcpyHtoDAsync(dst DevicePtr, src unsafe.Pointer, n uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.callKeep(c.d.fn.memcpyHtoDAsync, src, uintptr(dst), uintptr(src), uintptr(n), uintptr(s))
+	c.leave()
+	return c.d.check("cuMemcpyHtoDAsync_v2", r)
+}
+
+// MemcpyDtoHAsync enqueues a copy of n bytes from src to host dst on s
+// (cuMemcpyDtoHAsync_v2). dst must be pinned for the copy to be truly
+// asynchronous, and must stay valid until the stream reaches it.
+func (c *Context) MemcpyDtoHAsync(dst unsafe.Pointer, src DevicePtr, n uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.callKeep(c.d.fn.memcpyDtoHAsync, dst, uintptr(dst), uintptr(src), uintptr(n), uintptr(s))
+	c.leave()
+	return c.d.check("cuMemcpyDtoHAsync_v2", r)
+}
+
+// MemcpyDtoDAsync enqueues a device-to-device copy of n bytes on s
+// (cuMemcpyDtoDAsync_v2). Allocation-free.
+func (c *Context) MemcpyDtoDAsync(dst, src DevicePtr, n uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.memcpyDtoDAsync, uintptr(dst), uintptr(src), uintptr(n), uintptr(s))
+	c.leave()
+	return c.d.check("cuMemcpyDtoDAsync_v2", r)
+}
+
+// MemcpyPeerAsync enqueues on s (a stream of c) a copy of n bytes from src
+// in srcCtx to dst in dstCtx (cuMemcpyPeerAsync). Allocation-free.
+func (c *Context) MemcpyPeerAsync(dst DevicePtr, dstCtx *Context, src DevicePtr, srcCtx *Context, n uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.memcpyPeerAsync, uintptr(dst), dstCtx.ctx, uintptr(src), srcCtx.ctx, uintptr(n), uintptr(s))
+	c.leave()
+	return c.d.check("cuMemcpyPeerAsync", r)
+}
+
+// HostAllocMapped allocates n bytes of pinned host memory, portable across
+// contexts and mapped into the device address space (cuMemHostAlloc with
+// PORTABLE|DEVICEMAP, then cuMemHostGetDevicePointer_v2). It returns the
+// host address and the address kernels use. Slow (page pinning): allocate
+// up front. Free with HostFree.
+func (c *Context) HostAllocMapped(n uint64) (host unsafe.Pointer, dev DevicePtr, err error) {
+	if err := c.enter(); err != nil {
+		return nil, 0, err
+	}
+	defer c.leave()
+	var h unsafe.Pointer
+	r, _, _ := purego.SyscallN(c.d.fn.memHostAlloc, uintptr(unsafe.Pointer(&h)), uintptr(n), memHostAllocPortable|memHostAllocDeviceMap)
+	if err := c.d.check("cuMemHostAlloc", r); err != nil {
+		return nil, 0, err
+	}
+	var p DevicePtr
+	r, _, _ = purego.SyscallN(c.d.fn.memHostGetDevicePointer, uintptr(unsafe.Pointer(&p)), uintptr(h), 0)
+	if err := c.d.check("cuMemHostGetDevicePointer_v2", r); err != nil {
+		purego.SyscallN(c.d.fn.memFreeHost, uintptr(h))
+		return nil, 0, err
+	}
+	return h, p, nil
+}
+
+// HostFree frees memory from HostAllocMapped (cuMemFreeHost).
+func (c *Context) HostFree(host unsafe.Pointer) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.callKeep(c.d.fn.memFreeHost, host, uintptr(host))
+	c.leave()
+	return c.d.check("cuMemFreeHost", r)
+}

@@ -1,0 +1,103 @@
+// Package ptx holds the kernels of the collectives as PTX, made from
+// gen/kernels by `go generate ./ptx` and embedded in the binary. The CUDA
+// driver JIT-compiles them for the GPU at load time, so the module needs no
+// CUDA toolkit to build or run.
+package ptx
+
+//go:generate go run ../gen -out . -src ../gen/kernels
+
+import (
+	"embed"
+	"fmt"
+)
+
+//go:embed *.ptx
+var files embed.FS
+
+// Entry is the name of a kernel entry point.
+type Entry string
+
+// Op names an operation that has one entry per vector width.
+type Op string
+
+// The operations with per-width entries.
+const (
+	OpSendRecvHeads Op = "send_recv_heads"
+	OpGatherHeads   Op = "gather_heads"
+	OpAllGather     Op = "all_gather"
+)
+
+// Ops lists the operations with per-width entries.
+var Ops = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather}
+
+// Barrier is the data-free barrier entry that every file holds.
+const Barrier Entry = "ulysses_barrier"
+
+// VectorWidths lists the copy widths in bytes, widest first. Every file has
+// entries for 16, 8 and 4 bytes and for its own element width.
+var VectorWidths = []int{16, 8, 4, 2, 1}
+
+// EntryFor names the entry of op that copies width-byte vectors.
+func EntryFor(op Op, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_v%d", op, width))
+}
+
+// File describes one embedded PTX file.
+type File struct {
+	Name      string  // file name in this package
+	ElemBytes int     // element width it was compiled for
+	ISA       string  // PTX ISA version (.version): decides which drivers load it
+	Target    string  // .target of the file
+	ArgsBytes int     // size of the single by-value parameter of every entry
+	Entries   []Entry // entry points, in file order
+}
+
+// HasEntry reports whether f has an entry named e.
+func (f File) HasEntry(e Entry) bool {
+	for _, x := range f.Entries {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Widths lists the vector widths f has entries for, widest first.
+func (f File) Widths() []int {
+	var w []int
+	for _, v := range VectorWidths {
+		if v >= f.ElemBytes && f.HasEntry(EntryFor(OpSendRecvHeads, v)) {
+			w = append(w, v)
+		}
+	}
+	return w
+}
+
+// Files describes every embedded PTX file.
+func Files() []File {
+	return append([]File(nil), manifest...)
+}
+
+// ForElemBytes returns the file for n-byte elements and its NUL-terminated
+// PTX text, ready for the driver. Each call copies the text (about 0.4 MB).
+func ForElemBytes(n int) (File, []byte, error) {
+	for _, f := range manifest {
+		if f.ElemBytes == n {
+			b, err := files.ReadFile(f.Name)
+			if err != nil {
+				return File{}, nil, fmt.Errorf("ptx: %w", err)
+			}
+			return f, append(b, 0), nil
+		}
+	}
+	return File{}, nil, fmt.Errorf("ptx: no kernels for %d-byte elements", n)
+}
+
+// Source returns the text of the embedded file name, as committed.
+func Source(name string) ([]byte, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: %w", err)
+	}
+	return b, nil
+}

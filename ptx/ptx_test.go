@@ -1,0 +1,74 @@
+package ptx
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/internal/kernelsrc"
+)
+
+// Stale PTX fails here, on any machine: regenerate with `make ptx`.
+func TestPTXIsFresh(t *testing.T) {
+	h, err := kernelsrc.Hash("../gen/kernels")
+	require.NoError(t, err)
+	require.Equal(t, h, SourceHash, "gen/kernels changed since the PTX was generated: run `make ptx` and commit the result")
+	for _, f := range Files() {
+		b, err := Source(f.Name)
+		require.NoError(t, err)
+		assert.Contains(t, string(b[:300]), "sha256 "+SourceHash, "%s header does not name the current source hash", f.Name)
+		assert.Contains(t, string(b[:300]), "DO NOT EDIT", f.Name)
+	}
+}
+
+func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
+	files := Files()
+	require.Len(t, files, 2)
+	seen := map[int]bool{}
+	for _, f := range files {
+		seen[f.ElemBytes] = true
+		b, err := Source(f.Name)
+		require.NoError(t, err)
+		text := string(b)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^\.version `+regexp.QuoteMeta(f.ISA)+`$`), text, f.Name)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^\.target `+regexp.QuoteMeta(f.Target)+`$`), text, f.Name)
+		assert.Regexp(t, regexp.MustCompile(`(?m)^\.address_size 64$`), text, f.Name)
+		for _, op := range Ops {
+			for _, w := range []int{16, 8, 4, f.ElemBytes} {
+				e := EntryFor(op, w)
+				assert.True(t, f.HasEntry(e), "%s lacks %s", f.Name, e)
+				assert.Contains(t, text, ".entry "+string(e)+"(", f.Name)
+			}
+		}
+		assert.True(t, f.HasEntry(Barrier), f.Name)
+		assert.Equal(t, []int{16, 8, 4, f.ElemBytes}, f.Widths(), f.Name)
+		// Every listed entry is in the text, and nothing else is.
+		n := strings.Count(text, ".visible .entry ")
+		assert.Equal(t, len(f.Entries), n, f.Name)
+		assert.Equal(t, 176, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
+	}
+	assert.True(t, seen[1] && seen[2], "need one file per element width")
+}
+
+func TestForElemBytes(t *testing.T) {
+	for _, n := range []int{1, 2} {
+		f, b, err := ForElemBytes(n)
+		require.NoError(t, err)
+		assert.Equal(t, n, f.ElemBytes)
+		require.NotEmpty(t, b)
+		assert.Equal(t, byte(0), b[len(b)-1], "PTX handed to the driver must end in NUL")
+	}
+	_, _, err := ForElemBytes(4)
+	require.Error(t, err)
+}
+
+func TestISAIsLoadableByOldDrivers(t *testing.T) {
+	// ISA 7.8 (CUDA 11.8) loads on drivers >= 520. A newer nvcc raises the
+	// floor: README's driver table must change with it.
+	for _, f := range Files() {
+		assert.Equal(t, "7.8", f.ISA, "%s was made by a different nvcc (%s): update README's driver support and this test", f.Name, NVCCVersion)
+	}
+}
