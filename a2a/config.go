@@ -1,0 +1,81 @@
+package a2a
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxWorldSize is the largest number of ranks in one group.
+const MaxWorldSize = 8
+
+// maxBlocks bounds the number of thread blocks (the signal area has one flag
+// per block, peer and phase). Must match MAX_BLOCKS in gen/kernels.
+const maxBlocks = 1024
+
+// DefaultTimeout bounds every barrier wait when Config.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Config describes one rank of a group.
+type Config struct {
+	Rank      int // this rank, 0 <= Rank < WorldSize
+	WorldSize int // number of ranks, 1..MaxWorldSize
+
+	// Device is the CUDA device ordinal this rank uses. Nil means Rank
+	// modulo the number of visible GPUs (several ranks may share a GPU).
+	Device *int
+
+	// MaxTokens is the capacity of the Comm's buffer in tokens at the full
+	// hidden size, batch included: every output must fit in
+	// MaxTokens * HiddenDim elements. It costs that much device memory.
+	MaxTokens int
+	HiddenDim int   // H*D of the activations
+	DType     DType // element type
+
+	// NumSMs is the number of thread blocks each kernel runs (one per SM);
+	// 0 uses every SM. Fewer leave room for kernels running beside the
+	// copy. All ranks use the smallest value any of them asks for.
+	NumSMs int
+
+	// Timeout bounds every barrier wait; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DeviceOrdinal returns a pointer to n, for Config.Device.
+func DeviceOrdinal(n int) *int { return &n }
+
+// capacityBytes is the size of the data region.
+func (c Config) capacityBytes() int64 {
+	return int64(c.MaxTokens) * int64(c.HiddenDim) * int64(c.DType.Size())
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.WorldSize < 1 || c.WorldSize > MaxWorldSize:
+		return fmt.Errorf("a2a: world size %d not in 1..%d: %w", c.WorldSize, MaxWorldSize, ErrConfig)
+	case c.Rank < 0 || c.Rank >= c.WorldSize:
+		return fmt.Errorf("a2a: rank %d not in [0, %d): %w", c.Rank, c.WorldSize, ErrConfig)
+	case c.Device != nil && *c.Device < 0:
+		return fmt.Errorf("a2a: device %d is negative: %w", *c.Device, ErrConfig)
+	case c.MaxTokens < 1:
+		return fmt.Errorf("a2a: MaxTokens %d must be positive: %w", c.MaxTokens, ErrConfig)
+	case c.HiddenDim < 1:
+		return fmt.Errorf("a2a: HiddenDim %d must be positive: %w", c.HiddenDim, ErrConfig)
+	case !c.DType.Valid():
+		return fmt.Errorf("a2a: %v: %w", c.DType, ErrDType)
+	case c.NumSMs < 0 || c.NumSMs > maxBlocks:
+		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
+	case c.Timeout < 0:
+		return fmt.Errorf("a2a: negative timeout %v: %w", c.Timeout, ErrConfig)
+	}
+	if c.capacityBytes() > maxDataBytes {
+		return fmt.Errorf("a2a: buffer of %d bytes is over the %d-byte limit: %w", c.capacityBytes(), int64(maxDataBytes), ErrConfig)
+	}
+	return nil
+}
+
+func (c Config) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}

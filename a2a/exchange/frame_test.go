@@ -1,0 +1,210 @@
+package exchange
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"runtime"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	for _, f := range []Frame{
+		{Kind: KindHello, Rank: 3, World: 8, Payload: []byte{}},
+		{Kind: KindHello, Rank: 1, World: 2, Payload: []byte{0x42}},
+		{Kind: KindResult, Rank: 0, World: 1024, Payload: randBytes(1000)},
+		{Kind: KindError, Rank: 0, World: 4, Payload: []byte("exchange: bad rank: boom")},
+		{Kind: KindHello, Rank: math.MaxUint32, World: math.MaxUint32, Payload: randBytes(300 << 10)}, // chunked read path
+	} {
+		b := frameBytes(t, f)
+		require.Len(t, b, HeaderSize+len(f.Payload))
+		assert.Equal(t, header(f.Kind, f.Rank, f.World, uint32(len(f.Payload))), b[:HeaderSize])
+
+		// Also read it through a reader that returns short reads, followed
+		// by unrelated bytes that must not be consumed.
+		r := io.MultiReader(iotest.HalfReader(bytes.NewReader(b)), bytes.NewReader([]byte("next")))
+		got, err := DecodeFrame(r, len(f.Payload))
+		require.NoError(t, err)
+		assert.Equal(t, f.Kind, got.Kind)
+		assert.Equal(t, f.Rank, got.Rank)
+		assert.Equal(t, f.World, got.World)
+		assert.NotNil(t, got.Payload)
+		assert.True(t, bytes.Equal(f.Payload, got.Payload))
+		rest, err := io.ReadAll(r)
+		require.NoError(t, err)
+		assert.Equal(t, "next", string(rest))
+	}
+}
+
+func TestDecodeFrameErrors(t *testing.T) {
+	valid := frameBytes(t, Frame{Kind: KindHello, Rank: 1, World: 2, Payload: []byte("hello world")})
+	withVersion := func(v byte) []byte {
+		b := bytes.Clone(valid)
+		b[5] = v
+		return b
+	}
+	withKind := func(k byte) []byte {
+		b := bytes.Clone(valid)
+		b[7] = k
+		return b
+	}
+	for _, tc := range []struct {
+		name    string
+		in      []byte
+		max     int
+		want    error
+		notWant error
+		msg     []string
+	}{
+		{"empty", nil, 100, ErrProtocol, nil, []string{"closed before a frame header"}},
+		{"magic only", []byte("ULYX"), 100, ErrProtocol, nil, []string{"truncated frame header", "got 4 of 20"}},
+		{"truncated header", valid[:13], 100, ErrProtocol, nil, []string{"truncated frame header", "got 13 of 20"}},
+		{"short bad magic", []byte("GE"), 100, ErrProtocol, nil, []string{"truncated"}},
+		{"bad magic", append([]byte("GET / HTTP/1.1\r\n"), valid...), 100, ErrProtocol, nil, []string{"bad magic", `"GET "`}},
+		{"version 0", withVersion(0), 100, ErrProtocol, nil, []string{"unsupported version 0, want 1"}},
+		{"version 2", withVersion(2), 100, ErrProtocol, nil, []string{"unsupported version 2, want 1"}},
+		{"kind 0", withKind(0), 100, ErrProtocol, nil, []string{"unknown frame kind 0"}},
+		{"kind 4", withKind(4), 100, ErrProtocol, nil, []string{"unknown frame kind 4"}},
+		{"truncated payload", valid[:len(valid)-3], 100, ErrProtocol, io.ErrUnexpectedEOF, []string{"truncated payload", "got 8 of 11"}},
+		{"too large", valid, 10, ErrFrameTooLarge, ErrProtocol, []string{"11 payload bytes", "limit is 10"}},
+		{"negative limit", valid, -5, ErrFrameTooLarge, ErrProtocol, []string{"limit is 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := DecodeFrame(bytes.NewReader(tc.in), tc.max)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tc.want)
+			if tc.notWant == ErrProtocol {
+				assert.NotErrorIs(t, err, ErrProtocol)
+			} else if tc.notWant != nil {
+				assert.ErrorIs(t, err, tc.notWant)
+			}
+			assert.Equal(t, Frame{}, f)
+			for _, m := range tc.msg {
+				assert.Contains(t, err.Error(), m)
+			}
+			assert.Regexp(t, "^exchange: ", err.Error())
+		})
+	}
+	t.Run("empty wraps EOF", func(t *testing.T) {
+		_, err := DecodeFrame(bytes.NewReader(nil), 10)
+		assert.ErrorIs(t, err, io.EOF)
+	})
+}
+
+func TestDecodeFrameReaderError(t *testing.T) {
+	boom := errors.New("boom")
+	valid := frameBytes(t, Frame{Kind: KindHello, Rank: 1, World: 2, Payload: []byte("payload")})
+	for _, n := range []int{0, 2, 10, HeaderSize + 3} {
+		r := io.MultiReader(bytes.NewReader(valid[:n]), iotest.ErrReader(boom))
+		_, err := DecodeFrame(r, 100)
+		require.ErrorIs(t, err, boom, "after %d bytes", n)
+		assert.NotErrorIs(t, err, ErrProtocol, "a reader failure is not the peer's fault")
+	}
+}
+
+// TestDecodeFrameHugeLength checks that a 4 GiB length field with a tiny
+// body neither allocates the announced size nor panics, whatever the limit.
+func TestDecodeFrameHugeLength(t *testing.T) {
+	hdr := header(KindHello, 1, 2, math.MaxUint32)
+	for _, tc := range []struct {
+		max  int
+		want error
+		msg  string
+	}{
+		{1 << 20, ErrFrameTooLarge, "4294967295 payload bytes, limit is 1048576"},
+		{math.MaxInt, ErrProtocol, "truncated payload"},
+	} {
+		r := io.MultiReader(bytes.NewReader(hdr), bytes.NewReader([]byte("tiny")))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := DecodeFrame(r, tc.max)
+		runtime.ReadMemStats(&after)
+		require.ErrorIs(t, err, tc.want)
+		assert.Contains(t, err.Error(), tc.msg)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20),
+			"DecodeFrame allocated %d bytes for a 4-byte body", after.TotalAlloc-before.TotalAlloc)
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestEncodeFrameWriteError(t *testing.T) {
+	boom := errors.New("boom")
+	err := EncodeFrame(failWriter{boom}, Frame{Kind: KindHello, Payload: []byte("x")})
+	require.ErrorIs(t, err, boom)
+	assert.Regexp(t, "^exchange: ", err.Error())
+}
+
+func TestBlobsRoundTrip(t *testing.T) {
+	for _, blobs := range [][][]byte{
+		{},
+		{{}},
+		{{}, {}, {}},
+		{[]byte("a"), {}, randBytes(1000), randBytes(64)},
+	} {
+		p := EncodeBlobs(blobs)
+		want := 0
+		for _, b := range blobs {
+			want += 4 + len(b)
+		}
+		require.Len(t, p, want)
+		got, err := DecodeBlobs(p, len(blobs))
+		require.NoError(t, err)
+		requireBlobs(t, blobs, got)
+
+		// The decoded blobs are copies: scribbling on p changes nothing,
+		// and appending to one blob does not overwrite the next.
+		for i := range p {
+			p[i] ^= 0xff
+		}
+		requireBlobs(t, blobs, got)
+		if len(got) > 1 {
+			_ = append(got[0], 0xAA, 0xBB, 0xCC, 0xDD, 0xEE)
+			requireBlobs(t, blobs, got)
+		}
+	}
+	assert.Equal(t, []byte{0, 0, 0, 2, 'h', 'i', 0, 0, 0, 0}, EncodeBlobs([][]byte{[]byte("hi"), nil}))
+}
+
+func TestDecodeBlobsErrors(t *testing.T) {
+	two := EncodeBlobs([][]byte{[]byte("ab"), []byte("cde")})
+	for _, tc := range []struct {
+		name string
+		p    []byte
+		want int
+		msg  string
+	}{
+		{"negative count", two, -1, "asked for -1 blobs"},
+		{"too many for size", two, 4, "cannot hold 4 blobs"},
+		{"huge count", nil, math.MaxInt, "cannot hold"},
+		{"fewer than present", two, 1, "trailing bytes"},
+		{"more than present", append(bytes.Clone(two), 0, 0, 0), 3, "truncated at blob 2"},
+		{"blob overruns", two[:len(two)-1], 2, "blob 1 of 2 claims 3 bytes, only 2 left"},
+		{"empty but want one", []byte{}, 1, "cannot hold 1 blobs"},
+		{"length overflow", []byte{0xff, 0xff, 0xff, 0xff}, 1, "claims 4294967295 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeBlobs(tc.p, tc.want)
+			require.ErrorIs(t, err, ErrProtocol)
+			assert.Nil(t, got)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+	got, err := DecodeBlobs(nil, 0)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func TestFormatRanks(t *testing.T) {
+	assert.Equal(t, "[]", formatRanks(nil))
+	assert.Equal(t, "[1]", formatRanks([]int{1}))
+	assert.Equal(t, "[1 3-5 7-8]", formatRanks([]int{1, 3, 4, 5, 7, 8}))
+}

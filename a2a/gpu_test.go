@@ -1,0 +1,195 @@
+package a2a_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/exchange"
+	"github.com/ulysses-go/ulysses/internal/check"
+	"github.com/ulysses-go/ulysses/internal/launch"
+)
+
+// envRequireGPU turns every GPU skip into a failure: GPU runs set it, so a
+// GPU run can never pass by skipping.
+const envRequireGPU = "ULYSSES_REQUIRE_GPU"
+
+// envScenario names the worker scenario a re-executed test binary runs.
+const envScenario = "ULYSSES_TEST_SCENARIO"
+
+// requireGPU skips the test when there is no driver or no GPU, unless
+// ULYSSES_REQUIRE_GPU=1; any other error fails it.
+func requireGPU(t *testing.T) a2a.SystemInfo {
+	t.Helper()
+	info, err := a2a.System()
+	if err != nil {
+		if errors.Is(err, a2a.ErrNoDriver) || errors.Is(err, a2a.ErrNoDevice) {
+			if os.Getenv(envRequireGPU) == "1" {
+				t.Fatalf("%s=1 but: %v", envRequireGPU, err)
+			}
+			t.Skipf("no GPU: %v", err)
+		}
+		t.Fatalf("reading the system: %v", err)
+	}
+	return info
+}
+
+func TestMain(m *testing.M) {
+	if sc := os.Getenv(envScenario); sc != "" {
+		os.Exit(runWorker(sc))
+	}
+	os.Exit(m.Run())
+}
+
+// scenarios are what a rank process can run; each returns nil on success.
+var scenarios = map[string]func(launch.Rank) error{
+	"collectives": workerCollectives,
+}
+
+func runWorker(name string) int {
+	rk, ok, err := launch.FromEnv()
+	if !ok || err != nil {
+		fmt.Fprintf(os.Stderr, "worker %s: bad environment: %v\n", name, err)
+		return 2
+	}
+	f := scenarios[name]
+	if f == nil {
+		fmt.Fprintf(os.Stderr, "worker: unknown scenario %q\n", name)
+		return 2
+	}
+	if err := f(rk); err != nil {
+		fmt.Printf("FAIL rank %d: %v\n", rk.Rank, err)
+		return 1
+	}
+	fmt.Printf("OK rank %d\n", rk.Rank)
+	return 0
+}
+
+// runGroup starts world processes of this test binary running scenario.
+func runGroup(t *testing.T, scenario string, world int, devices []int, env ...string) []launch.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var out strings.Builder
+	res, err := launch.Run(ctx, launch.Spec{
+		Exe: os.Args[0], Args: []string{"-test.run=^$"}, World: world, Devices: devices,
+		Env: append([]string{envScenario + "=" + scenario}, env...), Output: testWriter{t},
+	})
+	_ = out
+	require.NoError(t, err)
+	for _, r := range res {
+		require.Contains(t, r.Output, fmt.Sprintf("OK rank %d", r.Rank))
+	}
+	return res
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// collectiveCases covers B 1..4, uneven and zero token counts, D in
+// {64, 72, 128}, head counts 1..4 per rank, and misaligned inputs.
+func collectiveCases(world int, dt a2a.DType) []check.Case {
+	even := make([]int, world)
+	uneven := make([]int, world)
+	oneZero := make([]int, world)
+	lastOnly := make([]int, world)
+	for r := range even {
+		even[r] = 16
+		uneven[r] = 3 + 5*r + r*r%7
+		oneZero[r] = 9 + r
+		lastOnly[r] = 0
+	}
+	oneZero[world/2] = 0
+	lastOnly[world-1] = 11
+	return []check.Case{
+		{Name: "even", Batch: 1, Tokens: even, Heads: 4 * world, HeadDim: 128, DType: dt},
+		{Name: "uneven", Batch: 2, Tokens: uneven, Heads: 2 * world, HeadDim: 64, DType: dt},
+		{Name: "zero-rank", Batch: 3, Tokens: oneZero, Heads: world, HeadDim: 72, DType: dt},
+		{Name: "last-only", Batch: 4, Tokens: lastOnly, Heads: 3 * world, HeadDim: 64, DType: dt},
+		{Name: "misaligned", Batch: 2, Tokens: uneven, Heads: 2 * world, HeadDim: 72, DType: dt, Misalign: 1},
+		{Name: "odd-dim", Batch: 1, Tokens: uneven, Heads: world, HeadDim: 3, DType: dt},
+	}
+}
+
+// joinFor builds a Comm big enough for every case.
+func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case) (*a2a.Comm, error) {
+	var elems int64
+	hidden := 1
+	for _, c := range cases {
+		s := c.Shape()
+		elems = max(elems, int64(s.GatheredBytes()/s.ElemSize))
+		hidden = max(hidden, c.Heads*c.HeadDim)
+	}
+	cfg := a2a.Config{
+		Rank: rk.Rank, WorldSize: rk.World, Device: rk.Device, DType: dt,
+		HiddenDim: hidden, MaxTokens: int((elems + int64(hidden) - 1) / int64(hidden)),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a2a.Join(ctx, cfg, ex)
+}
+
+func workerCollectives(rk launch.Rank) error {
+	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+		cases := collectiveCases(rk.World, dt)
+		comm, err := joinFor(rk, ex, dt, cases)
+		if err != nil {
+			return err
+		}
+		for i, c := range cases {
+			start := time.Now()
+			if err := check.Run(comm, c, uint64(1000+i)); err != nil {
+				comm.Close()
+				return fmt.Errorf("%v: %w", c, err)
+			}
+			fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
+		}
+		// Back to back, with per-rank random delays before each view is read.
+		race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 2 * rk.World, HeadDim: 64, DType: dt}
+		start := time.Now()
+		if err := check.BackToBack(comm, race, 1002, 300*time.Microsecond, 77); err != nil {
+			comm.Close()
+			return fmt.Errorf("%v: %w", race, err)
+		}
+		fmt.Printf("PASS %v x1002 (%v)\n", race, time.Since(start).Round(time.Millisecond))
+		if err := comm.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestCollectivesMultiProcess runs one process per rank, several ranks per
+// GPU where the world is larger than the GPUs, and checks every operation
+// against the CPU reference.
+func TestCollectivesMultiProcess(t *testing.T) {
+	info := requireGPU(t)
+	n := len(info.Devices)
+	for _, world := range []int{1, 2, 3, 4, 8} {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			runGroup(t, "collectives", world, nil)
+		})
+	}
+	t.Run("world2-same-gpu", func(t *testing.T) {
+		runGroup(t, "collectives", 2, []int{0, 0})
+	})
+	if n < 2 {
+		t.Logf("only %d GPU: every rank shares it", n)
+	}
+}

@@ -1,0 +1,110 @@
+package a2a
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// HandleSize is the length of the bytes Handle returns.
+const HandleSize = 128
+
+const (
+	handleMagic   = "ULYH"
+	handleVersion = 1
+)
+
+// handle is what a rank tells its peers: enough to map its buffer and to
+// check that the group agrees on the layout.
+type handle struct {
+	Rank      uint32
+	World     uint32
+	ElemBytes uint8
+	Blocks    uint32 // thread blocks this rank asks for; the group takes the minimum
+	Pid       uint32
+	DataBytes uint64
+	Nonce     uint64   // random per process: equal nonces mean the same process
+	DevPtr    uint64   // the buffer's address, usable directly in the same process
+	BusID     [16]byte // PCI bus id of the device, NUL-padded
+	IPC       [64]byte // CUipcMemHandle
+}
+
+// processNonce tells this process apart from every other, even across PID
+// namespaces; it is set once and never changes.
+var processNonce = sync.OnceValue(func() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return uint64(os.Getpid())<<32 | 1
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
+})
+
+func (h *handle) encode() []byte {
+	b := make([]byte, HandleSize)
+	copy(b, handleMagic)
+	le := binary.LittleEndian
+	le.PutUint16(b[4:], handleVersion)
+	b[6] = h.ElemBytes
+	le.PutUint32(b[8:], h.Rank)
+	le.PutUint32(b[12:], h.World)
+	le.PutUint32(b[16:], h.Blocks)
+	le.PutUint32(b[20:], h.Pid)
+	le.PutUint64(b[24:], h.DataBytes)
+	le.PutUint64(b[32:], h.Nonce)
+	le.PutUint64(b[40:], h.DevPtr)
+	copy(b[48:64], h.BusID[:])
+	copy(b[64:128], h.IPC[:])
+	return b
+}
+
+// decodeHandle parses bytes from a peer; it never panics on any input.
+func decodeHandle(b []byte) (handle, error) {
+	var h handle
+	if len(b) != HandleSize {
+		return h, fmt.Errorf("a2a: handle has %d bytes, want %d: %w", len(b), HandleSize, ErrHandle)
+	}
+	if !bytes.Equal(b[:4], []byte(handleMagic)) {
+		return h, fmt.Errorf("a2a: handle does not start with %q: %w", handleMagic, ErrHandle)
+	}
+	le := binary.LittleEndian
+	if v := le.Uint16(b[4:]); v != handleVersion {
+		return h, fmt.Errorf("a2a: handle version %d, this library speaks %d: %w", v, handleVersion, ErrHandle)
+	}
+	if b[7] != 0 {
+		return h, fmt.Errorf("a2a: handle reserved byte is %d: %w", b[7], ErrHandle)
+	}
+	h.ElemBytes = b[6]
+	h.Rank = le.Uint32(b[8:])
+	h.World = le.Uint32(b[12:])
+	h.Blocks = le.Uint32(b[16:])
+	h.Pid = le.Uint32(b[20:])
+	h.DataBytes = le.Uint64(b[24:])
+	h.Nonce = le.Uint64(b[32:])
+	h.DevPtr = le.Uint64(b[40:])
+	copy(h.BusID[:], b[48:64])
+	copy(h.IPC[:], b[64:128])
+	switch {
+	case h.World < 1 || h.World > MaxWorldSize:
+		return h, fmt.Errorf("a2a: handle world size %d not in 1..%d: %w", h.World, MaxWorldSize, ErrHandle)
+	case h.Rank >= h.World:
+		return h, fmt.Errorf("a2a: handle rank %d not below world size %d: %w", h.Rank, h.World, ErrHandle)
+	case h.ElemBytes != 1 && h.ElemBytes != 2:
+		return h, fmt.Errorf("a2a: handle element size %d: %w", h.ElemBytes, ErrHandle)
+	case h.Blocks < 1 || h.Blocks > maxBlocks:
+		return h, fmt.Errorf("a2a: handle asks for %d blocks, not in 1..%d: %w", h.Blocks, maxBlocks, ErrHandle)
+	case h.DataBytes > maxDataBytes:
+		return h, fmt.Errorf("a2a: handle capacity %d over %d: %w", h.DataBytes, int64(maxDataBytes), ErrHandle)
+	}
+	return h, nil
+}
+
+func (h handle) busID() string {
+	n := bytes.IndexByte(h.BusID[:], 0)
+	if n < 0 {
+		n = len(h.BusID)
+	}
+	return string(h.BusID[:n])
+}

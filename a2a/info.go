@@ -1,0 +1,101 @@
+package a2a
+
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// DeviceInfo describes one GPU as the driver reports it.
+type DeviceInfo struct {
+	Ordinal      int
+	Name         string
+	BusID        string // PCI bus id, e.g. "0000:1A:00.0"
+	SMs          int
+	ClockKHz     int // peak SM clock
+	Major, Minor int // compute capability
+	TotalMemory  uint64
+	Unified      bool // unified addressing (required)
+}
+
+// SystemInfo is what `ulysses info` prints: the driver, the GPUs and which
+// pairs of them can access each other's memory.
+type SystemInfo struct {
+	DriverVersion int // e.g. 13000 for CUDA 13.0
+	Library       string
+	Devices       []DeviceInfo
+	PeerAccess    [][]bool // PeerAccess[i][j]: device i can access device j (true on the diagonal)
+}
+
+// System reads the driver's view of the machine. On a machine without the
+// driver it returns an error matching ErrNoDriver; without GPUs, ErrNoDevice.
+func System() (SystemInfo, error) {
+	drv, err := driver.Load()
+	if err != nil {
+		return SystemInfo{}, wrapDriver("loading the CUDA driver", err)
+	}
+	var s SystemInfo
+	s.Library = drv.Path()
+	if s.DriverVersion, err = drv.Version(); err != nil {
+		return s, wrapDriver("reading the driver version", err)
+	}
+	n, err := drv.RequireDevices()
+	if err != nil {
+		return s, wrapDriver("counting devices", err)
+	}
+	for i := 0; i < n; i++ {
+		d, err := deviceInfo(drv, i)
+		if err != nil {
+			return s, err
+		}
+		s.Devices = append(s.Devices, d)
+	}
+	s.PeerAccess = make([][]bool, n)
+	for i := range s.PeerAccess {
+		s.PeerAccess[i] = make([]bool, n)
+		for j := range s.PeerAccess[i] {
+			if i == j {
+				s.PeerAccess[i][j] = true
+				continue
+			}
+			if s.PeerAccess[i][j], err = drv.CanAccessPeer(i, j); err != nil {
+				return s, wrapDriver("checking peer access", err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func deviceInfo(drv *driver.Driver, ord int) (DeviceInfo, error) {
+	d := DeviceInfo{Ordinal: ord}
+	var err error
+	if d.Name, err = drv.DeviceName(ord); err != nil {
+		return d, wrapDriver("reading the device name", err)
+	}
+	if d.BusID, err = drv.DevicePCIBusID(ord); err != nil {
+		return d, wrapDriver("reading the PCI bus id", err)
+	}
+	if d.TotalMemory, err = drv.DeviceTotalMem(ord); err != nil {
+		return d, wrapDriver("reading the memory size", err)
+	}
+	attrs := []struct {
+		a   driver.Attribute
+		dst *int
+	}{
+		{driver.AttrMultiprocessorCount, &d.SMs},
+		{driver.AttrClockRate, &d.ClockKHz},
+		{driver.AttrComputeCapabilityMajor, &d.Major},
+		{driver.AttrComputeCapabilityMinor, &d.Minor},
+	}
+	for _, a := range attrs {
+		if *a.dst, err = drv.DeviceAttribute(ord, a.a); err != nil {
+			return d, wrapDriver(fmt.Sprintf("reading attribute %d", a.a), err)
+		}
+	}
+	u, err := drv.DeviceAttribute(ord, driver.AttrUnifiedAddressing)
+	if err != nil {
+		return d, wrapDriver("reading unified addressing", err)
+	}
+	d.Unified = u == 1
+	return d, nil
+}

@@ -1,0 +1,101 @@
+package a2a
+
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// SendRecvHeads scatters heads and gathers the sequence: x is this rank's
+// [B, T_r, H, D]; the result is [B, T, H/P, D] holding heads
+// rank*H/P..(rank+1)*H/P-1 of every token, in rank order. It is enqueued on
+// the Comm's stream and returns a view into the Comm's buffer, valid until
+// the next operation on this Comm. One kernel launch; no allocation.
+func (c *Comm) SendRecvHeads(x Tensor) (Tensor, error) {
+	return c.run(ptx.OpSendRecvHeads, x, nil)
+}
+
+// SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
+// the cost of one device-local copy out of the Comm's buffer.
+func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
+	_, err := c.run(ptx.OpSendRecvHeads, x, &dst)
+	return err
+}
+
+// GatherHeads is the inverse of SendRecvHeads: x is [B, T, H/P, D] holding
+// this rank's heads of every token; the result is this rank's
+// [B, T_r, H, D]. Asynchronous, returning a view valid until the next
+// operation, like SendRecvHeads. x must not lie in the Comm's buffer (copy a
+// view out first, or use the Into form of the previous operation).
+func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
+	return c.run(ptx.OpGatherHeads, x, nil)
+}
+
+// GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
+// cost of one device-local copy.
+func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
+	_, err := c.run(ptx.OpGatherHeads, x, &dst)
+	return err
+}
+
+// AllGather gathers the sequence: x is this rank's [B, T_r, H, D]; the
+// result is [B, T, H, D], the same on every rank. Asynchronous, returning a
+// view valid until the next operation.
+func (c *Comm) AllGather(x Tensor) (Tensor, error) {
+	return c.run(ptx.OpAllGather, x, nil)
+}
+
+// AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
+// one device-local copy.
+func (c *Comm) AllGatherInto(dst, x Tensor) error {
+	_, err := c.run(ptx.OpAllGather, x, &dst)
+	return err
+}
+
+// run validates, then enqueues op; nothing is enqueued on any error.
+func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(true); err != nil {
+		return Tensor{}, err
+	}
+	if c.tokens.counts == nil {
+		return Tensor{}, ErrTokensNotSet
+	}
+	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.file.Widths())
+	if err != nil {
+		return Tensor{}, err
+	}
+	if c.overlapsBuffer(x.Ptr, x.Bytes()) {
+		return Tensor{}, fmt.Errorf("a2a: %s input %v lies in the Comm's buffer, which peers write during the operation: %w", op, x, ErrAliased)
+	}
+	if dst != nil {
+		if err := checkTensor("output", *dst, c.cfg.DType, p.out); err != nil {
+			return Tensor{}, err
+		}
+		if c.overlapsBuffer(dst.Ptr, dst.Bytes()) {
+			return Tensor{}, fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", op, *dst, ErrAliased)
+		}
+	}
+	c.args.Input = uint64(x.Ptr)
+	c.args.Batch = uint32(x.Shape[0])
+	c.args.Units = uint32(p.chunk / int64(p.width))
+	if err := c.launch(c.fns[op][p.width]); err != nil {
+		return Tensor{}, err
+	}
+	if dst != nil && p.outBytes > 0 {
+		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), c.buf, uint64(p.outBytes), c.stream); err != nil {
+			return Tensor{}, c.fail(wrapDriver("copying the output", err))
+		}
+	}
+	return Tensor{Ptr: uintptr(c.buf), Shape: p.out, DType: c.cfg.DType}, nil
+}
+
+func (c *Comm) overlapsBuffer(ptr uintptr, n int64) bool {
+	if n <= 0 {
+		return false
+	}
+	lo, hi := uint64(c.buf), uint64(c.buf)+uint64(c.layout.total)
+	return uint64(ptr) < hi && uint64(ptr)+uint64(n) > lo
+}

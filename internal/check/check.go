@@ -1,0 +1,315 @@
+// Package check runs the collectives on a connected Comm and compares every
+// output with the CPU reference, byte for byte, on random data with the
+// outputs poisoned before each run. The GPU tests and `ulysses check` share it.
+package check
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/ref"
+)
+
+// Case is one shape to check. Heads is the full head count H.
+type Case struct {
+	Name    string
+	Batch   int
+	Tokens  []int // per rank
+	Heads   int
+	HeadDim int
+	DType   a2a.DType
+	// Misalign shifts every input pointer by this many elements, which
+	// forces the kernels' narrower copy paths.
+	Misalign int
+}
+
+func (c Case) String() string {
+	s := fmt.Sprintf("%s B=%d T=%v H=%d D=%d %v", c.Name, c.Batch, c.Tokens, c.Heads, c.HeadDim, c.DType)
+	if c.Misalign != 0 {
+		s += fmt.Sprintf(" misaligned+%d", c.Misalign)
+	}
+	return s
+}
+
+// Shape is the case as the reference sees it.
+func (c Case) Shape() ref.Shape {
+	return ref.Shape{Batch: c.Batch, Heads: c.Heads, HeadDim: c.HeadDim, ElemSize: c.DType.Size(), Tokens: c.Tokens}
+}
+
+// CapacityTokens is the MaxTokens (at hidden size Heads*HeadDim) that the
+// case's largest output needs.
+func (c Case) CapacityTokens() int {
+	s := c.Shape()
+	return max(s.Batch*s.TotalTokens(), 1)
+}
+
+// inputs makes every rank's input of the case from seed, so every process
+// can compute any rank's expected output.
+func inputs(s ref.Shape, seed uint64) [][]byte {
+	in := make([][]byte, s.World())
+	for r := range in {
+		in[r] = make([]byte, s.RankInputBytes(r))
+		ref.FillRandom(in[r], seed, r)
+	}
+	return in
+}
+
+// poisons are the byte values outputs are filled with before a run; they
+// alternate so a stale poison cannot pass for a fresh one.
+var poisons = [...]byte{0xA5, 0x5A, 0xC3}
+
+// Mismatch reports an output that differs from the reference.
+type Mismatch struct {
+	What        string
+	First, Diff int // first differing byte, number of differing bytes
+	Len         int
+}
+
+func (m *Mismatch) Error() string {
+	return fmt.Sprintf("check: %s differs from the reference in %d of %d bytes, first at %d", m.What, m.Diff, m.Len, m.First)
+}
+
+// ErrMismatch matches every *Mismatch.
+var ErrMismatch = errors.New("check: output differs from the reference")
+
+// Is matches ErrMismatch.
+func (m *Mismatch) Is(target error) bool { return target == ErrMismatch }
+
+func compare(what string, got, want []byte) error {
+	if bytes.Equal(got, want) {
+		return nil
+	}
+	m := &Mismatch{What: what, First: -1, Len: len(want)}
+	if len(got) != len(want) {
+		return fmt.Errorf("check: %s has %d bytes, want %d", what, len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			if m.First < 0 {
+				m.First = i
+			}
+			m.Diff++
+		}
+	}
+	return m
+}
+
+// runner holds the device tensors of one case on one rank.
+type runner struct {
+	comm   *a2a.Comm
+	dev    *a2a.Device
+	cs     Case
+	shape  ref.Shape
+	allocs []a2a.Tensor
+	poison int
+}
+
+func (r *runner) free() {
+	for _, t := range r.allocs {
+		r.dev.Free(t)
+	}
+}
+
+// upload allocates a tensor of shape holding b, shifted by the case's misalignment.
+func (r *runner) upload(shape [4]int, b []byte) (a2a.Tensor, error) {
+	es := r.cs.DType.Size()
+	pad := r.cs.Misalign
+	raw, err := r.dev.Alloc([4]int{1, 1, 1, int(int64(len(b))/int64(es)) + pad}, r.cs.DType)
+	if err != nil {
+		return a2a.Tensor{}, err
+	}
+	r.allocs = append(r.allocs, raw)
+	t := a2a.Tensor{Ptr: raw.Ptr + uintptr(pad*es), Shape: shape, DType: r.cs.DType}
+	return t, r.dev.Upload(t, b)
+}
+
+// output allocates a poisoned tensor for an Into form.
+func (r *runner) output(shape [4]int) (a2a.Tensor, error) {
+	t, err := r.dev.Alloc(shape, r.cs.DType)
+	if err != nil {
+		return t, err
+	}
+	r.allocs = append(r.allocs, t)
+	return t, r.dev.Fill(t, r.nextPoison())
+}
+
+func (r *runner) nextPoison() byte {
+	r.poison++
+	return poisons[r.poison%len(poisons)]
+}
+
+// view runs op with the Comm's buffer poisoned first and returns the bytes
+// of the view it gave back.
+func (r *runner) view(op func(a2a.Tensor) (a2a.Tensor, error), x a2a.Tensor) ([]byte, error) {
+	if err := r.dev.Fill(r.comm.Buffer(), r.nextPoison()); err != nil {
+		return nil, err
+	}
+	out, err := op(x)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.comm.Sync(); err != nil {
+		return nil, err
+	}
+	return r.dev.Download(out)
+}
+
+// into runs an Into form into a poisoned tensor of shape and returns its bytes.
+func (r *runner) into(op func(dst, x a2a.Tensor) error, x a2a.Tensor, shape [4]int) ([]byte, error) {
+	dst, err := r.output(shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := op(dst, x); err != nil {
+		return nil, err
+	}
+	if err := r.comm.Sync(); err != nil {
+		return nil, err
+	}
+	return r.dev.Download(dst)
+}
+
+// Run checks SendRecvHeads, GatherHeads and AllGather (view and Into
+// forms) of one case on comm, whose rank and world size must match the
+// case, with inputs made from seed. Every rank of the group must call it
+// with the same case and seed.
+func Run(comm *a2a.Comm, cs Case, seed uint64) error {
+	s := cs.Shape()
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if s.World() != comm.WorldSize() {
+		return fmt.Errorf("check: case has %d ranks, the Comm %d", s.World(), comm.WorldSize())
+	}
+	rank := comm.Rank()
+	in := inputs(s, seed)
+	wantSRH := make([]byte, s.HeadShardBytes())
+	if err := ref.SendRecvHeadsFor(s, rank, in, wantSRH); err != nil {
+		return err
+	}
+	wantAG := make([]byte, s.GatheredBytes())
+	if err := ref.AllGatherFor(s, rank, in, wantAG); err != nil {
+		return err
+	}
+	if err := comm.SetRankTokens(cs.Tokens); err != nil {
+		return err
+	}
+	r := &runner{comm: comm, dev: comm.Device(), cs: cs, shape: s}
+	defer r.free()
+
+	B, T, H, D, P := cs.Batch, s.TotalTokens(), cs.Heads, cs.HeadDim, s.World()
+	local := [4]int{B, cs.Tokens[rank], H, D}
+	shard := [4]int{B, T, H / P, D}
+	full := [4]int{B, T, H, D}
+	x, err := r.upload(local, in[rank])
+	if err != nil {
+		return err
+	}
+	y, err := r.upload(shard, wantSRH)
+	if err != nil {
+		return err
+	}
+	steps := []struct {
+		what string
+		run  func() ([]byte, error)
+		want []byte
+	}{
+		{"SendRecvHeads", func() ([]byte, error) { return r.view(comm.SendRecvHeads, x) }, wantSRH},
+		{"SendRecvHeadsInto", func() ([]byte, error) { return r.into(comm.SendRecvHeadsInto, x, shard) }, wantSRH},
+		{"GatherHeads", func() ([]byte, error) { return r.view(comm.GatherHeads, y) }, in[rank]},
+		{"GatherHeadsInto", func() ([]byte, error) { return r.into(comm.GatherHeadsInto, y, local) }, in[rank]},
+		{"AllGather", func() ([]byte, error) { return r.view(comm.AllGather, x) }, wantAG},
+		{"AllGatherInto", func() ([]byte, error) { return r.into(comm.AllGatherInto, x, full) }, wantAG},
+	}
+	for _, st := range steps {
+		got, err := st.run()
+		if err != nil {
+			return fmt.Errorf("check: %s on rank %d: %w", st.what, rank, err)
+		}
+		if err := compare(fmt.Sprintf("%s on rank %d", st.what, rank), got, st.want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BackToBack runs iters operations (cycling through the three, on two
+// alternating inputs) and checks every output. After each operation this
+// rank sleeps a random time up to maxDelay before reading the view, so a
+// faster peer has already enqueued the next operation: the view must stay
+// intact until this rank's own next operation.
+func BackToBack(comm *a2a.Comm, cs Case, iters int, maxDelay time.Duration, seed uint64) error {
+	s := cs.Shape()
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	rank := comm.Rank()
+	if err := comm.SetRankTokens(cs.Tokens); err != nil {
+		return err
+	}
+	r := &runner{comm: comm, dev: comm.Device(), cs: cs, shape: s}
+	defer r.free()
+	B, T, H, D, P := cs.Batch, s.TotalTokens(), cs.Heads, cs.HeadDim, s.World()
+	type set struct {
+		x, y         a2a.Tensor
+		own, srh, ag []byte
+	}
+	var sets [2]set
+	for i := range sets {
+		in := inputs(s, seed+uint64(i))
+		st := set{own: in[rank], srh: make([]byte, s.HeadShardBytes()), ag: make([]byte, s.GatheredBytes())}
+		if err := ref.SendRecvHeadsFor(s, rank, in, st.srh); err != nil {
+			return err
+		}
+		if err := ref.AllGatherFor(s, rank, in, st.ag); err != nil {
+			return err
+		}
+		var err error
+		if st.x, err = r.upload([4]int{B, cs.Tokens[rank], H, D}, st.own); err != nil {
+			return err
+		}
+		if st.y, err = r.upload([4]int{B, T, H / P, D}, st.srh); err != nil {
+			return err
+		}
+		sets[i] = st
+	}
+	rng := rand.New(rand.NewPCG(seed, uint64(rank)+1))
+	for i := 0; i < iters; i++ {
+		st := sets[i%2]
+		var out a2a.Tensor
+		var want []byte
+		var err error
+		switch i % 3 {
+		case 0:
+			out, err = comm.SendRecvHeads(st.x)
+			want = st.srh
+		case 1:
+			out, err = comm.GatherHeads(st.y)
+			want = st.own
+		case 2:
+			out, err = comm.AllGather(st.x)
+			want = st.ag
+		}
+		if err != nil {
+			return fmt.Errorf("check: iteration %d: %w", i, err)
+		}
+		if err := comm.Sync(); err != nil {
+			return fmt.Errorf("check: iteration %d: %w", i, err)
+		}
+		if maxDelay > 0 {
+			time.Sleep(time.Duration(rng.Int64N(int64(maxDelay))))
+		}
+		got, err := r.dev.Download(out)
+		if err != nil {
+			return err
+		}
+		if err := compare(fmt.Sprintf("iteration %d (op %d) on rank %d", i, i%3, rank), got, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+// Package launch starts one process per rank on this machine and tells
+// each, through its environment, its rank, the world size, its device and
+// where rank 0 listens for the handle exchange. The test binaries and the
+// ulysses command both use it to run a group.
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Environment variables a rank process reads.
+const (
+	EnvRank   = "ULYSSES_RANK"
+	EnvWorld  = "ULYSSES_WORLD"
+	EnvAddr   = "ULYSSES_ADDR"
+	EnvDevice = "ULYSSES_DEVICE"
+)
+
+// Spec describes a group of processes.
+type Spec struct {
+	Exe     string   // program to run for every rank
+	Args    []string // its arguments
+	World   int      // number of ranks
+	Devices []int    // device of each rank; nil: the rank's own default
+	Env     []string // extra environment for every rank
+	// Output receives every line the ranks print, prefixed "[rank N] ".
+	// Nil keeps it only in the Results.
+	Output io.Writer
+	// Grace is how long the others may run on after one rank fails before
+	// they are killed (they are bounded by their own timeouts too); 0: 15 s.
+	Grace time.Duration
+}
+
+// Result is how one rank ended.
+type Result struct {
+	Rank   int
+	Err    error // nil when it exited 0
+	Output string
+}
+
+// FreeAddr returns a loopback address with a port that was free just now.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("launch: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// Run starts the ranks and waits for all of them, or until ctx ends (then
+// they are killed). It returns every rank's result, and an error naming the
+// ranks that failed.
+func Run(ctx context.Context, s Spec) ([]Result, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	grace := s.Grace
+	if grace == 0 {
+		grace = 15 * time.Second
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var outMu sync.Mutex
+	results := make([]Result, s.World)
+	cmds := make([]*exec.Cmd, s.World)
+	bufs := make([]*bytes.Buffer, s.World)
+	for r := 0; r < s.World; r++ {
+		cmd := exec.CommandContext(ctx, s.Exe, s.Args...)
+		env := append(os.Environ(), s.Env...)
+		env = append(env, EnvRank+"="+strconv.Itoa(r), EnvWorld+"="+strconv.Itoa(s.World), EnvAddr+"="+addr)
+		if s.Devices != nil {
+			env = append(env, EnvDevice+"="+strconv.Itoa(s.Devices[r]))
+		}
+		cmd.Env = env
+		bufs[r] = &bytes.Buffer{}
+		w := io.Writer(bufs[r])
+		if s.Output != nil {
+			w = io.MultiWriter(w, &prefixWriter{mu: &outMu, w: s.Output, prefix: fmt.Sprintf("[rank %d] ", r)})
+		}
+		cmd.Stdout, cmd.Stderr = w, w
+		cmd.WaitDelay = 5 * time.Second
+		cmds[r] = cmd
+	}
+	for r, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			cancel()
+			for _, c := range cmds[:r] {
+				c.Wait()
+			}
+			return nil, fmt.Errorf("launch: starting rank %d: %w", r, err)
+		}
+	}
+	var wg sync.WaitGroup
+	var failOnce sync.Once
+	for r, cmd := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := cmd.Wait()
+			results[r] = Result{Rank: r, Err: err}
+			if err != nil {
+				failOnce.Do(func() { time.AfterFunc(grace, cancel) })
+			}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for r := range results {
+		results[r].Output = bufs[r].String()
+		if results[r].Err != nil {
+			errs = append(errs, fmt.Errorf("rank %d: %w", r, results[r].Err))
+		}
+	}
+	if len(errs) > 0 {
+		return results, fmt.Errorf("launch: %w", errors.Join(errs...))
+	}
+	return results, nil
+}
+
+// Rank is what a rank process learns from its environment.
+type Rank struct {
+	Rank, World int
+	Addr        string // where rank 0 listens for the handle exchange
+	Device      *int   // nil: the rank's default device
+}
+
+// FromEnv reads the rank's environment; ok is false when the process was
+// not started by Run.
+func FromEnv() (r Rank, ok bool, err error) {
+	rs, ws := os.Getenv(EnvRank), os.Getenv(EnvWorld)
+	if rs == "" || ws == "" {
+		return Rank{}, false, nil
+	}
+	if r.Rank, err = strconv.Atoi(rs); err != nil {
+		return r, true, fmt.Errorf("launch: %s: %w", EnvRank, err)
+	}
+	if r.World, err = strconv.Atoi(ws); err != nil {
+		return r, true, fmt.Errorf("launch: %s: %w", EnvWorld, err)
+	}
+	r.Addr = os.Getenv(EnvAddr)
+	if ds := os.Getenv(EnvDevice); ds != "" {
+		d, err := strconv.Atoi(ds)
+		if err != nil {
+			return r, true, fmt.Errorf("launch: %s: %w", EnvDevice, err)
+		}
+		r.Device = &d
+	}
+	return r, true, nil
+}
+
+// prefixWriter writes whole lines to w with a prefix, under a shared lock.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
