@@ -123,7 +123,7 @@ func collectiveCases(world int, dt a2a.DType) []check.Case {
 }
 
 // joinFor builds a Comm big enough for every case.
-func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case) (*a2a.Comm, error) {
+func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case, single bool) (*a2a.Comm, error) {
 	var elems int64
 	hidden := 1
 	for _, c := range cases {
@@ -133,7 +133,7 @@ func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case)
 	}
 	cfg := a2a.Config{
 		Rank: rk.Rank, WorldSize: rk.World, Device: rk.Device, DType: dt,
-		HiddenDim: hidden, MaxTokens: int((elems + int64(hidden) - 1) / int64(hidden)),
+		HiddenDim: hidden, MaxTokens: int((elems + int64(hidden) - 1) / int64(hidden)), SingleBuffer: single,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -146,9 +146,15 @@ func workerCollectives(rk launch.Rank) error {
 		return err
 	}
 	defer ex.Close()
-	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+	modes := []struct {
+		dt     a2a.DType
+		single bool
+	}{{a2a.BFloat16, false}, {a2a.Float8E4M3, false}, {a2a.BFloat16, true}}
+	for _, mode := range modes {
+		dt := mode.dt
+		fmt.Printf("mode %v single-buffer=%v\n", dt, mode.single)
 		cases := collectiveCases(rk.World, dt)
-		comm, err := joinFor(rk, ex, dt, cases)
+		comm, err := joinFor(rk, ex, dt, cases, mode.single)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/ulysses-go/ulysses/a2a"
+)
+
+type benchOpts struct {
+	group                 groupFlags
+	batch, heads, headDim int
+	bytes, dtypes, ops    string
+	sms                   string
+	warmup, iters, rotate int
+	json, compare         string
+	results               string // worker only: where rank 0 writes its results
+}
+
+func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
+	o := &benchOpts{}
+	fs := newFlagSet("bench", "ulysses bench [flags]",
+		"Times the collectives with device events, one process per rank, per dtype, SM count and\n"+
+			"per-rank size (x is [B, T_r, H, D] with T_r = bytes / (B*H*D*elem)), and prints the slowest\n"+
+			"rank's median against the NVLink floor (the bytes crossing NVLink over the one-way peer copy rate).")
+	o.group.register(fs)
+	fs.IntVar(&o.batch, "batch", 1, "batch size B")
+	fs.IntVar(&o.heads, "heads", 32, "heads H (divisible by the world size)")
+	fs.IntVar(&o.headDim, "head-dim", 128, "head size D")
+	fs.StringVar(&o.bytes, "bytes", "128K,1M,8M,32M,128M", "per-rank input sizes, with K, M, G suffixes (binary)")
+	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "element types (bf16, fp16, fp8, fp8e5m2)")
+	fs.StringVar(&o.ops, "ops", "send_recv_heads,gather_heads,all_gather", "operations to time")
+	fs.IntVar(&o.warmup, "warmup", 20, "untimed operations before each timed run")
+	fs.IntVar(&o.iters, "iters", 200, "timed operations per row")
+	fs.IntVar(&o.rotate, "rotate", 4, "distinct inputs used in turn (so the L2 cache does not flatter small sizes)")
+	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
+	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
+	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
+	if worker {
+		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
+	}
+	return fs, o
+}
+
+// benchPlan is the validated lists of a bench run.
+type benchPlan struct {
+	sizes  []int64
+	dtypes []a2a.DType
+	ops    []benchOp
+	sms    []int
+}
+
+func (o *benchOpts) plan() (benchPlan, error) {
+	var p benchPlan
+	var err error
+	switch {
+	case o.batch < 1 || o.heads < 1 || o.headDim < 1:
+		return p, fmt.Errorf("--batch, --heads and --head-dim must be positive")
+	case o.iters < 1 || o.rotate < 1 || o.warmup < 0:
+		return p, fmt.Errorf("--iters and --rotate must be positive, --warmup not negative")
+	case o.compare != "" && o.compare != "nccl":
+		return p, fmt.Errorf("--compare %q: only nccl is known", o.compare)
+	}
+	if p.sizes, err = parseSizes(o.bytes); err != nil {
+		return p, fmt.Errorf("--bytes: %w", err)
+	}
+	if p.dtypes, err = parseDTypes(o.dtypes); err != nil {
+		return p, fmt.Errorf("--dtypes: %w", err)
+	}
+	if p.ops, err = parseOps(o.ops); err != nil {
+		return p, fmt.Errorf("--ops: %w", err)
+	}
+	if p.sms, err = parseSMs(o.sms); err != nil {
+		return p, fmt.Errorf("--sms: %w", err)
+	}
+	return p, nil
+}
+
+// benchOp is an operation as bench and nccl_bench.py name it.
+type benchOp string
+
+const (
+	opSendRecvHeads benchOp = "send_recv_heads"
+	opGatherHeads   benchOp = "gather_heads"
+	opAllGather     benchOp = "all_gather"
+)
+
+func parseOps(s string) ([]benchOp, error) {
+	var out []benchOp
+	for _, f := range splitList(s) {
+		op := benchOp(f)
+		switch op {
+		case opSendRecvHeads, opGatherHeads, opAllGather:
+		default:
+			return nil, fmt.Errorf("unknown operation %q (want send_recv_heads, gather_heads, all_gather)", f)
+		}
+		if !slices.Contains(out, op) {
+			out = append(out, op)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no operations in %q", s)
+	}
+	return out, nil
+}
+
+// parseSMs reads a list of SM counts, 0 meaning all.
+func parseSMs(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 0 || n > 1024 || fmt.Sprint(n) != f {
+			return nil, fmt.Errorf("bad SM count %q: want 0 (all) to 1024", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no SM counts in %q", s)
+	}
+	return out, nil
+}
+
+// sizePlan is one per-rank size that divides into whole tokens.
+type sizePlan struct {
+	bytes  int64
+	tokens int // T_r
+}
+
+// sizePlans computes T_r = bytes / (B*H*D*elem) for every size, skipping
+// (with a note) those that are not a positive multiple of a token.
+func sizePlans(sizes []int64, batch, heads, headDim int, dt a2a.DType) ([]sizePlan, []string) {
+	perToken := int64(batch) * int64(heads) * int64(headDim) * int64(dt.Size())
+	var plans []sizePlan
+	var notes []string
+	for _, s := range sizes {
+		if s < perToken || s%perToken != 0 {
+			notes = append(notes, fmt.Sprintf("%v %s skipped: %d bytes is not a positive multiple of B*H*D*elem = %d bytes",
+				dt, formatBytes(float64(s)), s, perToken))
+			continue
+		}
+		plans = append(plans, sizePlan{bytes: s, tokens: int(s / perToken)})
+	}
+	return plans, notes
+}
+
+// nvlinkBytes is what one rank must send over NVLink: all but its own
+// 1/P of its input for the head exchanges, its whole input to P-1 peers
+// for AllGather.
+func nvlinkBytes(op benchOp, bytes int64, world int) float64 {
+	if op == opAllGather {
+		return float64(bytes) * float64(world-1)
+	}
+	return float64(bytes) * float64(world-1) / float64(world)
+}
+
+// benchRow is one timed (op, dtype, size, SM count), the slowest rank's
+// statistics, and what they mean against the peer copy rate.
+type benchRow struct {
+	Impl          string  `json:"impl"`
+	Op            string  `json:"op"`
+	DType         string  `json:"dtype"`
+	BytesPerRank  int64   `json:"bytes_per_rank"`
+	TokensPerRank int     `json:"tokens_per_rank"`
+	World         int     `json:"world"`
+	Batch         int     `json:"batch"`
+	Heads         int     `json:"heads"`
+	HeadDim       int     `json:"head_dim"`
+	SMs           int     `json:"sms"`    // asked for; 0 = all
+	Blocks        int     `json:"blocks"` // thread blocks the kernels ran
+	Iters         int     `json:"iters"`
+	MedianUS      float64 `json:"median_us"`
+	P10US         float64 `json:"p10_us"`
+	P90US         float64 `json:"p90_us"`
+	MeanUS        float64 `json:"mean_us"`
+	AlgBWGBps     float64 `json:"algbw_gbps"`
+	NVLinkBytes   float64 `json:"nvlink_bytes_per_rank"`
+	FloorUS       float64 `json:"floor_us"`
+	TimeOverFloor float64 `json:"time_over_floor"`
+}
+
+// finish fills in the derived columns, given the peer copy rate in bytes
+// per second (0: unknown, no floor).
+func (r *benchRow) finish(peerBW float64) {
+	if r.MedianUS > 0 {
+		r.AlgBWGBps = float64(r.BytesPerRank) / r.MedianUS / 1e3
+	}
+	r.NVLinkBytes = nvlinkBytes(benchOp(r.Op), r.BytesPerRank, r.World)
+	r.FloorUS, r.TimeOverFloor = 0, 0
+	if peerBW > 0 && r.NVLinkBytes > 0 {
+		r.FloorUS = r.NVLinkBytes / peerBW * 1e6
+		r.TimeOverFloor = r.MedianUS / r.FloorUS
+	}
+}
+
+// benchResults is what rank 0 hands back to the parent.
+type benchResults struct {
+	PeerBandwidth float64    `json:"peer_bandwidth_bytes_per_s"`
+	PeerPair      string     `json:"peer_pair"`
+	PeerNote      string     `json:"peer_note,omitempty"`
+	Rows          []benchRow `json:"rows"`
+	Notes         []string   `json:"notes,omitempty"`
+}
+
+// benchReport is the --json file.
+type benchReport struct {
+	Date          string       `json:"date"`
+	Command       []string     `json:"command"`
+	Driver        string       `json:"driver"`
+	DriverVersion int          `json:"driver_version"`
+	GPUs          []string     `json:"gpus"`
+	World         int          `json:"world"`
+	Warmup        int          `json:"warmup"`
+	Iters         int          `json:"iters"`
+	Rotate        int          `json:"rotate"`
+	PeerGBps      float64      `json:"peer_bandwidth_gbps"`
+	PeerPair      string       `json:"peer_pair"`
+	PeerNote      string       `json:"peer_note,omitempty"`
+	Rows          []benchRow   `json:"rows"`
+	Notes         []string     `json:"notes,omitempty"`
+	NCCL          []ncclRecord `json:"nccl,omitempty"`
+	NCCLNote      string       `json:"nccl_note,omitempty"`
+	Compare       []compareRow `json:"compare,omitempty"`
+	Seconds       float64      `json:"seconds"`
+}
+
+func benchMain(args []string, stdout, stderr io.Writer) int {
+	fs, o := newBenchFlags(false)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	plan, err := o.plan()
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 2
+	}
+	sys, err := a2a.System()
+	if err != nil {
+		return systemError(stderr, err)
+	}
+	world, devices, err := o.group.layout(len(sys.Devices))
+	if err == nil && o.heads%world != 0 {
+		err = fmt.Errorf("--heads %d is not divisible by the world size %d", o.heads, world)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 2
+	}
+	dir, err := os.MkdirTemp("", "ulysses-bench-")
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	resultsPath := filepath.Join(dir, "results.json")
+
+	ctx, stop := signalContext()
+	defer stop()
+	start := time.Now()
+	fmt.Fprintf(stderr, "bench: %d ranks on %d GPUs, B=%d H=%d D=%d\n", world, len(sys.Devices), o.batch, o.heads, o.headDim)
+	if _, err := startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, stderr); err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 1
+	}
+	res, err := readResults(resultsPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: reading rank 0's results: %s\n", oneLine(err))
+		return 1
+	}
+	for i := range res.Rows {
+		res.Rows[i].finish(res.PeerBandwidth)
+	}
+	rep := benchReport{
+		Date: start.UTC().Format(time.RFC3339), Command: os.Args, Driver: driverVersion(sys.DriverVersion),
+		DriverVersion: sys.DriverVersion, World: world, Warmup: o.warmup, Iters: o.iters, Rotate: o.rotate,
+		PeerGBps: res.PeerBandwidth / 1e9, PeerPair: res.PeerPair, PeerNote: res.PeerNote, Rows: res.Rows, Notes: res.Notes,
+	}
+	for _, d := range sys.Devices {
+		rep.GPUs = append(rep.GPUs, d.Name)
+	}
+	writeBenchTable(stdout, &rep, o)
+
+	code := 0
+	if o.compare == "nccl" {
+		code = compareNCCL(ctx, stdout, stderr, &rep, o, plan)
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	if o.json != "" {
+		if err := writeJSONFile(o.json, rep); err != nil {
+			fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+			return 1
+		}
+	}
+	return code
+}
+
+// writeBenchTable prints the header line, the ulysses table and the notes.
+func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
+	peer := "unknown"
+	if rep.PeerGBps > 0 {
+		peer = fmt.Sprintf("%.0f GB/s", rep.PeerGBps)
+	}
+	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d, %d iterations (%d warm-up), peer copy %s %s\n",
+		rep.World, o.batch, o.heads, o.headDim, o.iters, o.warmup, rep.PeerPair, peer)
+	writeTable(w, benchHead, benchAlign, benchTableRows(rep.Rows))
+	if rep.PeerNote != "" {
+		fmt.Fprintf(w, "note: %s\n", rep.PeerNote)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func readResults(path string) (*benchResults, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r benchResults
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

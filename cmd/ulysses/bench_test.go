@@ -1,0 +1,78 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+)
+
+func TestSizePlans(t *testing.T) {
+	// B=1, H=32, D=128: 8 KiB a bf16 token, 4 KiB an fp8 token.
+	sizes := []int64{128 << 10, 1 << 20, 12345, 4 << 10}
+	plans, notes := sizePlans(sizes, 1, 32, 128, a2a.BFloat16)
+	assert.Equal(t, []sizePlan{{128 << 10, 16}, {1 << 20, 128}}, plans)
+	require.Len(t, notes, 2)
+	assert.Contains(t, notes[0], "12345 bytes is not a positive multiple of B*H*D*elem = 8192 bytes")
+	assert.Contains(t, notes[1], "bf16 4 KiB skipped")
+
+	plans, notes = sizePlans(sizes, 1, 32, 128, a2a.Float8E4M3)
+	assert.Equal(t, []sizePlan{{128 << 10, 32}, {1 << 20, 256}, {4 << 10, 1}}, plans)
+	assert.Len(t, notes, 1)
+
+	plans, notes = sizePlans([]int64{128 << 20}, 2, 24, 128, a2a.BFloat16) // 12 KiB a token
+	assert.Empty(t, plans)
+	assert.Len(t, notes, 1)
+}
+
+func TestNVLinkFloor(t *testing.T) {
+	const mib = 1 << 20
+	assert.Equal(t, float64(64*mib), nvlinkBytes(opSendRecvHeads, 128*mib, 2))
+	assert.Equal(t, float64(112*mib), nvlinkBytes(opGatherHeads, 128*mib, 8))
+	assert.Equal(t, float64(128*mib), nvlinkBytes(opAllGather, 128*mib, 2))
+	assert.Equal(t, float64(7*128*mib), nvlinkBytes(opAllGather, 128*mib, 8))
+	assert.Zero(t, nvlinkBytes(opSendRecvHeads, mib, 1))
+
+	// DESIGN.md: 64 MiB over NVLink at 392 GB/s is about 171 us.
+	r := benchRow{Op: "send_recv_heads", BytesPerRank: 128 * mib, World: 2, MedianUS: 194.7}
+	r.finish(392e9)
+	assert.InDelta(t, 171.2, r.FloorUS, 0.1)
+	assert.InDelta(t, 194.7/171.2, r.TimeOverFloor, 0.01)
+	assert.InDelta(t, 689.4, r.AlgBWGBps, 0.1) // 134217728 B / 194.7 us
+
+	r = benchRow{Op: "all_gather", BytesPerRank: mib, World: 2, MedianUS: 10}
+	r.finish(0)
+	assert.Zero(t, r.FloorUS, "no peer rate, no floor")
+	assert.Zero(t, r.TimeOverFloor)
+	assert.Equal(t, float64(mib), r.NVLinkBytes)
+
+	r = benchRow{Op: "all_gather", BytesPerRank: mib, World: 1, MedianUS: 10}
+	r.finish(392e9)
+	assert.Zero(t, r.FloorUS, "one rank moves nothing over NVLink")
+}
+
+func TestBenchPlan(t *testing.T) {
+	fs, o := newBenchFlags(false)
+	require.NoError(t, fs.Parse([]string{"--bytes", "1M,2M", "--dtypes", "bf16,fp8,bf16", "--ops", "all_gather,gather_heads", "--sms", "8,16,0"}))
+	p, err := o.plan()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1 << 20, 2 << 20}, p.sizes)
+	assert.Equal(t, []a2a.DType{a2a.BFloat16, a2a.Float8E4M3}, p.dtypes)
+	assert.Equal(t, []benchOp{opAllGather, opGatherHeads}, p.ops)
+	assert.Equal(t, []int{8, 16, 0}, p.sms)
+
+	fs, o = newBenchFlags(false)
+	require.NoError(t, fs.Parse(nil))
+	p, err = o.plan()
+	require.NoError(t, err)
+	assert.Len(t, p.sizes, 5)
+	assert.Equal(t, []benchOp{opSendRecvHeads, opGatherHeads, opAllGather}, p.ops)
+	assert.Equal(t, []int{0}, p.sms)
+
+	for _, bad := range []string{"x", "1.5", "-2", "2000", " "} {
+		_, err := parseSMs(bad)
+		assert.Error(t, err, bad)
+	}
+}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/ref"
+)
+
+// peerCopyBytes and peerCopyIters size the peer copy rate measurement.
+const (
+	peerCopyBytes = 256 << 20
+	peerCopyIters = 20
+)
+
+func benchWorker(args []string, stdout, stderr io.Writer) int {
+	fs, o := newBenchFlags(true)
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	plan, err := o.plan()
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 2
+	}
+	m, err := joinGroup()
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 2
+	}
+	defer m.ex.Close()
+	res, err := benchRun(m, o, plan, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
+		return 1
+	}
+	if m.rank != 0 {
+		return 0
+	}
+	if o.results == "" {
+		err = json.NewEncoder(stdout).Encode(res)
+	} else {
+		err = writeJSONFile(o.results, res)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return 1
+	}
+	return 0
+}
+
+// rankReport is what every rank contributes after each size: its stats per
+// op, or what went wrong.
+type rankReport struct {
+	Stats []opStats `json:"stats,omitempty"`
+	Err   string    `json:"err,omitempty"`
+}
+
+// benchRun times every dtype, SM count and size on one rank. Rank 0 returns
+// the rows (the slowest rank's statistics); the other ranks return nil
+// rows.
+func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*benchResults, error) {
+	lead := m.rank == 0
+	res := &benchResults{}
+	if lead {
+		// Before any Comm exists; the others wait in the round below.
+		res.PeerBandwidth, res.PeerPair, res.PeerNote = measurePeerCopy()
+		if res.PeerNote != "" {
+			fmt.Fprintf(stderr, "bench: %s\n", res.PeerNote)
+		} else {
+			fmt.Fprintf(stderr, "bench: peer copy %s: %.1f GB/s\n", res.PeerPair, res.PeerBandwidth/1e9)
+		}
+	}
+	if _, err := m.gather(nil); err != nil {
+		return nil, err
+	}
+	for _, dt := range plan.dtypes {
+		sizes, notes := sizePlans(plan.sizes, o.batch, o.heads, o.headDim, dt)
+		if lead {
+			res.Notes = append(res.Notes, notes...)
+			for _, n := range notes {
+				fmt.Fprintf(stderr, "bench: %s\n", n)
+			}
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		maxTokens := 0
+		for _, s := range sizes {
+			maxTokens = max(maxTokens, s.tokens)
+		}
+		for _, sms := range plan.sms {
+			cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms}
+			comm, err := m.join(cfg)
+			if err != nil {
+				return nil, err
+			}
+			rows, err := benchComm(m, comm, dt, o, plan.ops, sizes, sms, stderr)
+			if cerr := comm.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, err
+			}
+			res.Rows = append(res.Rows, rows...)
+		}
+	}
+	return res, nil
+}
+
+// measurePeerCopy measures the one-way copy rate from GPU 0 to GPU 1 (or
+// GPU 0 to itself on a one-GPU machine). A failure is a note, not fatal.
+func measurePeerCopy() (bw float64, pair, note string) {
+	src, dst := 0, 0
+	if sys, err := a2a.System(); err == nil && len(sys.Devices) >= 2 {
+		dst = 1
+	}
+	pair = fmt.Sprintf("GPU %d -> GPU %d", src, dst)
+	if src == dst {
+		pair += " (one GPU: a local copy)"
+	}
+	bw, err := a2a.PeerCopyBandwidth(src, dst, peerCopyBytes, peerCopyIters)
+	if err != nil {
+		return 0, pair, fmt.Sprintf("peer copy rate unknown, no floor: %s", oneLine(err))
+	}
+	return bw, pair, ""
+}
+
+// benchComm times every size on one Comm; after each size the ranks send
+// their stats to rank 0, which keeps the slowest rank's as the row.
+func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sizes []sizePlan, sms int, stderr io.Writer) ([]benchRow, error) {
+	lead := m.rank == 0
+	var rows []benchRow
+	for _, sz := range sizes {
+		if lead {
+			fmt.Fprintf(stderr, "bench: %v %s SMs %s: %v ...\n", dt, formatBytes(float64(sz.bytes)), smsLabel(sms, comm.Blocks()), ops)
+		}
+		stats, err := benchSize(comm, dt, o, ops, sz)
+		var rep rankReport
+		if err != nil {
+			rep.Err = oneLine(err)
+		} else {
+			rep.Stats = stats
+		}
+		payload, _ := json.Marshal(rep)
+		all, gerr := m.gather(payload)
+		if gerr != nil {
+			return nil, gerr
+		}
+		perOp := make([][]opStats, len(ops))
+		for r, b := range all {
+			var rr rankReport
+			if err := json.Unmarshal(b, &rr); err != nil {
+				return nil, fmt.Errorf("rank %d's report: %w", r, err)
+			}
+			if rr.Err != "" {
+				return nil, fmt.Errorf("%v %s on rank %d: %s", dt, formatBytes(float64(sz.bytes)), r, rr.Err)
+			}
+			if len(rr.Stats) != len(ops) {
+				return nil, fmt.Errorf("rank %d reported %d operations, want %d", r, len(rr.Stats), len(ops))
+			}
+			for k := range ops {
+				perOp[k] = append(perOp[k], rr.Stats[k])
+			}
+		}
+		if !lead {
+			continue
+		}
+		for k, op := range ops {
+			s := maxOver(perOp[k])
+			rows = append(rows, benchRow{
+				Impl: "ulysses", Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
+				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
+				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean,
+			})
+			fmt.Fprintf(stderr, "bench: %v %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
+				dt, formatBytes(float64(sz.bytes)), op, s.Median, s.P10, s.P90)
+		}
+	}
+	return rows, nil
+}
+
+// benchSize times each op at one size on this rank: rotate random inputs
+// x [B, T_r, H, D] and y [B, T, H/P, D], a warm-up, then iters timed
+// operations back to back.
+func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz sizePlan) ([]opStats, error) {
+	P, rank := comm.WorldSize(), comm.Rank()
+	B, H, D := o.batch, o.heads, o.headDim
+	counts := make([]int, P)
+	for i := range counts {
+		counts[i] = sz.tokens
+	}
+	if err := comm.SetRankTokens(counts); err != nil {
+		return nil, err
+	}
+	dev := comm.Device()
+	var allocs []a2a.Tensor
+	defer func() {
+		for _, t := range allocs {
+			dev.Free(t)
+		}
+	}()
+	host := make([]byte, sz.bytes) // x and y are both sz.bytes long
+	upload := func(shape [4]int, seed uint64) (a2a.Tensor, error) {
+		t, err := dev.Alloc(shape, dt)
+		if err != nil {
+			return t, err
+		}
+		allocs = append(allocs, t)
+		ref.FillRandom(host, seed, rank)
+		return t, dev.Upload(t, host)
+	}
+	xs, ys := make([]a2a.Tensor, o.rotate), make([]a2a.Tensor, o.rotate)
+	for i := range xs {
+		var err error
+		if xs[i], err = upload([4]int{B, sz.tokens, H, D}, uint64(2*i+1)); err != nil {
+			return nil, err
+		}
+		if ys[i], err = upload([4]int{B, P * sz.tokens, H / P, D}, uint64(2*i+2)); err != nil {
+			return nil, err
+		}
+	}
+	stats := make([]opStats, len(ops))
+	for k, op := range ops {
+		fn := opFunc(comm, op, xs, ys)
+		if o.warmup > 0 {
+			if _, err := comm.TimeOps(o.warmup, fn); err != nil {
+				return nil, fmt.Errorf("%s warm-up: %w", op, err)
+			}
+		}
+		times, err := comm.TimeOps(o.iters, fn)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		stats[k] = summarize(times)
+	}
+	return stats, nil
+}
+
+// opFunc is the i-th operation of a timed run: op on input i modulo the
+// number of inputs.
+func opFunc(comm *a2a.Comm, op benchOp, xs, ys []a2a.Tensor) func(int) error {
+	n := len(xs)
+	switch op {
+	case opSendRecvHeads:
+		return func(i int) error { _, err := comm.SendRecvHeads(xs[i%n]); return err }
+	case opGatherHeads:
+		return func(i int) error { _, err := comm.GatherHeads(ys[i%n]); return err }
+	default:
+		return func(i int) error { _, err := comm.AllGather(xs[i%n]); return err }
+	}
+}

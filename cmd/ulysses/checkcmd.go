@@ -1,0 +1,262 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/check"
+	"github.com/ulysses-go/ulysses/internal/launch"
+)
+
+type checkOpts struct {
+	group  groupFlags
+	dtypes string
+	seed   uint64
+}
+
+func newCheckFlags() (*flag.FlagSet, *checkOpts) {
+	o := &checkOpts{}
+	fs := newFlagSet("check", "ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S]",
+		"Runs SendRecvHeads, GatherHeads and AllGather (view and Into forms) on shapes from public\n"+
+			"model configs, one process per rank, and compares every output with the CPU reference.\n"+
+			"Exits 0 only when every rank passes every case.")
+	o.group.register(fs)
+	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "comma-separated element types (bf16, fp16, fp8, fp8e5m2)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
+	return fs, o
+}
+
+func checkMain(args []string, stdout, stderr io.Writer) int {
+	fs, o := newCheckFlags()
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if _, err := parseDTypes(o.dtypes); err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return 2
+	}
+	sys, err := a2a.System()
+	if err != nil {
+		return systemError(stderr, err)
+	}
+	world, devices, err := o.group.layout(len(sys.Devices))
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return 2
+	}
+	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs\n", world, len(sys.Devices))
+	ctx, stop := signalContext()
+	defer stop()
+	results, err := startRanks(ctx, "check", args, devices, stdout)
+	passed, failed := countResults(results)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+	}
+	fmt.Fprintf(stdout, "check: %d passed, %d failed\n", passed, failed)
+	if err != nil || failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// countResults counts the PASS and FAIL lines of every rank's output.
+func countResults(results []launch.Result) (passed, failed int) {
+	for _, r := range results {
+		for _, line := range strings.Split(r.Output, "\n") {
+			switch {
+			case strings.HasPrefix(line, "PASS "):
+				passed++
+			case strings.HasPrefix(line, "FAIL "):
+				failed++
+			}
+		}
+	}
+	return passed, failed
+}
+
+func checkWorker(args []string, stdout, stderr io.Writer) int {
+	fs, o := newCheckFlags()
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	dtypes, err := parseDTypes(o.dtypes)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return 2
+	}
+	m, err := joinGroup()
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return 2
+	}
+	defer m.ex.Close()
+	passed := true
+	for _, dt := range dtypes {
+		ok, err := checkDType(m, dt, o.seed, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "check: rank %d: %s\n", m.rank, oneLine(err))
+			return 1
+		}
+		passed = passed && ok
+	}
+	if !passed {
+		return 1
+	}
+	return 0
+}
+
+// checkDType runs every case of one dtype on a Comm sized for the largest,
+// printing a PASS or FAIL line per case. After each case the ranks compare
+// notes; when any failed, they start over on a fresh Comm so one failure
+// does not spill into the next cases. err is a failure of the group itself.
+func checkDType(m *member, dt a2a.DType, seed uint64, stdout io.Writer) (bool, error) {
+	cases := checkCases(m.world, dt)
+	b2b := backToBackCase(m.world, dt)
+	cfg := capacityFor(append(cases, b2b))
+	comm, err := m.join(cfg)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if comm != nil {
+			comm.Close()
+		}
+	}()
+	passed := true
+	for i := 0; i <= len(cases); i++ {
+		start := time.Now()
+		var cs check.Case
+		var caseErr error
+		if i < len(cases) {
+			cs = cases[i]
+			caseErr = check.Run(comm, cs, seed+uint64(i))
+		} else {
+			cs = b2b
+			caseErr = check.BackToBack(comm, cs, 48, 2*time.Millisecond, seed+uint64(i))
+		}
+		if caseErr != nil {
+			passed = false
+			fmt.Fprintf(stdout, "FAIL %v: %s\n", cs, oneLine(caseErr))
+		} else {
+			fmt.Fprintf(stdout, "PASS %v %v\n", cs, time.Since(start).Round(100*time.Microsecond))
+		}
+		groupOK, err := m.allOK(caseErr == nil)
+		if err != nil {
+			return false, err
+		}
+		if !groupOK && i < len(cases) {
+			comm.Close()
+			if comm, err = m.join(cfg); err != nil {
+				return false, err
+			}
+		}
+	}
+	return passed, nil
+}
+
+// maxCaseBytes bounds the largest tensor of a case on one rank (the
+// gathered [B, T, H, D] of AllGather).
+const maxCaseBytes = 64 << 20
+
+// modelShape is one row of DESIGN.md's realistic shapes.
+type modelShape struct {
+	name                          string
+	batch, tokens, heads, headDim int
+}
+
+var realisticShapes = []modelShape{
+	{"ltx-video-2b", 2, 6144, 32, 64},
+	{"ltx-2-19b", 4, 6144, 32, 128},
+	{"ltx-2-19b-1536px", 1, 24576, 32, 128},
+	{"flux.1-dev-1024px", 1, 4608, 24, 128},
+	{"wan2.1-14b-720p", 1, 75600, 40, 128},
+	{"hunyuanvideo-720p", 1, 119056, 24, 128},
+}
+
+// checkCases are the cases for world ranks and dtype dt: the realistic
+// shapes with their heads made divisible by the world size and their tokens
+// scaled to fit maxCaseBytes, split unevenly; then a case where one rank
+// holds no tokens, and a misaligned one with an odd head size.
+func checkCases(world int, dt a2a.DType) []check.Case {
+	es := dt.Size()
+	var cases []check.Case
+	for _, s := range realisticShapes {
+		name := s.name
+		h := headsFor(s.heads, world)
+		if h != s.heads {
+			name += fmt.Sprintf(" (heads %d->%d)", s.heads, h)
+		}
+		t := scaleTokens(s.tokens, s.batch*h*s.headDim*es, maxCaseBytes)
+		if t != s.tokens {
+			name += fmt.Sprintf(" (tokens %d->%d)", s.tokens, t)
+		}
+		cases = append(cases, check.Case{Name: name, Batch: s.batch, Tokens: splitTokens(t, world), Heads: h, HeadDim: s.headDim, DType: dt})
+	}
+	cases = append(cases,
+		check.Case{Name: "zero-tokens", Batch: 2, Tokens: zeroRankSplit(61*world+7, world), Heads: 4 * world, HeadDim: 128, DType: dt},
+		check.Case{Name: "odd-head-dim", Batch: 3, Tokens: splitTokens(29*world+3, world), Heads: 2 * world, HeadDim: 72, DType: dt, Misalign: 1},
+	)
+	return cases
+}
+
+// backToBackCase is the shape of the back-to-back run (check.BackToBack).
+func backToBackCase(world int, dt a2a.DType) check.Case {
+	return check.Case{Name: "back-to-back", Batch: 1, Tokens: splitTokens(256*world+5, world), Heads: 4 * world, HeadDim: 128, DType: dt}
+}
+
+// headsFor is the largest multiple of world not above h (at least world).
+func headsFor(h, world int) int {
+	return max(h-h%world, world)
+}
+
+// scaleTokens returns tokens, or fewer so that tokens*bytesPerToken <= limit.
+func scaleTokens(tokens, bytesPerToken, limit int) int {
+	if tokens*bytesPerToken <= limit {
+		return tokens
+	}
+	return limit / bytesPerToken
+}
+
+// splitTokens splits total tokens over world ranks unevenly: about
+// total/world each, a few more or fewer by rank, the rest on the last rank.
+func splitTokens(total, world int) []int {
+	base := total / world
+	step := min(3, base/world)
+	parts := make([]int, world)
+	sum := 0
+	for r := 0; r < world-1; r++ {
+		parts[r] = base + step*(r%3-1)
+		sum += parts[r]
+	}
+	parts[world-1] = total - sum
+	return parts
+}
+
+// zeroRankSplit is splitTokens with rank world/2 holding no tokens.
+func zeroRankSplit(total, world int) []int {
+	if world == 1 {
+		return []int{0}
+	}
+	z := world / 2
+	rest := splitTokens(total, world-1)
+	return append(append(append([]int(nil), rest[:z]...), 0), rest[z:]...)
+}
+
+// capacityFor is the Comm configuration (capacity and dtype) that holds
+// the largest output of every case.
+func capacityFor(cases []check.Case) a2a.Config {
+	hidden, elems := 1, 1
+	for _, c := range cases {
+		hidden = max(hidden, c.Heads*c.HeadDim)
+		t := 0
+		for _, n := range c.Tokens {
+			t += n
+		}
+		elems = max(elems, c.Batch*t*c.Heads*c.HeadDim)
+	}
+	return a2a.Config{MaxTokens: (elems + hidden - 1) / hidden, HiddenDim: hidden, DType: cases[0].DType}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/launch"
+)
+
+func sum(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func TestHeadsFor(t *testing.T) {
+	assert.Equal(t, 40, headsFor(40, 8))
+	assert.Equal(t, 39, headsFor(40, 3))
+	assert.Equal(t, 36, headsFor(40, 6))
+	assert.Equal(t, 24, headsFor(24, 6))
+	assert.Equal(t, 21, headsFor(24, 7))
+	assert.Equal(t, 4, headsFor(3, 4))
+}
+
+func TestSplitTokens(t *testing.T) {
+	for _, tc := range []struct{ total, world int }{
+		{57826, 8}, {6144, 2}, {6144, 4}, {4608, 3}, {75600, 6}, {100, 7}, {5, 1}, {3, 4}, {0, 2},
+	} {
+		parts := splitTokens(tc.total, tc.world)
+		require.Len(t, parts, tc.world)
+		assert.Equal(t, tc.total, sum(parts), "%v", tc)
+		for _, p := range parts {
+			assert.GreaterOrEqual(t, p, 0, "%v: %v", tc, parts)
+		}
+		if tc.world > 1 && tc.total >= 4*tc.world {
+			assert.NotEqual(t, parts[0], parts[1], "%v: parts should differ: %v", tc, parts)
+		}
+	}
+	assert.Equal(t, []int{3069, 3075}, splitTokens(6144, 2))
+}
+
+func TestZeroRankSplit(t *testing.T) {
+	for world := 1; world <= 8; world++ {
+		parts := zeroRankSplit(61*world+7, world)
+		require.Len(t, parts, world)
+		assert.Equal(t, 0, parts[world/2])
+		if world > 1 {
+			assert.Equal(t, 61*world+7, sum(parts))
+		}
+	}
+}
+
+func TestCheckCases(t *testing.T) {
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+		for world := 1; world <= 8; world++ {
+			cases := checkCases(world, dt)
+			require.Len(t, cases, len(realisticShapes)+2)
+			zero := 0
+			for _, c := range cases {
+				s := c.Shape()
+				require.NoError(t, s.Validate(), "%v", c)
+				assert.Equal(t, world, s.World())
+				assert.Zero(t, c.Heads%world, "%v", c)
+				assert.LessOrEqual(t, s.GatheredBytes(), maxCaseBytes, "%v", c)
+				for _, n := range c.Tokens {
+					if n == 0 {
+						zero++
+					}
+				}
+			}
+			assert.GreaterOrEqual(t, zero, 1, "some case has a rank without tokens")
+			b2b := backToBackCase(world, dt)
+			require.NoError(t, b2b.Shape().Validate())
+			cfg := capacityFor(append(cases, b2b))
+			for _, c := range append(cases, b2b) {
+				assert.LessOrEqual(t, c.Shape().GatheredBytes(), cfg.MaxTokens*cfg.HiddenDim*dt.Size(), "%v", c)
+			}
+		}
+	}
+	// Names say what was changed.
+	cases := checkCases(3, a2a.BFloat16)
+	assert.Contains(t, cases[4].Name, "heads 40->39")
+	assert.Contains(t, cases[4].Name, "tokens 75600->")
+	assert.Equal(t, 39, cases[4].Heads)
+	assert.Equal(t, "flux.1-dev-1024px", cases[3].Name, "4608*24*128*2 bytes fit unscaled")
+}
+
+func TestCountResults(t *testing.T) {
+	res := []launch.Result{
+		{Rank: 0, Output: "PASS a 1ms\nPASS b 2ms\nFAIL c: boom\nnoise\n"},
+		{Rank: 1, Output: "PASS a 1ms\nxPASS\n"},
+	}
+	p, f := countResults(res)
+	assert.Equal(t, 3, p)
+	assert.Equal(t, 1, f)
+	p, f = countResults(nil)
+	assert.Zero(t, p+f)
+}
+
+func TestLayout(t *testing.T) {
+	w, devs, err := groupFlags{ranksPerGPU: 1}.layout(2)
+	require.NoError(t, err)
+	assert.Equal(t, 2, w)
+	assert.Equal(t, []int{0, 1}, devs)
+
+	w, devs, err = groupFlags{ranksPerGPU: 3}.layout(2)
+	require.NoError(t, err)
+	assert.Equal(t, 6, w)
+	assert.Equal(t, []int{0, 1, 0, 1, 0, 1}, devs)
+
+	w, devs, err = groupFlags{world: 3, ranksPerGPU: 1}.layout(2)
+	require.NoError(t, err)
+	assert.Equal(t, 3, w)
+	assert.Equal(t, []int{0, 1, 0}, devs)
+
+	_, _, err = groupFlags{world: 9, ranksPerGPU: 1}.layout(8)
+	assert.Error(t, err)
+	_, _, err = groupFlags{ranksPerGPU: 2}.layout(8)
+	assert.Error(t, err)
+	_, _, err = groupFlags{ranksPerGPU: 0}.layout(2)
+	assert.Error(t, err)
+	_, _, err = groupFlags{ranksPerGPU: 1}.layout(0)
+	assert.ErrorIs(t, err, a2a.ErrNoDevice)
+}

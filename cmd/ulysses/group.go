@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/exchange"
+	"github.com/ulysses-go/ulysses/internal/launch"
+)
+
+// roundTimeout bounds one exchanger round (a Join or a status round): the
+// slowest rank may be finishing a case or a size meanwhile.
+const roundTimeout = 5 * time.Minute
+
+// newFlagSet makes a subcommand's flag set, whose usage shows synopsis and
+// about before the flags.
+func newFlagSet(name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: %s\n\n%s\n\nflags:\n", synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// usageOf prints fs's usage to w.
+func usageOf(fs *flag.FlagSet, w io.Writer) {
+	fs.SetOutput(w)
+	fs.Usage()
+}
+
+// parseFlags parses args into fs, reporting errors on stderr. ok is false
+// when the caller should return code (0 after -h, 2 on bad usage).
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+		return 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		fs.Usage()
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}
+
+// groupFlags lay out the ranks of check and bench.
+type groupFlags struct {
+	world       int
+	ranksPerGPU int
+}
+
+func (g *groupFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&g.world, "world", 0, "number of ranks, rank r on GPU r modulo the GPU count (default: GPUs * ranks-per-gpu)")
+	fs.IntVar(&g.ranksPerGPU, "ranks-per-gpu", 1, "ranks per GPU when --world is not given")
+}
+
+// layout returns the world size and each rank's device for a machine with
+// gpus GPUs.
+func (g groupFlags) layout(gpus int) (int, []int, error) {
+	if gpus < 1 {
+		return 0, nil, fmt.Errorf("no GPUs: %w", a2a.ErrNoDevice)
+	}
+	if g.ranksPerGPU < 1 {
+		return 0, nil, fmt.Errorf("--ranks-per-gpu %d must be at least 1", g.ranksPerGPU)
+	}
+	world := g.world
+	if world == 0 {
+		world = gpus * g.ranksPerGPU
+	}
+	if world < 1 || world > a2a.MaxWorldSize {
+		return 0, nil, fmt.Errorf("world size %d not in 1..%d", world, a2a.MaxWorldSize)
+	}
+	devices := make([]int, world)
+	for r := range devices {
+		devices[r] = r % gpus
+	}
+	return world, devices, nil
+}
+
+// parseDTypes reads a comma-separated list of dtype names, without repeats.
+func parseDTypes(s string) ([]a2a.DType, error) {
+	var out []a2a.DType
+	seen := map[a2a.DType]bool{}
+	for _, f := range splitList(s) {
+		d, err := a2a.ParseDType(f)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no dtypes in %q", s)
+	}
+	return out, nil
+}
+
+// signalContext is cancelled by an interrupt or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// startRanks runs `ulysses worker <sub> args...` once per rank, each rank's
+// lines going to output (prefixed "[rank N] ").
+func startRanks(ctx context.Context, sub string, args []string, devices []int, output io.Writer) ([]launch.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this executable: %w", err)
+	}
+	return launch.Run(ctx, launch.Spec{
+		Exe:     exe,
+		Args:    append([]string{"worker", sub}, args...),
+		World:   len(devices),
+		Devices: devices,
+		Output:  output,
+	})
+}
+
+// member is one rank of a running group: who it is, its device and its
+// exchanger.
+type member struct {
+	rank, world int
+	device      *int // nil: the rank's default
+	ex          *exchange.TCP
+}
+
+// joinGroup reads the rank's environment and makes its exchanger.
+func joinGroup() (*member, error) {
+	r, ok, err := launch.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("not started by ulysses check or bench (no %s in the environment)", launch.EnvRank)
+	}
+	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: r.Addr, Rank: r.Rank, WorldSize: r.World})
+	if err != nil {
+		return nil, err
+	}
+	return &member{rank: r.Rank, world: r.World, device: r.Device, ex: ex}, nil
+}
+
+// gather is one exchanger round: every rank's local bytes, by rank.
+func (m *member) gather(local []byte) ([][]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
+	defer cancel()
+	return m.ex.AllGather(ctx, local)
+}
+
+// join makes a connected Comm for cfg (rank, world and device filled in).
+func (m *member) join(cfg a2a.Config) (*a2a.Comm, error) {
+	cfg.Rank, cfg.WorldSize, cfg.Device = m.rank, m.world, m.device
+	ctx, cancel := context.WithTimeout(context.Background(), roundTimeout)
+	defer cancel()
+	return a2a.Join(ctx, cfg, m.ex)
+}
+
+// allOK is a status round: it reports whether every rank passed ok.
+func (m *member) allOK(ok bool) (bool, error) {
+	b := []byte{0}
+	if ok {
+		b[0] = 1
+	}
+	all, err := m.gather(b)
+	if err != nil {
+		return false, err
+	}
+	for _, s := range all {
+		if len(s) != 1 || s[0] != 1 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

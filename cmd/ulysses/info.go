@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+type infoOpts struct{ json bool }
+
+func newInfoFlags() (*flag.FlagSet, *infoOpts) {
+	o := &infoOpts{}
+	fs := newFlagSet("info", "ulysses info [--json]",
+		"Prints the CUDA driver, every GPU, the peer-access matrix and the embedded PTX kernels.")
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
+	return fs, o
+}
+
+func infoMain(args []string, stdout, stderr io.Writer) int {
+	fs, o := newInfoFlags()
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	sys, err := a2a.System()
+	if err != nil {
+		return systemError(stderr, err)
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(newInfoReport(sys)); err != nil {
+			fmt.Fprintf(stderr, "ulysses: info: %s\n", oneLine(err))
+			return 1
+		}
+		return 0
+	}
+	writeInfo(stdout, sys)
+	return 0
+}
+
+// systemError reports a failed a2a.System (or other driver step) as one line
+// and returns the exit status 1.
+func systemError(stderr io.Writer, err error) int {
+	switch {
+	case errors.Is(err, a2a.ErrNoDriver):
+		fmt.Fprintf(stderr, "ulysses: no CUDA driver: %s\n", oneLine(err))
+	case errors.Is(err, a2a.ErrNoDevice):
+		fmt.Fprintf(stderr, "ulysses: no GPU: %s\n", oneLine(err))
+	default:
+		fmt.Fprintf(stderr, "ulysses: %s\n", oneLine(err))
+	}
+	return 1
+}
+
+// driverVersion formats the driver's CUDA version: 13000 -> "13.0", 12040 -> "12.4".
+func driverVersion(v int) string {
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+}
+
+func gib(n uint64) string { return strconv.FormatFloat(float64(n)/(1<<30), 'f', 1, 64) }
+
+func writeInfo(w io.Writer, sys a2a.SystemInfo) {
+	fmt.Fprintf(w, "CUDA driver %s (%d), %s\n\n", driverVersion(sys.DriverVersion), sys.DriverVersion, sys.Library)
+
+	rows := make([][]string, len(sys.Devices))
+	for i, d := range sys.Devices {
+		rows[i] = []string{strconv.Itoa(d.Ordinal), d.Name, d.BusID, strconv.Itoa(d.SMs),
+			strconv.Itoa(d.ClockKHz / 1000), fmt.Sprintf("%d.%d", d.Major, d.Minor), gib(d.TotalMemory), yesNo(d.Unified)}
+	}
+	writeTable(w, []string{"GPU", "name", "bus id", "SMs", "MHz", "cc", "GiB", "unified"}, "lllrrrrl", rows)
+
+	fmt.Fprintln(w, "\npeer access (row can access column):")
+	head := []string{""}
+	align := "l"
+	for i := range sys.Devices {
+		head = append(head, strconv.Itoa(i))
+		align += "r"
+	}
+	rows = rows[:0]
+	for i, line := range sys.PeerAccess {
+		row := []string{strconv.Itoa(i)}
+		for j, ok := range line {
+			if i == j {
+				row = append(row, "-")
+			} else {
+				row = append(row, yesNo(ok))
+			}
+		}
+		rows = append(rows, row)
+	}
+	writeTable(w, head, align, rows)
+
+	fmt.Fprintf(w, "\nkernels: PTX from nvcc %s, gen/kernels sha256 %s\n", ptx.NVCCVersion, ptx.SourceHash[:12])
+	rows = rows[:0]
+	for _, f := range ptx.Files() {
+		rows = append(rows, []string{f.Name, fmt.Sprintf("%d-byte", f.ElemBytes), f.ISA, f.Target, strconv.Itoa(len(f.Entries))})
+	}
+	writeTable(w, []string{"file", "elements", "ISA", "target", "entries"}, "llllr", rows)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+type infoReport struct {
+	Driver        string        `json:"driver"`
+	DriverVersion int           `json:"driver_version"`
+	Library       string        `json:"library"`
+	GPUs          []gpuReport   `json:"gpus"`
+	PeerAccess    [][]bool      `json:"peer_access"`
+	NVCC          string        `json:"nvcc"`
+	SourceHash    string        `json:"source_hash"`
+	PTX           []ptxFileInfo `json:"ptx"`
+}
+
+type gpuReport struct {
+	Ordinal     int     `json:"ordinal"`
+	Name        string  `json:"name"`
+	BusID       string  `json:"bus_id"`
+	SMs         int     `json:"sms"`
+	ClockMHz    int     `json:"clock_mhz"`
+	Compute     string  `json:"compute_capability"`
+	MemoryGiB   float64 `json:"memory_gib"`
+	MemoryBytes uint64  `json:"memory_bytes"`
+	Unified     bool    `json:"unified_addressing"`
+}
+
+type ptxFileInfo struct {
+	Name      string `json:"name"`
+	ElemBytes int    `json:"elem_bytes"`
+	ISA       string `json:"isa"`
+	Target    string `json:"target"`
+	Entries   int    `json:"entries"`
+}
+
+func newInfoReport(sys a2a.SystemInfo) infoReport {
+	r := infoReport{
+		Driver: driverVersion(sys.DriverVersion), DriverVersion: sys.DriverVersion, Library: sys.Library,
+		PeerAccess: sys.PeerAccess, NVCC: ptx.NVCCVersion, SourceHash: ptx.SourceHash,
+	}
+	for _, d := range sys.Devices {
+		r.GPUs = append(r.GPUs, gpuReport{
+			Ordinal: d.Ordinal, Name: d.Name, BusID: d.BusID, SMs: d.SMs, ClockMHz: d.ClockKHz / 1000,
+			Compute: fmt.Sprintf("%d.%d", d.Major, d.Minor), MemoryGiB: float64(d.TotalMemory) / (1 << 30),
+			MemoryBytes: d.TotalMemory, Unified: d.Unified,
+		})
+	}
+	for _, f := range ptx.Files() {
+		r.PTX = append(r.PTX, ptxFileInfo{Name: f.Name, ElemBytes: f.ElemBytes, ISA: f.ISA, Target: f.Target, Entries: len(f.Entries)})
+	}
+	return r
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+)
+
+func runArgs(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestInfoWithoutGPU(t *testing.T) {
+	if _, err := a2a.System(); err == nil {
+		t.Skip("this machine has a CUDA driver and a GPU")
+	}
+	code, stdout, stderr := runArgs("info")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, stdout)
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	require.Len(t, lines, 1, "stderr: %q", stderr)
+	assert.True(t, strings.HasPrefix(lines[0], "ulysses: no "), lines[0])
+	assert.Contains(t, lines[0], "driver")
+}
+
+func TestUsage(t *testing.T) {
+	code, stdout, stderr := runArgs()
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "usage: ulysses <command>")
+
+	code, stdout, _ = runArgs("help")
+	assert.Equal(t, 0, code)
+	for _, c := range []string{"info", "check", "bench", "help"} {
+		assert.Contains(t, stdout, "\n  "+c+" ")
+	}
+	assert.NotContains(t, stdout, "worker")
+
+	code, stdout, _ = runArgs("help", "bench")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "-sms")
+	assert.NotContains(t, stdout, "-results", "worker-only flag")
+
+	code, _, stderr = runArgs("frobnicate")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `ulysses: unknown command "frobnicate"`)
+
+	code, _, _ = runArgs("help", "frobnicate")
+	assert.Equal(t, 2, code)
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"info", "--nope"},
+		{"info", "extra"},
+		{"check", "--dtypes", "int8"},
+		{"bench", "--bytes", "12Q"},
+		{"bench", "--ops", "reduce"},
+		{"bench", "--sms", "-1"},
+		{"bench", "--compare", "mpi"},
+		{"bench", "--iters", "0"},
+		{"worker"},
+		{"worker", "nope"},
+	} {
+		code, _, stderr := runArgs(args...)
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+		assert.NotEmpty(t, stderr, "%v", args)
+	}
+	code, _, _ := runArgs("bench", "-h")
+	assert.Equal(t, 0, code)
+}
+
+func TestWorkerOutsideGroup(t *testing.T) {
+	t.Setenv("ULYSSES_RANK", "")
+	t.Setenv("ULYSSES_WORLD", "")
+	code, _, stderr := runArgs("worker", "check")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "not started by ulysses")
+}
+
+func TestDriverVersion(t *testing.T) {
+	assert.Equal(t, "13.0", driverVersion(13000))
+	assert.Equal(t, "12.4", driverVersion(12040))
+	assert.Equal(t, "11.8", driverVersion(11080))
+}
+
+func TestWriteInfo(t *testing.T) {
+	sys := a2a.SystemInfo{
+		DriverVersion: 13000, Library: "/usr/lib/libcuda.so.1",
+		Devices: []a2a.DeviceInfo{
+			{Ordinal: 0, Name: "NVIDIA H200", BusID: "0000:1A:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true},
+			{Ordinal: 1, Name: "NVIDIA H200", BusID: "0000:2B:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true},
+		},
+		PeerAccess: [][]bool{{true, true}, {false, true}},
+	}
+	var b bytes.Buffer
+	writeInfo(&b, sys)
+	out := b.String()
+	for _, s := range []string{"CUDA driver 13.0", "/usr/lib/libcuda.so.1", "NVIDIA H200", "0000:2B:00.0", "132", "1980", "9.0", "150.0", "yes", "no", "ulysses_2byte.ptx", "sm_70"} {
+		assert.Contains(t, out, s)
+	}
+	r := newInfoReport(sys)
+	assert.Equal(t, "13.0", r.Driver)
+	assert.Len(t, r.GPUs, 2)
+	assert.NotEmpty(t, r.PTX)
+}
