@@ -13,8 +13,11 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// threadsPerBlock must match THREADS in gen/kernels.
-const threadsPerBlock = 512
+// threadsPerBlock and unroll must match THREADS and UNROLL in gen/kernels.
+const (
+	threadsPerBlock = 512
+	unroll          = 8
+)
 
 // Comm is one rank's endpoint of a group: a device buffer shared with the
 // peers over CUDA IPC, the kernels, and a stream the operations run on.
@@ -38,7 +41,8 @@ type Comm struct {
 	statusDev  driver.DevicePtr
 	self       handle
 	selfBytes  []byte
-	blocks     int // this rank's wish until Connect, the group's after
+	blocks     int    // this rank's wish until Connect, the group's after
+	launches   uint64 // kernels launched: the device epoch of the last one
 
 	peers     [MaxWorldSize]peerMapping
 	tokens    tokenSet
@@ -109,7 +113,7 @@ func (c *Comm) init() error {
 		return wrapDriver("creating stream", err)
 	}
 
-	c.layout = newBufferLayout(c.cfg.capacityBytes())
+	c.layout = newBufferLayout(c.cfg.capacityBytes(), c.cfg.halves())
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
 		return wrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
 	}
@@ -139,7 +143,7 @@ func (c *Comm) init() error {
 	c.self = handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
-		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc,
+		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
 	c.selfBytes = c.self.encode()
@@ -149,6 +153,8 @@ func (c *Comm) init() error {
 	c.args.State = uint64(c.buf) + uint64(c.layout.stateOff)
 	c.args.Status = uint64(c.statusDev)
 	c.args.TimeoutNs = uint64(c.cfg.timeout().Nanoseconds())
+	c.args.HalfBytes = uint64(c.layout.halfBytes)
+	c.args.Capacity = uint64(c.layout.dataBytes)
 	c.params[0] = unsafe.Pointer(&c.args)
 	return nil
 }
@@ -159,6 +165,14 @@ func (c *Comm) Handle() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]byte(nil), c.selfBytes...)
+}
+
+// Config returns the configuration the Comm was made with (Timeout as last
+// set by SetTimeout).
+func (c *Comm) Config() Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
 }
 
 // Rank returns this rank.
@@ -242,6 +256,8 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
 			return nil, fmt.Errorf("a2a: rank %d uses %d-byte elements, this rank %d: %w", i, h.ElemBytes, c.cfg.DType.Size(), ErrHandle)
 		case int64(h.DataBytes) != c.layout.dataBytes:
 			return nil, fmt.Errorf("a2a: rank %d has a %d-byte buffer, this rank %d (MaxTokens*HiddenDim must agree): %w", i, h.DataBytes, c.layout.dataBytes, ErrHandle)
+		case h.SingleBuffer != c.cfg.SingleBuffer:
+			return nil, fmt.Errorf("a2a: rank %d has SingleBuffer=%v, this rank %v: %w", i, h.SingleBuffer, c.cfg.SingleBuffer, ErrHandle)
 		}
 		hs[i] = h
 	}
@@ -466,6 +482,7 @@ func (c *Comm) Close() error {
 	}
 	var errs []error
 	if c.connected && c.usable(true) == nil {
+		c.args.Active = uint32(c.blocks)
 		if err := c.launch(c.barrier); err != nil {
 			errs = append(errs, err)
 		}
@@ -518,7 +535,13 @@ func (c *Comm) launch(f driver.Function) error {
 	if err != nil {
 		return c.fail(wrapDriver("launching kernel", err))
 	}
+	c.launches++
 	return nil
+}
+
+// halfOffset is where operation number epoch writes its output.
+func (c *Comm) halfOffset(epoch uint64) int64 {
+	return int64(epoch&1) * c.layout.halfBytes
 }
 
 // wrapDriver gives a driver error this package's prefix and sentinels.
@@ -532,9 +555,12 @@ func wrapDriver(what string, err error) error {
 	return fmt.Errorf("a2a: %s: %w", what, err)
 }
 
-// Buffer returns the whole data region that the operations' views point
-// into, as a [1, MaxTokens, 1, HiddenDim] tensor (to poison or inspect it in
-// tests). Peers write into it during every operation.
+// Buffer returns the region of the Comm's buffer that the last operation's
+// view lies in, as a [1, MaxTokens, 1, HiddenDim] tensor. Until the next
+// operation it is the caller's, to read or overwrite (tests poison it);
+// every other part of the buffer may be written by peers at any time.
 func (c *Comm) Buffer() Tensor {
-	return Tensor{Ptr: uintptr(c.buf), Shape: [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}, DType: c.cfg.DType}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Tensor{Ptr: uintptr(c.buf) + uintptr(c.halfOffset(c.launches)), Shape: [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}, DType: c.cfg.DType}
 }

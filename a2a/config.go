@@ -38,12 +38,27 @@ type Config struct {
 
 	// Timeout bounds every barrier wait; 0 means DefaultTimeout.
 	Timeout time.Duration
+
+	// SingleBuffer halves the buffer's memory at the cost of a second
+	// barrier per operation (a few microseconds: it matters for small
+	// messages). By default the data region has two halves that
+	// consecutive operations alternate between, which lets each operation
+	// skip the barrier before its writes. All ranks must agree.
+	SingleBuffer bool
 }
 
 // DeviceOrdinal returns a pointer to n, for Config.Device.
 func DeviceOrdinal(n int) *int { return &n }
 
-// capacityBytes is the size of the data region.
+// halves is the number of data halves: 2 unless SingleBuffer.
+func (c Config) halves() int64 {
+	if c.SingleBuffer {
+		return 1
+	}
+	return 2
+}
+
+// capacityBytes is the size of one data half: the largest output.
 func (c Config) capacityBytes() int64 {
 	return int64(c.MaxTokens) * int64(c.HiddenDim) * int64(c.DType.Size())
 }
@@ -66,6 +81,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
 	case c.Timeout < 0:
 		return fmt.Errorf("a2a: negative timeout %v: %w", c.Timeout, ErrConfig)
+	case int64(c.MaxTokens) > maxDataBytes/int64(c.HiddenDim)/int64(c.DType.Size()):
+		return fmt.Errorf("a2a: MaxTokens %d * HiddenDim %d overflows the %d-byte limit: %w", c.MaxTokens, c.HiddenDim, int64(maxDataBytes), ErrConfig)
 	}
 	if c.capacityBytes() > maxDataBytes {
 		return fmt.Errorf("a2a: buffer of %d bytes is over the %d-byte limit: %w", c.capacityBytes(), int64(maxDataBytes), ErrConfig)

@@ -91,15 +91,10 @@ func TestConfigValidateBad(t *testing.T) {
 }
 
 // MaxTokens*HiddenDim*elem must not wrap around int64 and slip under the
-// maxDataBytes check. Known bug in config.go (capacityBytes multiplies
-// without an overflow check): unskip once fixed.
+// maxDataBytes check.
 func TestConfigValidateCapacityOverflow(t *testing.T) {
 	c := goodConfig()
 	c.MaxTokens, c.HiddenDim = 1<<62, 4 // 2^62 * 4 * 2 bytes wraps to 0
-	if c.validate() == nil {
-		t.Skipf("known bug: validate accepts MaxTokens=%d HiddenDim=%d (capacityBytes()=%d after int64 overflow)",
-			c.MaxTokens, c.HiddenDim, c.capacityBytes())
-	}
 	assert.ErrorIs(t, c.validate(), ErrConfig)
 }
 

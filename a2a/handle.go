@@ -30,7 +30,12 @@ type handle struct {
 	DevPtr    uint64   // the buffer's address, usable directly in the same process
 	BusID     [16]byte // PCI bus id of the device, NUL-padded
 	IPC       [64]byte // CUipcMemHandle
+
+	SingleBuffer bool // Config.SingleBuffer: the group must agree
 }
+
+// handleFlagSingleBuffer is bit 0 of the flags byte.
+const handleFlagSingleBuffer = 1
 
 // processNonce tells this process apart from every other, even across PID
 // namespaces; it is set once and never changes.
@@ -48,6 +53,9 @@ func (h *handle) encode() []byte {
 	le := binary.LittleEndian
 	le.PutUint16(b[4:], handleVersion)
 	b[6] = h.ElemBytes
+	if h.SingleBuffer {
+		b[7] = handleFlagSingleBuffer
+	}
 	le.PutUint32(b[8:], h.Rank)
 	le.PutUint32(b[12:], h.World)
 	le.PutUint32(b[16:], h.Blocks)
@@ -73,9 +81,10 @@ func decodeHandle(b []byte) (handle, error) {
 	if v := le.Uint16(b[4:]); v != handleVersion {
 		return h, fmt.Errorf("a2a: handle version %d, this library speaks %d: %w", v, handleVersion, ErrHandle)
 	}
-	if b[7] != 0 {
-		return h, fmt.Errorf("a2a: handle reserved byte is %d: %w", b[7], ErrHandle)
+	if b[7]&^handleFlagSingleBuffer != 0 {
+		return h, fmt.Errorf("a2a: handle has unknown flags %#x: %w", b[7], ErrHandle)
 	}
+	h.SingleBuffer = b[7]&handleFlagSingleBuffer != 0
 	h.ElemBytes = b[6]
 	h.Rank = le.Uint32(b[8:])
 	h.World = le.Uint32(b[12:])

@@ -26,8 +26,9 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 // GatherHeads is the inverse of SendRecvHeads: x is [B, T, H/P, D] holding
 // this rank's heads of every token; the result is this rank's
 // [B, T_r, H, D]. Asynchronous, returning a view valid until the next
-// operation, like SendRecvHeads. x must not lie in the Comm's buffer (copy a
-// view out first, or use the Into form of the previous operation).
+// operation, like SendRecvHeads. x may be the view of the previous
+// operation (the default double buffer keeps the two apart); with
+// Config.SingleBuffer it must not lie in the Comm's buffer.
 func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
 	return c.run(ptx.OpGatherHeads, x, nil)
 }
@@ -67,35 +68,40 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, err
 	}
-	if c.overlapsBuffer(x.Ptr, x.Bytes()) {
-		return Tensor{}, fmt.Errorf("a2a: %s input %v lies in the Comm's buffer, which peers write during the operation: %w", op, x, ErrAliased)
+	// The input may lie anywhere but in the half this operation writes and
+	// in the signals and state after the data.
+	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
+	if overlaps(x.Ptr, x.Bytes(), uintptr(out), c.layout.dataBytes) ||
+		overlaps(x.Ptr, x.Bytes(), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
+		return Tensor{}, fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", op, x, ErrAliased)
 	}
 	if dst != nil {
 		if err := checkTensor("output", *dst, c.cfg.DType, p.out); err != nil {
 			return Tensor{}, err
 		}
-		if c.overlapsBuffer(dst.Ptr, dst.Bytes()) {
+		if overlaps(dst.Ptr, dst.Bytes(), uintptr(c.buf), c.layout.total) {
 			return Tensor{}, fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", op, *dst, ErrAliased)
 		}
 	}
 	c.args.Input = uint64(x.Ptr)
 	c.args.Batch = uint32(x.Shape[0])
 	c.args.Units = uint32(p.chunk / int64(p.width))
+	c.args.Active = uint32(activeBlocks(p.groupBytes, c.blocks))
 	if err := c.launch(c.fns[op][p.width]); err != nil {
 		return Tensor{}, err
 	}
 	if dst != nil && p.outBytes > 0 {
-		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), c.buf, uint64(p.outBytes), c.stream); err != nil {
+		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), out, uint64(p.outBytes), c.stream); err != nil {
 			return Tensor{}, c.fail(wrapDriver("copying the output", err))
 		}
 	}
-	return Tensor{Ptr: uintptr(c.buf), Shape: p.out, DType: c.cfg.DType}, nil
+	return Tensor{Ptr: uintptr(out), Shape: p.out, DType: c.cfg.DType}, nil
 }
 
-func (c *Comm) overlapsBuffer(ptr uintptr, n int64) bool {
-	if n <= 0 {
+// overlaps reports whether [ptr, ptr+n) meets [lo, lo+size).
+func overlaps(ptr uintptr, n int64, lo uintptr, size int64) bool {
+	if n <= 0 || size <= 0 {
 		return false
 	}
-	lo, hi := uint64(c.buf), uint64(c.buf)+uint64(c.layout.total)
-	return uint64(ptr) < hi && uint64(ptr)+uint64(n) > lo
+	return uint64(ptr) < uint64(lo)+uint64(size) && uint64(ptr)+uint64(n) > uint64(lo)
 }

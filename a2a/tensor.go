@@ -23,9 +23,12 @@ func (t Tensor) String() string {
 	return fmt.Sprintf("Tensor{%#x %v %v}", t.Ptr, t.Shape, t.DType)
 }
 
-// checkShape validates a tensor against an expected dtype and shape; name
+// checkTensor validates a tensor against an expected dtype and shape; name
 // says which argument it is in errors.
 func checkTensor(name string, t Tensor, dt DType, shape [4]int) error {
+	if !dt.Valid() {
+		return fmt.Errorf("a2a: %v: %w", dt, ErrDType)
+	}
 	if t.DType != dt {
 		return fmt.Errorf("a2a: %s has dtype %v, want %v: %w", name, t.DType, dt, ErrDType)
 	}

@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "2f71c9ad66dde73a0327d626d3c0c3f24967c2d0671b00e4816878d35f495538"
+const SourceHash = "a8b2ffea6b2618782db9de8fb575191b4d4a5d0619b819c40eadc05cd0a4867f"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 176, Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 200, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -24,7 +24,7 @@ var manifest = []File{
 		"ulysses_all_gather_v2",
 		"ulysses_barrier",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 176, Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 200, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",

@@ -6,11 +6,16 @@
 // width only decides the narrowest copy path.
 //
 // Protocol (docs/DESIGN.md, "The buffer and the protocol"):
-//   1. START barrier: block b tells block b of every peer that this rank's
-//      stream has reached operation e, and waits until every peer says the
-//      same. A peer that reached e has finished everything it queued before
-//      e, including every read of the previous contents of its buffer, so
-//      after the barrier we may overwrite that buffer.
+//   1. START barrier (single-buffer mode only): block b tells block b of
+//      every peer that this rank's stream has reached operation e, and waits
+//      until every peer says the same. A peer that reached e has finished
+//      everything it queued before e, including every read of the previous
+//      contents of its buffer, so after the barrier we may overwrite it.
+//      In double-buffer mode (the default) the data region has two halves
+//      and operation e writes half e&1. Half e&1 last held the output of
+//      e-2, and a peer read that output before its stream reached e-1, which
+//      it did before it signalled the END of e-1, which we waited for before
+//      we could start e: no start barrier is needed.
 //   2. Copy: read the local input once (non-coherent loads, several in
 //      flight per thread) and store each vector straight to its final place
 //      in the owner's data region (the layout change is fused into the copy).
@@ -63,7 +68,7 @@ struct Status {
     u32 rank;
 };
 
-// The single kernel parameter, passed by value. Must match a2a/launch.go.
+// The single kernel parameter, passed by value. Must match a2a/layout.go.
 struct Args {
     u64 data[MAX_RANKS];    // data region of every rank's buffer, mapped here
     u64 signal[MAX_RANKS];  // signal area of every rank's buffer, mapped here
@@ -71,10 +76,14 @@ struct Args {
     u64 state;              // this rank's State
     u64 status;             // device pointer of this rank's host-mapped Status
     u64 timeout_ns;         // how long one barrier may wait
+    u64 half_bytes;         // offset of the second data half; 0: single buffer, start barrier needed
+    u64 capacity;           // bytes of one data half: no store goes past it
     u32 rank;
     u32 world;
     u32 batch;
     u32 units;              // vectors per chunk (head ops) or per token row (AllGather)
+    u32 active;             // blocks that copy and meet at barriers (the same on every rank)
+    u32 reserved;
 };
 
 // ---- memory-model primitives ------------------------------------------------
@@ -130,12 +139,11 @@ __device__ void report_timeout(const Args &a, u32 phase, u32 peer, u32 epoch) {
 // signals peer p and waits for peer p's signal. Returns false on timeout (for
 // the whole block).
 __device__ bool barrier(const Args &a, u32 phase, u32 epoch, int *failed) {
-    if (phase == PHASE_END) {
-        // Make this thread's remote stores visible system-wide before the
-        // block's flag can be seen; __syncthreads below then orders every
-        // thread's fence before the signalling thread's release store.
-        __threadfence_system();
-    }
+    // Every thread's stores happen before __syncthreads, which happens before
+    // thread p's release store; a release at system scope is cumulative, so
+    // a peer that acquires the flag also sees every store of this block. No
+    // per-thread fence is needed (each one would wait for its own stores'
+    // acknowledgements from across NVLink).
     __syncthreads();
     const u32 p = threadIdx.x;
     if (p < a.world && p != a.rank) {
@@ -169,22 +177,42 @@ struct Shared {
 
 __device__ bool prologue(const Args &a, Shared &sh) {
     State *st = reinterpret_cast<State *>(a.state);
-    if (threadIdx.x < a.world) {
-        sh.data[threadIdx.x] = a.data[threadIdx.x];
-        sh.tokens[threadIdx.x] = st->tokens[threadIdx.x];
+    const u32 p = threadIdx.x;
+    u32 e = 0;
+    if (p < a.world) {
+        sh.tokens[p] = st->tokens[p];
+        // Every rank's operation e writes the same half of every buffer.
+        // Only this block touches its own counter, and only after the
+        // __syncthreads below, so every reader sees the old value.
+        e = st->epoch[blockIdx.x] + 1u;
+        sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
     }
-    if (threadIdx.x <= a.world) {
-        sh.prefix[threadIdx.x] = st->prefix[threadIdx.x];
+    if (p <= a.world) {
+        sh.prefix[p] = st->prefix[p];
     }
-    if (threadIdx.x == 0) {
+    if (p == 0) {
         sh.failed = static_cast<int>(*reinterpret_cast<volatile u32 *>(&st->timeout_claimed));
-        // Only this block touches its own counter.
-        const u32 e = st->epoch[blockIdx.x] + 1u;
-        st->epoch[blockIdx.x] = e;
         sh.epoch = e;
     }
     __syncthreads();
+    if (p == 0) {
+        st->epoch[blockIdx.x] = e;
+    }
     return sh.failed == 0;
+}
+
+// What every operation does before its copy: the prologue, then the start
+// barrier when the buffer has a single half.
+//
+// Every launched block advances its epoch, but only the first `active` ones
+// copy and meet at barriers: small operations need few blocks, and fewer
+// flags to wait for means less tail latency. `active` is computed from
+// values every rank knows, so block b is active on all ranks or on none.
+__device__ bool begin(const Args &a, Shared &sh) {
+    if (!prologue(a, sh) || blockIdx.x >= a.active) {
+        return false;
+    }
+    return a.half_bytes != 0ull || barrier(a, PHASE_START, sh.epoch, &sh.failed);
 }
 
 // ---- vector types -----------------------------------------------------------
@@ -247,34 +275,52 @@ __device__ __forceinline__ V1 load_input<V1>(const V1 *p) {
 template <typename V>
 struct SendRecvHeadsMap {
     const u64 *dst;  // Shared::data
+    u64 limit;       // vectors in one data half
     u32 units, world, rank_tokens, total_tokens, rank_prefix;
     __device__ void store(u32 j, const V &v) const {
         const u32 c = j / units, u = j - c * units;
         const u32 q = c % world, row = c / world;
         const u32 b = row / rank_tokens, t = row - b * rank_tokens;
-        reinterpret_cast<V *>(dst[q])[(static_cast<u64>(b) * total_tokens + rank_prefix + t) * units + u] = v;
+        const u64 at = (static_cast<u64>(b) * total_tokens + rank_prefix + t) * units + u;
+        if (at < limit) {  // only ranks that disagree on the token counts could go past it
+            reinterpret_cast<V *>(dst[q])[at] = v;
+        }
     }
 };
 
-// GatherHeads. Input [B, T, Hp, D] read in order (b, t, v): chunk c = b*T + t
-// holds this rank's heads of token t, which belongs to the rank r whose range
-// [p_r, p_r + T_r) contains t, at token t - p_r, heads rank*Hp.. of its
-// [B, T_r, H, D] output.
+// GatherHeads. Input [B, T, Hp, D]: token t holds this rank's heads of a
+// token owned by the rank r with p_r <= t < p_r + T_r, and goes to token
+// t - p_r, heads rank*Hp.. of r's [B, T_r, H, D] output. To keep every
+// link busy all the time, chunks are taken in the order (b, k, r) -- the
+// k-th token of each rank in turn -- rather than in input order, which would
+// copy all of one rank's tokens before the next's. With uneven counts some
+// (k, r) have no token (k >= T_r): those indices are skipped.
 template <typename V>
 struct GatherHeadsMap {
     const u64 *dst;  // Shared::data
     const int *tokens;
     const int *prefix;
-    u32 units, world, rank, total_tokens;
+    const V *src;
+    u64 limit;
+    u32 units, world, rank, total_tokens, max_tokens;
+    __device__ bool load(u32 j, V &v) const {
+        const u32 c = j / units, u = j - c * units;
+        const u32 r = c % world, bk = c / world;
+        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
+        if (k >= static_cast<u32>(tokens[r])) {
+            return false;
+        }
+        v = load_input(src + (static_cast<u64>(b) * total_tokens + prefix[r] + k) * units + u);
+        return true;
+    }
     __device__ void store(u32 j, const V &v) const {
         const u32 c = j / units, u = j - c * units;
-        const u32 b = c / total_tokens, t = c - b * total_tokens;
-        u32 r = 0;
-        while (r + 1 < world && t >= static_cast<u32>(prefix[r + 1])) {
-            r++;
+        const u32 r = c % world, bk = c / world;
+        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
+        const u64 at = ((static_cast<u64>(b) * tokens[r] + k) * world + rank) * units + u;
+        if (at < limit) {
+            reinterpret_cast<V *>(dst[r])[at] = v;
         }
-        const u64 row = static_cast<u64>(b) * tokens[r] + (t - prefix[r]);
-        reinterpret_cast<V *>(dst[r])[(row * world + rank) * units + u] = v;
     }
 };
 
@@ -283,11 +329,15 @@ struct GatherHeadsMap {
 template <typename V>
 struct AllGatherMap {
     const u64 *dst;  // Shared::data
+    u64 limit;
     u32 units, world, rank_tokens, total_tokens, rank_prefix;
     __device__ void store(u32 j, const V &v) const {
         const u32 row = j / units, u = j - row * units;
         const u32 b = row / rank_tokens, t = row - b * rank_tokens;
         const u64 at = (static_cast<u64>(b) * total_tokens + rank_prefix + t) * units + u;
+        if (at >= limit) {
+            return;
+        }
         for (u32 q = 0; q < world; q++) {
             reinterpret_cast<V *>(dst[q])[at] = v;
         }
@@ -296,26 +346,35 @@ struct AllGatherMap {
 
 // ---- the copy loop ----------------------------------------------------------
 
-// Grid-stride over n vectors, UNROLL loads in flight per thread before the
-// stores. One pass of the grid covers a contiguous window, so each warp's
-// loads and stores are coalesced, and every block sees every destination.
-template <typename V, typename Map>
-__device__ __forceinline__ void copy_vectors(const V *__restrict__ src, u32 n, const Map &map) {
-    const u32 stride = gridDim.x * blockDim.x;
+// Loads of the ops whose input is read in order: vector j of the input.
+template <typename V>
+struct LinearInput {
+    const V *src;
+    __device__ bool load(u32 j, V &v) const {
+        v = load_input(src + j);
+        return true;
+    }
+};
+
+// Grid-stride over n vectors with the `active` blocks, UNROLL loads in
+// flight per thread before the stores. One pass of the grid covers a
+// contiguous window, so each warp's loads and stores are coalesced, and
+// every block sees every destination.
+template <typename V, typename In, typename Map>
+__device__ __forceinline__ void copy_vectors(u32 n, u32 active, const In &in, const Map &map) {
+    const u32 stride = active * blockDim.x;
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
         V v[UNROLL];
+        bool ok[UNROLL];
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) {
             const u32 j = i + k * stride;
-            if (j < n) {
-                v[k] = load_input(src + j);
-            }
+            ok[k] = j < n && in.load(j, v[k]);
         }
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            if (j < n) {
-                map.store(j, v[k]);
+            if (ok[k]) {
+                map.store(i + k * stride, v[k]);
             }
         }
     }
@@ -324,55 +383,65 @@ __device__ __forceinline__ void copy_vectors(const V *__restrict__ src, u32 n, c
 template <typename V>
 __device__ __forceinline__ void send_recv_heads(const Args &a) {
     __shared__ Shared sh;
-    if (!prologue(a, sh) || !barrier(a, PHASE_START, sh.epoch, &sh.failed)) {
+    if (!begin(a, sh)) {
         return;
     }
     SendRecvHeadsMap<V> m;
     m.dst = sh.data;
+    m.limit = a.capacity / sizeof(V);
     m.units = a.units;
     m.world = a.world;
     m.rank_tokens = sh.tokens[a.rank];
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[a.rank];
     const u32 n = a.batch * m.rank_tokens * a.world * a.units;
-    copy_vectors(reinterpret_cast<const V *>(a.input), n, m);
+    const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
+    copy_vectors<V>(n, a.active, in, m);
     barrier(a, PHASE_END, sh.epoch, &sh.failed);
 }
 
 template <typename V>
 __device__ __forceinline__ void gather_heads(const Args &a) {
     __shared__ Shared sh;
-    if (!prologue(a, sh) || !barrier(a, PHASE_START, sh.epoch, &sh.failed)) {
+    if (!begin(a, sh)) {
         return;
     }
     GatherHeadsMap<V> m;
     m.dst = sh.data;
     m.tokens = sh.tokens;
     m.prefix = sh.prefix;
+    m.src = reinterpret_cast<const V *>(a.input);
+    m.limit = a.capacity / sizeof(V);
     m.units = a.units;
     m.world = a.world;
     m.rank = a.rank;
     m.total_tokens = sh.prefix[a.world];
-    const u32 n = a.batch * m.total_tokens * a.units;
-    copy_vectors(reinterpret_cast<const V *>(a.input), n, m);
+    m.max_tokens = 0;
+    for (u32 r = 0; r < a.world; r++) {
+        m.max_tokens = max(m.max_tokens, static_cast<u32>(sh.tokens[r]));
+    }
+    const u32 n = a.batch * m.max_tokens * a.world * a.units;
+    copy_vectors<V>(n, a.active, m, m);
     barrier(a, PHASE_END, sh.epoch, &sh.failed);
 }
 
 template <typename V>
 __device__ __forceinline__ void all_gather(const Args &a) {
     __shared__ Shared sh;
-    if (!prologue(a, sh) || !barrier(a, PHASE_START, sh.epoch, &sh.failed)) {
+    if (!begin(a, sh)) {
         return;
     }
     AllGatherMap<V> m;
     m.dst = sh.data;
+    m.limit = a.capacity / sizeof(V);
     m.units = a.units;
     m.world = a.world;
     m.rank_tokens = sh.tokens[a.rank];
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[a.rank];
     const u32 n = a.batch * m.rank_tokens * a.units;
-    copy_vectors(reinterpret_cast<const V *>(a.input), n, m);
+    const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
+    copy_vectors<V>(n, a.active, in, m);
     barrier(a, PHASE_END, sh.epoch, &sh.failed);
 }
 

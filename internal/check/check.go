@@ -142,20 +142,29 @@ func (r *runner) nextPoison() byte {
 	return poisons[r.poison%len(poisons)]
 }
 
-// view runs op with the Comm's buffer poisoned first and returns the bytes
-// of the view it gave back.
-func (r *runner) view(op func(a2a.Tensor) (a2a.Tensor, error), x a2a.Tensor) ([]byte, error) {
-	if err := r.dev.Fill(r.comm.Buffer(), r.nextPoison()); err != nil {
+// readView waits for the operation that returned out, reads the view, and
+// then poisons the region it lies in. That region is this rank's until its
+// next operation, and it is the one the operation after next writes, so
+// every output is written over poison. (Poisoning before an operation is not
+// allowed: with the double buffer, peers may already be writing it.)
+func (r *runner) readView(out a2a.Tensor) ([]byte, error) {
+	if err := r.comm.Sync(); err != nil {
 		return nil, err
 	}
+	b, err := r.dev.Download(out)
+	if err != nil {
+		return nil, err
+	}
+	return b, r.dev.Fill(r.comm.Buffer(), r.nextPoison())
+}
+
+// view runs op and returns the bytes of the view it gave back.
+func (r *runner) view(op func(a2a.Tensor) (a2a.Tensor, error), x a2a.Tensor) ([]byte, error) {
 	out, err := op(x)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.comm.Sync(); err != nil {
-		return nil, err
-	}
-	return r.dev.Download(out)
+	return r.readView(out)
 }
 
 // into runs an Into form into a poisoned tensor of shape and returns its bytes.
@@ -167,10 +176,30 @@ func (r *runner) into(op func(dst, x a2a.Tensor) error, x a2a.Tensor, shape [4]i
 	if err := op(dst, x); err != nil {
 		return nil, err
 	}
-	if err := r.comm.Sync(); err != nil {
+	// Reads dst, then poisons the Comm's region the operation went through.
+	return r.readView(dst)
+}
+
+// chain runs GatherHeads on the view of SendRecvHeads, as attention code
+// would with the zero-copy views, and returns the final view's bytes. With
+// a single buffer that input is rejected (ErrAliased): chain reports nil.
+func (r *runner) chain(x a2a.Tensor) ([]byte, error) {
+	mid, err := r.comm.SendRecvHeads(x)
+	if err != nil {
 		return nil, err
 	}
-	return r.dev.Download(dst)
+	out, err := r.comm.GatherHeads(mid)
+	if r.comm.Config().SingleBuffer {
+		if !errors.Is(err, a2a.ErrAliased) {
+			return nil, fmt.Errorf("check: GatherHeads of a view with a single buffer gave %v, want ErrAliased", err)
+		}
+		_, err := r.readView(mid)
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.readView(out)
 }
 
 // Run checks SendRecvHeads, GatherHeads and AllGather (view and Into
@@ -213,6 +242,13 @@ func Run(comm *a2a.Comm, cs Case, seed uint64) error {
 	if err != nil {
 		return err
 	}
+	// Two operations whose outputs are thrown away, so both halves of the
+	// buffer are poisoned before the checked ones.
+	for i := 0; i < 2; i++ {
+		if _, err := r.view(comm.AllGather, x); err != nil {
+			return fmt.Errorf("check: warm-up on rank %d: %w", rank, err)
+		}
+	}
 	steps := []struct {
 		what string
 		run  func() ([]byte, error)
@@ -224,11 +260,15 @@ func Run(comm *a2a.Comm, cs Case, seed uint64) error {
 		{"GatherHeadsInto", func() ([]byte, error) { return r.into(comm.GatherHeadsInto, y, local) }, in[rank]},
 		{"AllGather", func() ([]byte, error) { return r.view(comm.AllGather, x) }, wantAG},
 		{"AllGatherInto", func() ([]byte, error) { return r.into(comm.AllGatherInto, x, full) }, wantAG},
+		{"GatherHeads(SendRecvHeads view)", func() ([]byte, error) { return r.chain(x) }, in[rank]},
 	}
 	for _, st := range steps {
 		got, err := st.run()
 		if err != nil {
 			return fmt.Errorf("check: %s on rank %d: %w", st.what, rank, err)
+		}
+		if got == nil && st.what == "GatherHeads(SendRecvHeads view)" {
+			continue // single buffer: rejected as it must be
 		}
 		if err := compare(fmt.Sprintf("%s on rank %d", st.what, rank), got, st.want); err != nil {
 			return err
@@ -303,9 +343,9 @@ func BackToBack(comm *a2a.Comm, cs Case, iters int, maxDelay time.Duration, seed
 		if maxDelay > 0 {
 			time.Sleep(time.Duration(rng.Int64N(int64(maxDelay))))
 		}
-		got, err := r.dev.Download(out)
+		got, err := r.readView(out)
 		if err != nil {
-			return err
+			return fmt.Errorf("check: iteration %d: %w", i, err)
 		}
 		if err := compare(fmt.Sprintf("iteration %d (op %d) on rank %d", i, i%3, rank), got, want); err != nil {
 			return err
