@@ -15,7 +15,7 @@ import (
 
 // threadsPerBlock and unroll must match THREADS and UNROLL in gen/kernels.
 const (
-	threadsPerBlock = 512
+	threadsPerBlock = 256
 	unroll          = 8
 )
 
@@ -30,6 +30,7 @@ type Comm struct {
 	cfg     Config
 	dev     *Device
 	file    ptx.File
+	widths  []int // the file's vector widths, widest first
 	module  driver.Module
 	fns     map[ptx.Op]map[int]driver.Function
 	barrier driver.Function
@@ -92,6 +93,7 @@ func (c *Comm) init() error {
 		return fmt.Errorf("a2a: kernels take %d parameter bytes, the host passes %d: %w", file.ArgsBytes, unsafe.Sizeof(kernelArgs{}), ErrNotSupported)
 	}
 	c.file = file
+	c.widths = file.Widths()
 	if c.module, err = ctx.LoadModule(image); err != nil {
 		return wrapDriver("loading kernels", err)
 	}

@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -26,7 +27,7 @@ const envScenario = "ULYSSES_TEST_SCENARIO"
 
 // requireGPU skips the test when there is no driver or no GPU, unless
 // ULYSSES_REQUIRE_GPU=1; any other error fails it.
-func requireGPU(t *testing.T) a2a.SystemInfo {
+func requireGPU(t testing.TB) a2a.SystemInfo {
 	t.Helper()
 	info, err := a2a.System()
 	if err != nil {
@@ -43,6 +44,7 @@ func requireGPU(t *testing.T) a2a.SystemInfo {
 
 func TestMain(m *testing.M) {
 	if sc := os.Getenv(envScenario); sc != "" {
+		flag.Parse() // m.Run would; the worker reads -test.short
 		os.Exit(runWorker(sc))
 	}
 	os.Exit(m.Run())
@@ -79,7 +81,7 @@ func runGroup(t *testing.T, scenario string, world int, devices []int, env ...st
 	defer cancel()
 	var out strings.Builder
 	res, err := launch.Run(ctx, launch.Spec{
-		Exe: os.Args[0], Args: []string{"-test.run=^$"}, World: world, Devices: devices,
+		Exe: os.Args[0], Args: workerArgs(), World: world, Devices: devices,
 		Env: append([]string{envScenario + "=" + scenario}, env...), Output: testWriter{t},
 	})
 	_ = out
@@ -88,6 +90,25 @@ func runGroup(t *testing.T, scenario string, world int, devices []int, env ...st
 		require.Contains(t, r.Output, fmt.Sprintf("OK rank %d", r.Rank))
 	}
 	return res
+}
+
+// workerArgs are the arguments of a re-executed rank process: no tests of
+// its own, and -test.short passed on.
+func workerArgs() []string {
+	args := []string{"-test.run=^$"}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	return args
+}
+
+// backToBackIters is how many back-to-back operations the race test runs
+// (fewer in -short runs, such as under compute-sanitizer).
+func backToBackIters() int {
+	if testing.Short() {
+		return 60
+	}
+	return 1002
 }
 
 type testWriter struct{ t *testing.T }
@@ -169,11 +190,12 @@ func workerCollectives(rk launch.Rank) error {
 		// Back to back, with per-rank random delays before each view is read.
 		race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 2 * rk.World, HeadDim: 64, DType: dt}
 		start := time.Now()
-		if err := check.BackToBack(comm, race, 1002, 300*time.Microsecond, 77); err != nil {
+		iters := backToBackIters()
+		if err := check.BackToBack(comm, race, iters, 300*time.Microsecond, 77); err != nil {
 			comm.Close()
 			return fmt.Errorf("%v: %w", race, err)
 		}
-		fmt.Printf("PASS %v x1002 (%v)\n", race, time.Since(start).Round(time.Millisecond))
+		fmt.Printf("PASS %v x%d (%v)\n", race, iters, time.Since(start).Round(time.Millisecond))
 		if err := comm.Close(); err != nil {
 			return err
 		}
@@ -187,7 +209,11 @@ func workerCollectives(rk launch.Rank) error {
 func TestCollectivesMultiProcess(t *testing.T) {
 	info := requireGPU(t)
 	n := len(info.Devices)
-	for _, world := range []int{1, 2, 3, 4, 8} {
+	worlds := []int{1, 2, 3, 4, 8}
+	if testing.Short() {
+		worlds = []int{1, 2}
+	}
+	for _, world := range worlds {
 		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
 			runGroup(t, "collectives", world, nil)
 		})

@@ -64,7 +64,7 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 	if c.tokens.counts == nil {
 		return Tensor{}, ErrTokensNotSet
 	}
-	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.file.Widths())
+	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.widths)
 	if err != nil {
 		return Tensor{}, err
 	}

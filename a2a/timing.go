@@ -14,8 +14,14 @@ import (
 // events). op must enqueue on this Comm (SendRecvHeads and friends). It
 // costs n+1 events, created before and destroyed after the run.
 func (c *Comm) TimeOps(n int, op func(i int) error) ([]time.Duration, error) {
+	return c.timeEvents(n, op, true)
+}
+
+// timeEvents runs op n times between device events: one after each
+// operation when each is true (n durations), else one at each end (one).
+func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Duration, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("a2a: TimeOps of %d operations: %w", n, ErrConfig)
+		return nil, fmt.Errorf("a2a: timing %d operations: %w", n, ErrConfig)
 	}
 	c.mu.Lock()
 	err := c.usable(true)
@@ -24,13 +30,17 @@ func (c *Comm) TimeOps(n int, op func(i int) error) ([]time.Duration, error) {
 		return nil, err
 	}
 	ctx := c.dev.ctx
-	events := make([]driver.Event, 0, n+1)
+	count := 2
+	if each {
+		count = n + 1
+	}
+	events := make([]driver.Event, 0, count)
 	defer func() {
 		for _, e := range events {
 			ctx.EventDestroy(e)
 		}
 	}()
-	for i := 0; i <= n; i++ {
+	for i := 0; i < count; i++ {
 		e, err := ctx.EventCreate(true)
 		if err != nil {
 			return nil, wrapDriver("creating events", err)
@@ -52,14 +62,16 @@ func (c *Comm) TimeOps(n int, op func(i int) error) ([]time.Duration, error) {
 		if err := op(i); err != nil {
 			return nil, err
 		}
-		if err := record(events[i+1]); err != nil {
-			return nil, err
+		if each || i == n-1 {
+			if err := record(events[min(i+1, count-1)]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := c.Sync(); err != nil {
 		return nil, err
 	}
-	times := make([]time.Duration, n)
+	times := make([]time.Duration, count-1)
 	for i := range times {
 		d, err := ctx.EventElapsed(events[i], events[i+1])
 		if err != nil {
@@ -142,4 +154,16 @@ func PeerCopyBandwidth(src, dst int, n int64, iters int) (float64, error) {
 		return 0, wrapDriver("reading events", err)
 	}
 	return float64(n) * float64(iters) / d.Seconds(), nil
+}
+
+// TimeBackToBack enqueues op(0), ..., op(n-1) back to back on the Comm's
+// stream between two device events and returns the mean time per
+// operation: what a caller issuing operations one after another sees, with
+// no events between them. It costs two events.
+func (c *Comm) TimeBackToBack(n int, op func(i int) error) (time.Duration, error) {
+	times, err := c.timeEvents(n, op, false)
+	if err != nil {
+		return 0, err
+	}
+	return times[0] / time.Duration(n), nil
 }

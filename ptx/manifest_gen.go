@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "a8b2ffea6b2618782db9de8fb575191b4d4a5d0619b819c40eadc05cd0a4867f"
+const SourceHash = "d47357fd4614c00dd992f32e529f8e96014bd7fbe2a79d4ff8e11d290e9f25d3"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

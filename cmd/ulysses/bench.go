@@ -178,6 +178,7 @@ type benchRow struct {
 	P10US         float64 `json:"p10_us"`
 	P90US         float64 `json:"p90_us"`
 	MeanUS        float64 `json:"mean_us"`
+	BackToBackUS  float64 `json:"back_to_back_us"` // mean per operation with no events between operations
 	AlgBWGBps     float64 `json:"algbw_gbps"`
 	NVLinkBytes   float64 `json:"nvlink_bytes_per_rank"`
 	FloorUS       float64 `json:"floor_us"`

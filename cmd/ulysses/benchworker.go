@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
@@ -173,7 +174,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 			rows = append(rows, benchRow{
 				Impl: "ulysses", Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
-				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean,
+				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 			})
 			fmt.Fprintf(stderr, "bench: %v %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
 				dt, formatBytes(float64(sz.bytes)), op, s.Median, s.P10, s.P90)
@@ -235,6 +236,11 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		stats[k] = summarize(times)
+		b2b, err := comm.TimeBackToBack(o.iters, fn)
+		if err != nil {
+			return nil, fmt.Errorf("%s back to back: %w", op, err)
+		}
+		stats[k].BackToBack = float64(b2b) / float64(time.Microsecond)
 	}
 	return stats, nil
 }

@@ -11,6 +11,9 @@ type opStats struct {
 	P10    float64 `json:"p10_us"`
 	P90    float64 `json:"p90_us"`
 	Mean   float64 `json:"mean_us"`
+	// BackToBack is the mean time per operation of a run with no events
+	// between operations (filled in by the caller, not by summarize).
+	BackToBack float64 `json:"back_to_back_us"`
 }
 
 // summarize returns the median, 10th and 90th percentiles and mean of
@@ -72,6 +75,7 @@ func maxOver(ranks []opStats) opStats {
 		m.P10 = max(m.P10, s.P10)
 		m.P90 = max(m.P90, s.P90)
 		m.Mean = max(m.Mean, s.Mean)
+		m.BackToBack = max(m.BackToBack, s.BackToBack)
 	}
 	return m
 }

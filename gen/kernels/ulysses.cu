@@ -37,8 +37,14 @@
 
 #define MAX_RANKS 8
 #define MAX_BLOCKS 1024
-#define THREADS 512
+// THREADS and UNROLL must match threadsPerBlock and unroll in a2a; they
+// are overridable only so bench/lab can time other choices.
+#ifndef THREADS
+#define THREADS 256
+#endif
+#ifndef UNROLL
 #define UNROLL 8
+#endif
 
 // Phases of a barrier; each owns one flag per (block, peer).
 #define PHASE_START 0u

@@ -5,6 +5,12 @@
 // points the rest of the project needs: devices, primary contexts, memory,
 // IPC handles, modules, streams, events and kernel launches.
 //
+// Load opens libcuda.so.1 through the dynamic loader's search path, or the
+// library named by the environment variable ULYSSES_LIBCUDA when it is set
+// and non-empty: tests point it at a stub driver (internal/fakecuda builds
+// one), and users at a driver installed in an unusual place. It is read
+// once, by the first Load.
+//
 // The package knows nothing about collectives. Every error it returns starts
 // with "driver: "; failing driver calls are reported as *Error, and the
 // sentinels ErrNoDriver, ErrNoDevice and ErrSymbolMissing classify the

@@ -2,11 +2,18 @@ package driver
 
 import (
 	"fmt"
+	"os"
 	"sync"
 )
 
-// DefaultLibrary is the soname Load opens.
+// DefaultLibrary is the soname Load opens unless EnvLibrary overrides it.
 const DefaultLibrary = "libcuda.so.1"
+
+// EnvLibrary is the environment variable that, when set and non-empty,
+// names the library Load opens instead of DefaultLibrary: a path (or
+// soname) for a driver installed where the dynamic loader does not look,
+// or for a stub driver in tests (see internal/fakecuda).
+const EnvLibrary = "ULYSSES_LIBCUDA"
 
 // Driver is a loaded and initialised CUDA driver library. It is safe for
 // concurrent use.
@@ -23,11 +30,25 @@ var (
 	loadErr  error
 )
 
-// Load opens libcuda.so.1, binds its symbols and calls cuInit(0), once per
-// process; later calls return the same *Driver or the same error.
+// Load opens the CUDA driver library, binds its symbols and calls
+// cuInit(0), once per process; later calls return the same *Driver or the
+// same error. The library is the one named by the environment variable
+// ULYSSES_LIBCUDA (EnvLibrary) when it is set and non-empty, read at the
+// first call, else libcuda.so.1 (DefaultLibrary) found by the dynamic
+// loader. The override is for tests (a stub driver) and for drivers
+// installed in unusual places.
 func Load() (*Driver, error) {
-	loadOnce.Do(func() { loaded, loadErr = LoadLibrary(DefaultLibrary) })
+	loadOnce.Do(func() { loaded, loadErr = LoadLibrary(libraryPath()) })
 	return loaded, loadErr
+}
+
+// libraryPath is the library Load opens: $ULYSSES_LIBCUDA if non-empty,
+// else DefaultLibrary.
+func libraryPath() string {
+	if p := os.Getenv(EnvLibrary); p != "" {
+		return p
+	}
+	return DefaultLibrary
 }
 
 // LoadLibrary is Load for an explicit library path, without caching: each

@@ -1,0 +1,1057 @@
+// fakecuda: a stub CUDA driver (libcuda.so.1) for tests without a GPU.
+//
+// It exports every entry point internal/driver binds, with the real
+// signatures, and behaves like a driver whose devices share the host's
+// memory: allocations are malloc'd host memory, so memsets and copies
+// really happen, while kernel launches are checked and counted but run
+// nothing. Arguments are checked about as strictly as the real driver
+// checks them (a current context, live handles, memory ranges inside one
+// allocation), so misuse shows up as an error code rather than as silence.
+//
+// Environment, read at every call:
+//   FAKECUDA_DEVICES=N            number of devices (default 2, at most 16)
+//   FAKECUDA_NO_PEER=i-j,k-l      device pairs that cannot access each other
+//                                 (both directions); every other pair can
+//   FAKECUDA_FAIL_LAUNCH_AFTER=N  launches after the first N fail with
+//                                 CUDA_ERROR_LAUNCH_FAILED (719)
+//   FAKECUDA_SYNC_ERROR=code      cuStreamSynchronize returns code
+//
+// fakecuda_counter(i) reads the counters listed at its definition.
+//
+// Built by internal/fakecuda.Build with cc -shared -fPIC -O1; plain C99 plus
+// the __atomic builtins of gcc and clang, no libraries beyond libc.
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct { char reserved[64]; } CUipcMemHandle;
+typedef struct { unsigned char bytes[16]; } CUuuid;
+
+enum {
+	SUCCESS = 0,
+	INVALID_VALUE = 1,
+	OUT_OF_MEMORY = 2,
+	NOT_INITIALIZED = 3,
+	NO_DEVICE = 100,
+	INVALID_DEVICE = 101,
+	INVALID_CONTEXT = 201,
+	PEER_ACCESS_UNSUPPORTED = 217,
+	INVALID_PTX = 218,
+	INVALID_HANDLE = 400,
+	NOT_FOUND = 500,
+	NOT_READY = 600,
+	ILLEGAL_ADDRESS = 700,
+	LAUNCH_OUT_OF_RESOURCES = 701,
+	PEER_ACCESS_ALREADY_ENABLED = 704,
+	PEER_ACCESS_NOT_ENABLED = 705,
+	CONTEXT_IS_DESTROYED = 709,
+	LAUNCH_FAILED = 719,
+	UNKNOWN = 999,
+};
+
+#define MAX_DEVICES 16
+#define MAX_ALLOCS 4096
+#define MAX_FUNCTIONS 64
+#define TOTAL_MEM ((size_t)141 << 30)
+#define POISON 0xA5
+
+// ---- locking and environment ----------------------------------------------
+
+static int lock_word;
+
+static void lock(void) {
+	while (__atomic_exchange_n(&lock_word, 1, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void unlock(void) { __atomic_store_n(&lock_word, 0, __ATOMIC_RELEASE); }
+
+// env_long reads a decimal environment variable; def when unset, empty or
+// not a number.
+static long env_long(const char *name, long def) {
+	const char *s = getenv(name);
+	char *end;
+	long v;
+	if (s == NULL || *s == 0)
+		return def;
+	v = strtol(s, &end, 10);
+	return *end == 0 ? v : def;
+}
+
+static int num_devices(void) {
+	long n = env_long("FAKECUDA_DEVICES", 2);
+	if (n < 0)
+		n = 0;
+	if (n > MAX_DEVICES)
+		n = MAX_DEVICES;
+	return (int)n;
+}
+
+// no_peer reports whether FAKECUDA_NO_PEER lists the pair a-b or b-a.
+static int no_peer(int a, int b) {
+	const char *s = getenv("FAKECUDA_NO_PEER");
+	char *end;
+	long i, j;
+	if (s == NULL)
+		return 0;
+	for (;;) {
+		while (*s == ',' || *s == ' ')
+			s++;
+		if (*s == 0)
+			return 0;
+		i = strtol(s, &end, 10);
+		if (end == s || *end != '-')
+			return 0;
+		s = end + 1;
+		j = strtol(s, &end, 10);
+		if (end == s)
+			return 0;
+		s = end;
+		if ((i == a && j == b) || (i == b && j == a))
+			return 1;
+	}
+}
+
+// ---- state -----------------------------------------------------------------
+
+#define MAGIC_CTX 0xC0C0C0C0u
+#define MAGIC_STREAM 0x57EA0001u
+#define MAGIC_EVENT 0xE7E70001u
+#define MAGIC_MODULE 0x30D00001u
+#define MAGIC_FUNCTION 0xF0F00001u
+
+struct ctx {
+	unsigned magic;
+	int ordinal;
+	int refs;                  // primary context retains
+	char peer[MAX_DEVICES];    // peer access enabled towards device i
+};
+
+// Objects are never freed, only marked dead, so a stale handle is detected
+// rather than read after free.
+struct stream {
+	unsigned magic;
+	int dead;
+	struct ctx *ctx;
+};
+
+struct event {
+	unsigned magic;
+	int dead;
+	struct ctx *ctx;
+	unsigned flags;
+	int recorded;
+};
+
+struct module;
+
+struct function {
+	unsigned magic;
+	struct module *mod;
+	char name[128];
+};
+
+struct module {
+	unsigned magic;
+	int dead;
+	struct ctx *ctx;
+	int nfunctions;
+	struct function functions[MAX_FUNCTIONS];
+};
+
+struct alloc {
+	char *p;
+	size_t n;
+	int host;     // cuMemHostAlloc rather than cuMemAlloc
+	int ipc_open; // cuIpcOpenMemHandle mappings not yet closed
+};
+
+static int initialized;
+static struct ctx ctxs[MAX_DEVICES];
+static __thread struct ctx *current;
+static struct alloc allocs[MAX_ALLOCS];
+
+static long long n_launches, n_launch_failures, n_launch_attempts;
+static long long n_dev_allocs, n_host_allocs, n_dev_bytes;
+static long long n_streams, n_events, n_modules, n_ipc_open;
+
+// ---- helpers ---------------------------------------------------------------
+
+static int check_device(CUdevice dev) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (dev < 0 || dev >= num_devices())
+		return INVALID_DEVICE;
+	return SUCCESS;
+}
+
+static int valid_ctx(struct ctx *c) {
+	return c >= ctxs && c < ctxs + MAX_DEVICES && ((uintptr_t)c - (uintptr_t)ctxs) % sizeof *c == 0 &&
+	       c->magic == MAGIC_CTX;
+}
+
+// need_ctx is what every call that works in "the current context" checks.
+static int need_ctx(void) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (current == NULL)
+		return INVALID_CONTEXT;
+	if (current->refs <= 0)
+		return CONTEXT_IS_DESTROYED;
+	return SUCCESS;
+}
+
+static int check_stream(uintptr_t s) {
+	struct stream *st = (struct stream *)s;
+	if (s <= 2) // 0: the legacy default stream, 1: CU_STREAM_LEGACY, 2: CU_STREAM_PER_THREAD
+		return SUCCESS;
+	if (st->magic != MAGIC_STREAM || st->dead || st->ctx != current)
+		return INVALID_HANDLE;
+	return SUCCESS;
+}
+
+static struct event *event_of(uintptr_t e) {
+	struct event *ev = (struct event *)e;
+	if (ev == NULL || ev->magic != MAGIC_EVENT || ev->dead)
+		return NULL;
+	return ev;
+}
+
+// find_alloc returns the live allocation containing [p, p+n), or NULL. Call
+// with the lock held.
+static struct alloc *find_alloc(uintptr_t p, size_t n) {
+	for (int i = 0; i < MAX_ALLOCS; i++) {
+		struct alloc *a = &allocs[i];
+		uintptr_t lo = (uintptr_t)a->p;
+		if (a->p != NULL && p >= lo && p - lo <= a->n && n <= a->n - (p - lo))
+			return a;
+	}
+	return NULL;
+}
+
+// covered reports whether [p, p+n) lies in one live allocation (n == 0 is
+// always fine).
+static int covered(uintptr_t p, size_t n) {
+	int ok;
+	if (n == 0)
+		return 1;
+	lock();
+	ok = find_alloc(p, n) != NULL;
+	unlock();
+	return ok;
+}
+
+static int add_alloc(char *p, size_t n, int host) {
+	int r = OUT_OF_MEMORY;
+	lock();
+	for (int i = 0; i < MAX_ALLOCS; i++) {
+		if (allocs[i].p == NULL) {
+			allocs[i] = (struct alloc){.p = p, .n = n, .host = host};
+			if (host) {
+				n_host_allocs++;
+			} else {
+				n_dev_allocs++;
+				n_dev_bytes += (long long)n;
+			}
+			r = SUCCESS;
+			break;
+		}
+	}
+	unlock();
+	return r;
+}
+
+// remove_alloc forgets the allocation starting at p of the given kind.
+static int remove_alloc(char *p, int host) {
+	int r = INVALID_VALUE;
+	lock();
+	for (int i = 0; i < MAX_ALLOCS; i++) {
+		if (allocs[i].p == p && allocs[i].host == host) {
+			if (host) {
+				n_host_allocs--;
+			} else {
+				n_dev_allocs--;
+				n_dev_bytes -= (long long)allocs[i].n;
+			}
+			allocs[i] = (struct alloc){0};
+			r = SUCCESS;
+			break;
+		}
+	}
+	unlock();
+	return r;
+}
+
+// ---- initialisation, version, errors --------------------------------------
+
+CUresult cuInit(unsigned flags) {
+	if (flags != 0)
+		return INVALID_VALUE;
+	__atomic_store_n(&initialized, 1, __ATOMIC_SEQ_CST);
+	return SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *v) {
+	if (v == NULL)
+		return INVALID_VALUE;
+	*v = 13000;
+	return SUCCESS;
+}
+
+static const struct {
+	int code;
+	const char *name, *text;
+} errors[] = {
+	{SUCCESS, "CUDA_SUCCESS", "no error"},
+	{INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+	{OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+	{NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+	{NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+	{INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
+	{INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
+	{INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+	{NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+	{NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+	{ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
+	{LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+	{PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED", "peer access is already enabled"},
+	{PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED", "peer access has not been enabled"},
+	{CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+	{LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+	{UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+static CUresult error_text(CUresult r, const char **p, int name) {
+	if (p == NULL)
+		return INVALID_VALUE;
+	for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+		if (errors[i].code == r) {
+			*p = name ? errors[i].name : errors[i].text;
+			return SUCCESS;
+		}
+	}
+	*p = NULL;
+	return INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult r, const char **p) { return error_text(r, p, 1); }
+CUresult cuGetErrorString(CUresult r, const char **p) { return error_text(r, p, 0); }
+
+// ---- devices ---------------------------------------------------------------
+
+CUresult cuDeviceGetCount(int *n) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (n == NULL)
+		return INVALID_VALUE;
+	*n = num_devices();
+	return SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+	int r = check_device(ordinal);
+	if (r != SUCCESS)
+		return r;
+	if (d == NULL)
+		return INVALID_VALUE;
+	*d = ordinal;
+	return SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	if (name == NULL || len <= 0)
+		return INVALID_VALUE;
+	snprintf(name, (size_t)len, "Fake CUDA Device %d", dev);
+	return SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	if (v == NULL || attr < 1 || attr > 150)
+		return INVALID_VALUE;
+	switch (attr) {
+	case 1: *v = 1024; break;        // MAX_THREADS_PER_BLOCK
+	case 13: *v = 1980000; break;    // CLOCK_RATE (kHz)
+	case 16: *v = 132; break;        // MULTIPROCESSOR_COUNT
+	case 18: *v = 0; break;          // INTEGRATED
+	case 19: *v = 1; break;          // CAN_MAP_HOST_MEMORY
+	case 33: *v = dev; break;        // PCI_BUS_ID
+	case 34: *v = 0; break;          // PCI_DEVICE_ID
+	case 36: *v = 3201000; break;    // MEMORY_CLOCK_RATE (kHz)
+	case 37: *v = 6144; break;       // GLOBAL_MEMORY_BUS_WIDTH
+	case 41: *v = 1; break;          // UNIFIED_ADDRESSING
+	case 50: *v = 0; break;          // PCI_DOMAIN_ID
+	case 75: *v = 9; break;          // COMPUTE_CAPABILITY_MAJOR
+	case 76: *v = 0; break;          // COMPUTE_CAPABILITY_MINOR
+	default: *v = 0; break;
+	}
+	return SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *n, CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	if (n == NULL)
+		return INVALID_VALUE;
+	*n = TOTAL_MEM;
+	return SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	if (bus == NULL || len <= 0)
+		return INVALID_VALUE;
+	snprintf(bus, (size_t)len, "0000:%02X:00.0", dev);
+	return SUCCESS;
+}
+
+// cuDeviceCanAccessPeer answers 1 for two distinct devices unless
+// FAKECUDA_NO_PEER lists the pair, and 0 for a device and itself.
+CUresult cuDeviceCanAccessPeer(int *v, CUdevice dev, CUdevice peer) {
+	int r = check_device(dev);
+	if (r == SUCCESS)
+		r = check_device(peer);
+	if (r != SUCCESS)
+		return r;
+	if (v == NULL)
+		return INVALID_VALUE;
+	*v = dev != peer && !no_peer(dev, peer);
+	return SUCCESS;
+}
+
+static CUresult device_uuid(CUuuid *u, CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	if (u == NULL)
+		return INVALID_VALUE;
+	for (int i = 0; i < 16; i++)
+		u->bytes[i] = (unsigned char)(0xFA + dev * 16 + i);
+	return SUCCESS;
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice dev) { return device_uuid(u, dev); }
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice dev) { return device_uuid(u, dev); }
+
+// ---- contexts --------------------------------------------------------------
+
+CUresult cuDevicePrimaryCtxRetain(struct ctx **c, CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	if (c == NULL)
+		return INVALID_VALUE;
+	lock();
+	ctxs[dev].magic = MAGIC_CTX;
+	ctxs[dev].ordinal = dev;
+	ctxs[dev].refs++;
+	unlock();
+	*c = &ctxs[dev];
+	return SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+	int r = check_device(dev);
+	if (r != SUCCESS)
+		return r;
+	lock();
+	if (ctxs[dev].refs <= 0) {
+		r = INVALID_CONTEXT;
+	} else if (--ctxs[dev].refs == 0) {
+		memset(ctxs[dev].peer, 0, sizeof ctxs[dev].peer);
+	}
+	unlock();
+	return r;
+}
+
+CUresult cuCtxSetCurrent(struct ctx *c) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (c != NULL && !valid_ctx(c))
+		return INVALID_CONTEXT;
+	if (c != NULL && c->refs <= 0)
+		return CONTEXT_IS_DESTROYED;
+	current = c;
+	return SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(struct ctx **c) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (c == NULL)
+		return INVALID_VALUE;
+	*c = current;
+	return SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) { return need_ctx(); }
+
+CUresult cuCtxEnablePeerAccess(struct ctx *peer, unsigned flags) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (flags != 0)
+		return INVALID_VALUE;
+	if (!valid_ctx(peer) || peer->refs <= 0)
+		return INVALID_CONTEXT;
+	if (peer == current)
+		return INVALID_DEVICE;
+	if (no_peer(current->ordinal, peer->ordinal))
+		return PEER_ACCESS_UNSUPPORTED;
+	lock();
+	if (current->peer[peer->ordinal])
+		r = PEER_ACCESS_ALREADY_ENABLED;
+	current->peer[peer->ordinal] = 1;
+	unlock();
+	return r;
+}
+
+// ---- memory ----------------------------------------------------------------
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (free_bytes == NULL || total == NULL)
+		return INVALID_VALUE;
+	lock();
+	*free_bytes = TOTAL_MEM - (size_t)n_dev_bytes;
+	unlock();
+	*total = TOTAL_MEM;
+	return SUCCESS;
+}
+
+// cuMemAlloc_v2 returns 256-byte aligned host memory filled with 0xA5, as
+// uninitialised device memory would hold garbage.
+CUresult cuMemAlloc_v2(CUdeviceptr *dp, size_t n) {
+	void *p = NULL;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (dp == NULL || n == 0)
+		return INVALID_VALUE;
+	if (n > TOTAL_MEM - (size_t)__atomic_load_n(&n_dev_bytes, __ATOMIC_RELAXED) || posix_memalign(&p, 256, n) != 0)
+		return OUT_OF_MEMORY;
+	memset(p, POISON, n);
+	if ((r = add_alloc(p, n, 0)) != SUCCESS) {
+		free(p);
+		return r;
+	}
+	*dp = (CUdeviceptr)(uintptr_t)p;
+	return SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (p == 0)
+		return SUCCESS;
+	if ((r = remove_alloc((char *)(uintptr_t)p, 0)) != SUCCESS)
+		return r;
+	free((void *)(uintptr_t)p);
+	return SUCCESS;
+}
+
+static CUresult memset_check(CUdeviceptr p, size_t bytes, size_t align, uintptr_t stream) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(stream);
+	if (r != SUCCESS)
+		return r;
+	if (p % align != 0 || !covered((uintptr_t)p, bytes))
+		return INVALID_VALUE;
+	return SUCCESS;
+}
+
+static CUresult memset32(CUdeviceptr p, unsigned v, size_t n, uintptr_t stream) {
+	int r;
+	if (n > SIZE_MAX / 4)
+		return INVALID_VALUE;
+	if ((r = memset_check(p, n * 4, 4, stream)) != SUCCESS)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		memcpy((char *)(uintptr_t)p + 4 * i, &v, 4);
+	return SUCCESS;
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr p, unsigned v, size_t n) { return memset32(p, v, n, 0); }
+CUresult cuMemsetD32Async(CUdeviceptr p, unsigned v, size_t n, uintptr_t s) { return memset32(p, v, n, s); }
+
+CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, uintptr_t s) {
+	int r = memset_check(p, n, 1, s);
+	if (r != SUCCESS)
+		return r;
+	if (n > 0)
+		memset((void *)(uintptr_t)p, v, n);
+	return SUCCESS;
+}
+
+// copy_check checks a copy of n bytes; dst_dev and src_dev say which sides
+// are device (or mapped host) memory, which must lie in one allocation.
+static CUresult copy_check(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n, uintptr_t stream) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(stream);
+	if (r != SUCCESS)
+		return r;
+	if (n == 0)
+		return SUCCESS;
+	if (dst == 0 || src == 0)
+		return INVALID_VALUE;
+	if ((dst_dev && !covered(dst, n)) || (src_dev && !covered(src, n)))
+		return INVALID_VALUE;
+	return SUCCESS;
+}
+
+static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n, uintptr_t stream) {
+	int r = copy_check(dst, dst_dev, src, src_dev, n, stream);
+	if (r == SUCCESS && n > 0)
+		memmove((void *)dst, (const void *)src, n);
+	return r;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+	return copy((uintptr_t)dst, 1, (uintptr_t)src, 0, n, 0);
+}
+
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+	return copy((uintptr_t)dst, 0, (uintptr_t)src, 1, n, 0);
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, uintptr_t s) {
+	return copy((uintptr_t)dst, 1, (uintptr_t)src, 1, n, s);
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, uintptr_t s) {
+	return copy((uintptr_t)dst, 1, (uintptr_t)src, 0, n, s);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, uintptr_t s) {
+	return copy((uintptr_t)dst, 0, (uintptr_t)src, 1, n, s);
+}
+
+CUresult cuMemcpyPeerAsync(CUdeviceptr dst, struct ctx *dst_ctx, CUdeviceptr src, struct ctx *src_ctx, size_t n,
+			   uintptr_t s) {
+	if (!valid_ctx(dst_ctx) || dst_ctx->refs <= 0 || !valid_ctx(src_ctx) || src_ctx->refs <= 0)
+		return INVALID_CONTEXT;
+	return copy((uintptr_t)dst, 1, (uintptr_t)src, 1, n, s);
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
+	void *p = NULL;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (pp == NULL || n == 0 || (flags & ~7u) != 0)
+		return INVALID_VALUE;
+	if (posix_memalign(&p, 4096, n) != 0)
+		return OUT_OF_MEMORY;
+	memset(p, POISON, n);
+	if ((r = add_alloc(p, n, 1)) != SUCCESS) {
+		free(p);
+		return r;
+	}
+	*pp = p;
+	return SUCCESS;
+}
+
+// cuMemHostGetDevicePointer_v2 returns the host address itself, as on a
+// system with unified addressing.
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *dp, void *p, unsigned flags) {
+	struct alloc *a;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (dp == NULL || flags != 0)
+		return INVALID_VALUE;
+	lock();
+	a = find_alloc((uintptr_t)p, 1);
+	if (a == NULL || !a->host)
+		r = INVALID_VALUE;
+	unlock();
+	if (r == SUCCESS)
+		*dp = (CUdeviceptr)(uintptr_t)p;
+	return r;
+}
+
+CUresult cuMemFreeHost(void *p) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if ((r = remove_alloc(p, 1)) != SUCCESS)
+		return r;
+	free(p);
+	return SUCCESS;
+}
+
+// ---- IPC -------------------------------------------------------------------
+
+// An IPC handle holds "FAKECUDA", the allocation's address and size, and the
+// process id: it can only be opened in the process that exported it.
+struct ipc_payload {
+	char magic[8];
+	uint64_t ptr, size;
+	uint32_t pid;
+};
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
+	struct alloc *a;
+	struct ipc_payload pl;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (h == NULL)
+		return INVALID_VALUE;
+	lock();
+	a = find_alloc((uintptr_t)p, 1);
+	if (a == NULL || a->host) {
+		unlock();
+		return INVALID_VALUE;
+	}
+	memcpy(pl.magic, "FAKECUDA", 8);
+	pl.ptr = (uint64_t)(uintptr_t)a->p;
+	pl.size = a->n;
+	pl.pid = (uint32_t)getpid();
+	unlock();
+	memset(h, 0, sizeof *h);
+	memcpy(h->reserved, &pl, sizeof pl);
+	return SUCCESS;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dp, CUipcMemHandle h, unsigned flags) {
+	struct ipc_payload pl;
+	struct alloc *a;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (dp == NULL || flags > 1)
+		return INVALID_VALUE;
+	memcpy(&pl, h.reserved, sizeof pl);
+	if (memcmp(pl.magic, "FAKECUDA", 8) != 0)
+		return INVALID_VALUE;
+	if (pl.pid != (uint32_t)getpid())
+		return INVALID_HANDLE; // another process's memory: not reachable here
+	lock();
+	a = find_alloc((uintptr_t)pl.ptr, 1);
+	if (a == NULL || (uintptr_t)a->p != (uintptr_t)pl.ptr || a->n != pl.size) {
+		r = INVALID_VALUE;
+	} else {
+		a->ipc_open++;
+		n_ipc_open++;
+	}
+	unlock();
+	if (r == SUCCESS)
+		*dp = (CUdeviceptr)pl.ptr;
+	return r;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+	struct alloc *a;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	lock();
+	a = find_alloc((uintptr_t)p, 1);
+	if (a == NULL || (uintptr_t)a->p != (uintptr_t)p || a->ipc_open == 0) {
+		r = INVALID_VALUE;
+	} else {
+		a->ipc_open--;
+		n_ipc_open--;
+	}
+	unlock();
+	return r;
+}
+
+// ---- modules and launches --------------------------------------------------
+
+enum { JIT_INFO_LOG_BUFFER = 3, JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4, JIT_ERROR_LOG_BUFFER = 5, JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+
+// cuModuleLoadDataEx accepts any image starting with "//" (as PTX does);
+// anything else fails with CUDA_ERROR_INVALID_PTX and a message in the
+// error log buffer.
+CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts, int *opts, void **vals) {
+	struct module *mod;
+	char *errlog = NULL;
+	size_t errsize = 0;
+	int errsize_at = -1;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (m == NULL || image == NULL || (nopts > 0 && (opts == NULL || vals == NULL)))
+		return INVALID_VALUE;
+	for (unsigned i = 0; i < nopts; i++) {
+		if (opts[i] == JIT_ERROR_LOG_BUFFER)
+			errlog = vals[i];
+		if (opts[i] == JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
+			errsize = (size_t)(uintptr_t)vals[i];
+			errsize_at = (int)i;
+		}
+	}
+	if (strncmp(image, "//", 2) != 0) {
+		if (errlog != NULL && errsize > 0) {
+			int n = snprintf(errlog, errsize, "ptxas fatal   : fakecuda: image does not start with \"//\", not PTX");
+			if (errsize_at >= 0 && n >= 0)
+				vals[errsize_at] = (void *)(uintptr_t)((size_t)n < errsize ? (size_t)n : errsize - 1);
+		}
+		return INVALID_PTX;
+	}
+	if ((mod = calloc(1, sizeof *mod)) == NULL)
+		return OUT_OF_MEMORY;
+	mod->magic = MAGIC_MODULE;
+	mod->ctx = current;
+	lock();
+	n_modules++;
+	unlock();
+	*m = mod;
+	return SUCCESS;
+}
+
+static int valid_module(struct module *m) { return m != NULL && m->magic == MAGIC_MODULE && !m->dead; }
+
+CUresult cuModuleUnload(struct module *m) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	lock();
+	if (!valid_module(m)) {
+		r = INVALID_HANDLE;
+	} else {
+		m->dead = 1;
+		n_modules--;
+	}
+	unlock();
+	return r;
+}
+
+// cuModuleGetFunction finds any name: the fake has no symbol table.
+CUresult cuModuleGetFunction(struct function **f, struct module *m, const char *name) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (f == NULL || name == NULL || strlen(name) >= sizeof m->functions[0].name)
+		return INVALID_VALUE;
+	lock();
+	if (!valid_module(m) || m->ctx != current) {
+		r = INVALID_HANDLE;
+		goto out;
+	}
+	for (int i = 0; i < m->nfunctions; i++) {
+		if (strcmp(m->functions[i].name, name) == 0) {
+			*f = &m->functions[i];
+			goto out;
+		}
+	}
+	if (m->nfunctions == MAX_FUNCTIONS) {
+		r = OUT_OF_MEMORY;
+		goto out;
+	}
+	struct function *fn = &m->functions[m->nfunctions++];
+	fn->magic = MAGIC_FUNCTION;
+	fn->mod = m;
+	strcpy(fn->name, name);
+	*f = fn;
+out:
+	unlock();
+	return r;
+}
+
+// cuLaunchKernel checks its arguments, counts the launch and runs nothing.
+CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			unsigned bz, unsigned shared, uintptr_t stream, void **params, void **extra) {
+	long long n;
+	long fail_after;
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(stream);
+	if (r != SUCCESS)
+		return r;
+	if (f == NULL || f->magic != MAGIC_FUNCTION || !valid_module(f->mod))
+		return INVALID_HANDLE;
+	if (f->mod->ctx != current)
+		return INVALID_CONTEXT;
+	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || (params != NULL && extra != NULL))
+		return INVALID_VALUE;
+	if ((unsigned long long)bx * by * bz > 1024 || bz > 64 || shared > 227 * 1024)
+		return LAUNCH_OUT_OF_RESOURCES;
+	fail_after = env_long("FAKECUDA_FAIL_LAUNCH_AFTER", -1);
+	n = __atomic_fetch_add(&n_launch_attempts, 1, __ATOMIC_SEQ_CST);
+	if (fail_after >= 0 && n >= fail_after) {
+		__atomic_fetch_add(&n_launch_failures, 1, __ATOMIC_SEQ_CST);
+		return LAUNCH_FAILED;
+	}
+	__atomic_fetch_add(&n_launches, 1, __ATOMIC_SEQ_CST);
+	return SUCCESS;
+}
+
+// ---- streams and events ----------------------------------------------------
+
+CUresult cuStreamCreate(struct stream **s, unsigned flags) {
+	struct stream *st;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (s == NULL || (flags & ~1u) != 0)
+		return INVALID_VALUE;
+	if ((st = calloc(1, sizeof *st)) == NULL)
+		return OUT_OF_MEMORY;
+	st->magic = MAGIC_STREAM;
+	st->ctx = current;
+	lock();
+	n_streams++;
+	unlock();
+	*s = st;
+	return SUCCESS;
+}
+
+CUresult cuStreamDestroy_v2(uintptr_t s) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (s <= 2)
+		return INVALID_HANDLE;
+	lock();
+	if ((r = check_stream(s)) == SUCCESS) {
+		((struct stream *)s)->dead = 1;
+		n_streams--;
+	}
+	unlock();
+	return r;
+}
+
+// cuStreamSynchronize returns FAKECUDA_SYNC_ERROR when it is set.
+CUresult cuStreamSynchronize(uintptr_t s) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	return (CUresult)env_long("FAKECUDA_SYNC_ERROR", SUCCESS);
+}
+
+CUresult cuStreamQuery(uintptr_t s) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	return r;
+}
+
+CUresult cuEventCreate(struct event **e, unsigned flags) {
+	struct event *ev;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (e == NULL || (flags & ~7u) != 0)
+		return INVALID_VALUE;
+	if ((ev = calloc(1, sizeof *ev)) == NULL)
+		return OUT_OF_MEMORY;
+	ev->magic = MAGIC_EVENT;
+	ev->ctx = current;
+	ev->flags = flags;
+	lock();
+	n_events++;
+	unlock();
+	*e = ev;
+	return SUCCESS;
+}
+
+CUresult cuEventRecord(uintptr_t e, uintptr_t s) {
+	struct event *ev = event_of(e);
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	if (ev == NULL || ev->ctx != current)
+		return INVALID_HANDLE;
+	ev->recorded = 1;
+	return SUCCESS;
+}
+
+CUresult cuEventSynchronize(uintptr_t e) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	return event_of(e) == NULL ? INVALID_HANDLE : SUCCESS;
+}
+
+// cuEventElapsedTime(_v2) reports 0.001 ms between any two recorded timing
+// events.
+static CUresult elapsed(float *ms, uintptr_t start, uintptr_t end) {
+	struct event *a = event_of(start), *b = event_of(end);
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (ms == NULL)
+		return INVALID_VALUE;
+	if (a == NULL || b == NULL || (a->flags & 2) || (b->flags & 2))
+		return INVALID_HANDLE;
+	if (!a->recorded || !b->recorded)
+		return NOT_READY;
+	*ms = 0.001f;
+	return SUCCESS;
+}
+
+CUresult cuEventElapsedTime_v2(float *ms, uintptr_t start, uintptr_t end) { return elapsed(ms, start, end); }
+CUresult cuEventElapsedTime(float *ms, uintptr_t start, uintptr_t end) { return elapsed(ms, start, end); }
+
+CUresult cuEventDestroy_v2(uintptr_t e) {
+	struct event *ev = event_of(e);
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	lock();
+	if (ev == NULL || ev->dead) {
+		r = INVALID_HANDLE;
+	} else {
+		ev->dead = 1;
+		n_events--;
+	}
+	unlock();
+	return r;
+}
+
+// ---- counters for tests ----------------------------------------------------
+
+// fakecuda_counter returns counter i: 0 launches that succeeded, 1 launches
+// failed by FAKECUDA_FAIL_LAUNCH_AFTER, 2 live cuMemAlloc allocations,
+// 3 their bytes, 4 live cuMemHostAlloc allocations, 5 live streams, 6 live
+// events, 7 loaded modules, 8 open IPC mappings, 9 primary context retains
+// not yet released (all devices); -1 for any other i.
+long long fakecuda_counter(int i) {
+	long long v = -1;
+	lock();
+	switch (i) {
+	case 0: v = n_launches; break;
+	case 1: v = n_launch_failures; break;
+	case 2: v = n_dev_allocs; break;
+	case 3: v = n_dev_bytes; break;
+	case 4: v = n_host_allocs; break;
+	case 5: v = n_streams; break;
+	case 6: v = n_events; break;
+	case 7: v = n_modules; break;
+	case 8: v = n_ipc_open; break;
+	case 9:
+		v = 0;
+		for (int d = 0; d < MAX_DEVICES; d++)
+			v += ctxs[d].refs;
+		break;
+	}
+	unlock();
+	return v;
+}

@@ -1,0 +1,125 @@
+// Package fakecuda builds a stub CUDA driver, a libcuda.so.1 that needs no
+// GPU, for tests of code that loads the driver through internal/driver.
+//
+// The stub (csrc/fakecuda.c, embedded) exports every entry point
+// internal/driver binds. Its devices share the host's memory: allocations
+// are malloc'd, so memsets and copies really happen, and the address of an
+// allocation works as a device pointer, a mapped host pointer and an IPC
+// handle's payload (IPC handles open only in the process that made them).
+// Kernel launches are checked and counted but run nothing. Module loads
+// accept any image starting with "//", as PTX does. Calls are checked about
+// as strictly as the real driver checks them: a current, retained context;
+// live stream, event, module and function handles; memory ranges inside one
+// live allocation.
+//
+// The stub reads its environment at every call:
+//
+//   - FAKECUDA_DEVICES: the number of devices (default 2, at most 16), named
+//     "Fake CUDA Device N", with PCI bus id "0000:0N:00.0" (N in hex), 132
+//     SMs, a 1980000 kHz clock, compute capability 9.0 and unified
+//     addressing.
+//   - FAKECUDA_NO_PEER: comma-separated pairs "i-j" of device ordinals that
+//     cannot access each other, in both directions; every other pair of
+//     distinct devices can.
+//   - FAKECUDA_FAIL_LAUNCH_AFTER=N: every launch after the first N fails
+//     with CUDA_ERROR_LAUNCH_FAILED (719).
+//   - FAKECUDA_SYNC_ERROR=code: cuStreamSynchronize returns code (e.g. 700,
+//     CUDA_ERROR_ILLEGAL_ADDRESS).
+//
+// Code under test finds the stub through internal/driver's ULYSSES_LIBCUDA
+// environment variable. driver.Load caches the library for the life of the
+// process, so tests that need the stub run in a re-executed child process
+// with ULYSSES_LIBCUDA set. Read reports the stub's counters (launches,
+// live allocations, streams, ...) from inside that process.
+//
+// Building needs a C compiler, cc, at test time only; the package itself
+// builds with CGO_ENABLED=0.
+package fakecuda
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed csrc/fakecuda.c
+var source []byte
+
+// Library is the file name Build writes in its directory.
+const Library = "libcuda.so.1"
+
+// Environment variables the stub reads (see the package comment).
+const (
+	EnvDevices         = "FAKECUDA_DEVICES"
+	EnvNoPeer          = "FAKECUDA_NO_PEER"
+	EnvFailLaunchAfter = "FAKECUDA_FAIL_LAUNCH_AFTER"
+	EnvSyncError       = "FAKECUDA_SYNC_ERROR"
+)
+
+// ErrNoCompiler is matched by the error Build returns when cc is missing.
+var ErrNoCompiler = errors.New("fakecuda: no C compiler: cc is not in PATH")
+
+// Source returns the stub's C source.
+func Source() string { return string(source) }
+
+// Build compiles the stub into dir/libcuda.so.1 with cc -shared -fPIC -O1
+// and returns the library's absolute path. It leaves the source beside it
+// (fakecuda.c). The error matches ErrNoCompiler when cc is missing.
+func Build(dir string) (path string, err error) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		return "", fmt.Errorf("%w (install gcc or clang to build the stub CUDA driver): %v", ErrNoCompiler, err)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("fakecuda: %w", err)
+	}
+	src := filepath.Join(dir, "fakecuda.c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		return "", fmt.Errorf("fakecuda: writing the source: %w", err)
+	}
+	path = filepath.Join(dir, Library)
+	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", path, src)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fakecuda: %s: %v\n%s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return path, nil
+}
+
+// Counters are the stub's running totals in one process.
+type Counters struct {
+	Launches       int64 // launches that succeeded
+	LaunchFailures int64 // launches failed by FAKECUDA_FAIL_LAUNCH_AFTER
+	DeviceAllocs   int64 // live cuMemAlloc allocations
+	DeviceBytes    int64 // their size in bytes
+	HostAllocs     int64 // live cuMemHostAlloc allocations
+	Streams        int64 // live streams
+	Events         int64 // live events
+	Modules        int64 // loaded modules
+	IPCMappings    int64 // cuIpcOpenMemHandle mappings not yet closed
+	ContextRetains int64 // primary context retains not yet released, all devices
+}
+
+// Live reports whether anything is still allocated, loaded, open or
+// retained; it is "" when the process holds nothing from the stub, else a
+// description of what is left.
+func (c Counters) Live() string {
+	var s []string
+	for _, f := range []struct {
+		n    int64
+		what string
+	}{
+		{c.DeviceAllocs, "device allocations"}, {c.HostAllocs, "host allocations"}, {c.Streams, "streams"},
+		{c.Events, "events"}, {c.Modules, "modules"}, {c.IPCMappings, "IPC mappings"},
+		{c.ContextRetains, "context retains"},
+	} {
+		if f.n != 0 {
+			s = append(s, fmt.Sprintf("%d %s", f.n, f.what))
+		}
+	}
+	return strings.Join(s, ", ")
+}

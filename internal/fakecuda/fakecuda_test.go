@@ -1,0 +1,370 @@
+package fakecuda_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fakecuda"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildPath string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// stub builds the stub once per test binary. A missing cc skips the test,
+// except under CI=true.
+func stub(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("no dlopen on windows")
+	}
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "fakecuda"); buildErr == nil {
+			buildPath, buildErr = fakecuda.Build(buildDir)
+		}
+	})
+	if errors.Is(buildErr, fakecuda.ErrNoCompiler) && os.Getenv("CI") != "true" {
+		t.Skip(buildErr)
+	}
+	require.NoError(t, buildErr)
+	return buildPath
+}
+
+// load loads the stub afresh (driver.LoadLibrary does not cache) with
+// device 0's primary context retained.
+func load(t *testing.T) (*driver.Driver, *driver.Context) {
+	t.Helper()
+	d, err := driver.LoadLibrary(stub(t))
+	require.NoError(t, err)
+	c, err := d.RetainPrimaryContext(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Release()) })
+	return d, c
+}
+
+func counters(t *testing.T) fakecuda.Counters {
+	t.Helper()
+	n, err := fakecuda.Read(stub(t))
+	require.NoError(t, err)
+	return n
+}
+
+func TestBuild(t *testing.T) {
+	path := stub(t)
+	require.True(t, filepath.IsAbs(path), path)
+	require.Equal(t, fakecuda.Library, filepath.Base(path))
+	src, err := os.ReadFile(filepath.Join(filepath.Dir(path), "fakecuda.c"))
+	require.NoError(t, err)
+	require.Equal(t, fakecuda.Source(), string(src))
+}
+
+func TestBuildWithoutCompiler(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := fakecuda.Build(t.TempDir())
+	require.ErrorIs(t, err, fakecuda.ErrNoCompiler)
+	require.Contains(t, err.Error(), "cc")
+}
+
+func TestBuildError(t *testing.T) {
+	stub(t)
+	_, err := fakecuda.Build(filepath.Join(t.TempDir(), "missing"))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, fakecuda.ErrNoCompiler)
+}
+
+func TestDevices(t *testing.T) {
+	d, _ := load(t)
+	v, err := d.Version()
+	require.NoError(t, err)
+	require.Equal(t, 13000, v)
+	n, err := d.RequireDevices()
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	for ord := range n {
+		name, err := d.DeviceName(ord)
+		require.NoError(t, err)
+		require.Equal(t, "Fake CUDA Device "+string(rune('0'+ord)), name)
+		bus, err := d.DevicePCIBusID(ord)
+		require.NoError(t, err)
+		require.Equal(t, "0000:0"+string(rune('0'+ord))+":00.0", bus)
+		for a, want := range map[driver.Attribute]int{
+			driver.AttrMultiprocessorCount: 132, driver.AttrClockRate: 1980000, driver.AttrComputeCapabilityMajor: 9,
+			driver.AttrComputeCapabilityMinor: 0, driver.AttrUnifiedAddressing: 1, driver.AttrCanMapHostMemory: 1,
+		} {
+			got, err := d.DeviceAttribute(ord, a)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "attribute %d", a)
+		}
+		mem, err := d.DeviceTotalMem(ord)
+		require.NoError(t, err)
+		require.Equal(t, uint64(141<<30), mem)
+		u, err := d.DeviceUUID(ord)
+		require.NoError(t, err)
+		require.NotEqual(t, [16]byte{}, u)
+	}
+	_, err = d.DeviceName(2)
+	require.ErrorIs(t, err, driver.ErrNoDevice)
+	require.True(t, driver.IsCode(err, driver.ErrorInvalidDevice))
+	require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_DEVICE (101): invalid device ordinal")
+
+	t.Setenv(fakecuda.EnvDevices, "11")
+	n, err = d.DeviceCount()
+	require.NoError(t, err)
+	require.Equal(t, 11, n)
+	bus, err := d.DevicePCIBusID(10)
+	require.NoError(t, err)
+	require.Equal(t, "0000:0A:00.0", bus)
+
+	t.Setenv(fakecuda.EnvDevices, "0")
+	_, err = d.RequireDevices()
+	require.ErrorIs(t, err, driver.ErrNoDevice)
+}
+
+func TestPeerAccess(t *testing.T) {
+	d, _ := load(t)
+	t.Setenv(fakecuda.EnvDevices, "4")
+	t.Setenv(fakecuda.EnvNoPeer, "1-2, 3-0")
+	for a := range 4 {
+		for b := range 4 {
+			listed := (a == 1 && b == 2) || (a == 2 && b == 1) || (a == 3 && b == 0) || (a == 0 && b == 3)
+			want := a != b && !listed
+			got, err := d.CanAccessPeer(a, b)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%d -> %d", a, b)
+		}
+	}
+	c0, err := d.RetainPrimaryContext(0)
+	require.NoError(t, err)
+	defer c0.Release()
+	c1, err := d.RetainPrimaryContext(1)
+	require.NoError(t, err)
+	defer c1.Release()
+	c2, err := d.RetainPrimaryContext(2)
+	require.NoError(t, err)
+	defer c2.Release()
+	require.NoError(t, c0.EnablePeerAccess(c1))
+	require.NoError(t, c0.EnablePeerAccess(c1), "ALREADY_ENABLED is not an error")
+	err = c1.EnablePeerAccess(c2)
+	require.True(t, driver.IsCode(err, driver.ErrorPeerAccessUnsupported), "%v", err)
+}
+
+func TestContexts(t *testing.T) {
+	before := counters(t)
+	d, err := driver.LoadLibrary(stub(t))
+	require.NoError(t, err)
+	c, err := d.RetainPrimaryContext(1)
+	require.NoError(t, err)
+	require.Equal(t, before.ContextRetains+1, counters(t).ContextRetains)
+	require.NoError(t, c.Synchronize())
+	require.NoError(t, c.Release())
+	require.Equal(t, before.ContextRetains, counters(t).ContextRetains)
+	// The driver refuses a released Context itself; the stub refuses a
+	// context whose retains are all released (cuCtxSetCurrent).
+	require.True(t, driver.IsCode(c.Synchronize(), driver.ErrorContextIsDestroyed))
+}
+
+func TestMemory(t *testing.T) {
+	_, c := load(t)
+	before := counters(t)
+	p, err := c.MemAlloc(1000)
+	require.NoError(t, err)
+	require.Zero(t, p%256, "allocations are 256-byte aligned")
+	require.Equal(t, before.DeviceAllocs+1, counters(t).DeviceAllocs)
+	require.Equal(t, before.DeviceBytes+1000, counters(t).DeviceBytes)
+
+	got := make([]byte, 1000)
+	require.NoError(t, c.MemcpyDtoH(got, p))
+	require.Equal(t, strings.Repeat("\xa5", 1000), string(got), "fresh memory is poisoned")
+	src := make([]byte, 1000)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	require.NoError(t, c.MemcpyHtoD(p, src))
+	require.NoError(t, c.MemcpyDtoH(got, p))
+	require.Equal(t, src, got)
+
+	require.NoError(t, c.MemsetD32(p+4, 0x01020304, 2))
+	require.NoError(t, c.MemsetD8Async(p+12, 0xEE, 3, 0))
+	require.NoError(t, c.MemcpyDtoH(got, p))
+	require.Equal(t, []byte{0, 7, 14, 21, 4, 3, 2, 1, 4, 3, 2, 1, 0xEE, 0xEE, 0xEE, 105}, got[:16])
+
+	q, err := c.MemAlloc(16)
+	require.NoError(t, err)
+	s, err := c.StreamCreate(true)
+	require.NoError(t, err)
+	require.NoError(t, c.MemcpyDtoDAsync(q, p, 16, s))
+	require.NoError(t, c.MemsetD32Async(q, 0, 1, s))
+	require.NoError(t, c.MemcpyPeerAsync(q+8, c, p, c, 8, s))
+	back := make([]byte, 16)
+	require.NoError(t, c.MemcpyDtoHAsync(unsafe.Pointer(&back[0]), q, 16, s))
+	require.Equal(t, []byte{0, 0, 0, 0, 4, 3, 2, 1, 0, 7, 14, 21, 4, 3, 2, 1}, back)
+	require.NoError(t, c.MemcpyHtoDAsync(q, unsafe.Pointer(&src[0]), 16, s))
+	require.NoError(t, c.MemcpyDtoH(back, q))
+	require.Equal(t, src[:16], back)
+
+	// Out of range, misaligned, freed: refused, not written.
+	require.True(t, driver.IsCode(c.MemsetD32(p+998, 0, 1), driver.ErrorInvalidValue))
+	require.True(t, driver.IsCode(c.MemsetD32(p+2, 0, 1), driver.ErrorInvalidValue))
+	require.True(t, driver.IsCode(c.MemcpyDtoDAsync(q, p+990, 16, s), driver.ErrorInvalidValue))
+	require.True(t, driver.IsCode(c.MemcpyHtoD(p+999, src[:2]), driver.ErrorInvalidValue))
+	require.NoError(t, c.MemFree(q))
+	require.True(t, driver.IsCode(c.MemFree(q), driver.ErrorInvalidValue), "double free")
+	require.True(t, driver.IsCode(c.MemsetD8Async(q, 0, 1, s), driver.ErrorInvalidValue), "use after free")
+	require.NoError(t, c.StreamDestroy(s))
+	require.True(t, driver.IsCode(c.StreamSynchronize(s), driver.ErrorInvalidHandle), "destroyed stream")
+	_, err = c.MemAlloc(1 << 50)
+	require.True(t, driver.IsCode(err, driver.ErrorOutOfMemory), "%v", err)
+
+	free, total, err := c.MemGetInfo()
+	require.NoError(t, err)
+	require.Equal(t, uint64(141<<30), total)
+	require.Equal(t, total-uint64(counters(t).DeviceBytes), free)
+
+	host, dev, err := c.HostAllocMapped(64)
+	require.NoError(t, err)
+	require.Equal(t, driver.DevicePtr(uintptr(host)), dev, "mapped host memory has one address")
+	require.NoError(t, c.MemsetD32(dev, 0, 16))
+	require.Equal(t, byte(0), *(*byte)(host))
+	require.Equal(t, before.HostAllocs+1, counters(t).HostAllocs)
+	require.NoError(t, c.HostFree(host))
+	require.NoError(t, c.MemFree(p))
+	after := counters(t)
+	require.Equal(t, before.DeviceAllocs, after.DeviceAllocs)
+	require.Equal(t, before.DeviceBytes, after.DeviceBytes)
+	require.Equal(t, before.HostAllocs, after.HostAllocs)
+}
+
+func TestIPC(t *testing.T) {
+	_, c := load(t)
+	p, err := c.MemAlloc(512)
+	require.NoError(t, err)
+	defer c.MemFree(p)
+	h, err := c.IpcGetMemHandle(p + 100)
+	require.NoError(t, err)
+	require.Equal(t, "FAKECUDA", string(h[:8]))
+	before := counters(t).IPCMappings
+	q, err := c.IpcOpenMemHandle(h)
+	require.NoError(t, err)
+	require.Equal(t, p, q, "the handle names the allocation's base")
+	require.Equal(t, before+1, counters(t).IPCMappings)
+	require.NoError(t, c.IpcCloseMemHandle(q))
+	require.Equal(t, before, counters(t).IPCMappings)
+	require.True(t, driver.IsCode(c.IpcCloseMemHandle(q), driver.ErrorInvalidValue))
+	h[0] = 'X'
+	_, err = c.IpcOpenMemHandle(h)
+	require.True(t, driver.IsCode(err, driver.ErrorInvalidValue))
+}
+
+func TestModulesAndLaunches(t *testing.T) {
+	_, c := load(t)
+	_, err := c.LoadModule([]byte("not ptx"))
+	var e *driver.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, driver.ErrorInvalidPTX, e.Code)
+	require.Contains(t, e.Log, `fakecuda: image does not start with "//"`)
+	require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_PTX (218)")
+
+	before := counters(t)
+	m, err := c.LoadModule([]byte("// PTX\n.version 7.8\n"))
+	require.NoError(t, err)
+	f, err := c.Function(m, "any_name")
+	require.NoError(t, err)
+	f2, err := c.Function(m, "any_name")
+	require.NoError(t, err)
+	require.Equal(t, f, f2)
+	s, err := c.StreamCreate(true)
+	require.NoError(t, err)
+	arg := uint64(7)
+	params := []unsafe.Pointer{unsafe.Pointer(&arg)}
+	grid, block := [3]uint32{132, 1, 1}, [3]uint32{256, 1, 1}
+	require.NoError(t, c.Launch(f, grid, block, 0, s, params))
+	require.Equal(t, before.Launches+1, counters(t).Launches)
+	err = c.Launch(f, grid, [3]uint32{2048, 1, 1}, 0, s, params)
+	require.True(t, driver.IsCode(err, driver.ErrorLaunchOutOfResources), "%v", err)
+	require.True(t, driver.IsCode(c.Launch(f, [3]uint32{0, 1, 1}, block, 0, s, params), driver.ErrorInvalidValue))
+
+	t.Setenv(fakecuda.EnvFailLaunchAfter, "0")
+	err = c.Launch(f, grid, block, 0, s, params)
+	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "%v", err)
+	require.Contains(t, err.Error(), "CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure")
+	n := counters(t)
+	require.Equal(t, before.Launches+1, n.Launches)
+	require.Equal(t, before.LaunchFailures+1, n.LaunchFailures)
+
+	t.Setenv(fakecuda.EnvSyncError, "700")
+	err = c.StreamSynchronize(s)
+	require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
+	require.Contains(t, err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered")
+	require.NoError(t, c.Synchronize(), "only stream synchronisation fails")
+
+	require.NoError(t, c.StreamDestroy(s))
+	require.NoError(t, c.UnloadModule(m))
+	require.True(t, driver.IsCode(c.UnloadModule(m), driver.ErrorInvalidHandle))
+	require.True(t, driver.IsCode(c.Launch(f, grid, block, 0, 0, params), driver.ErrorInvalidHandle), "unloaded module")
+	n = counters(t)
+	require.Equal(t, before.Modules, n.Modules)
+	require.Equal(t, before.Streams, n.Streams)
+}
+
+func TestEvents(t *testing.T) {
+	_, c := load(t)
+	before := counters(t).Events
+	a, err := c.EventCreate(true)
+	require.NoError(t, err)
+	b, err := c.EventCreate(true)
+	require.NoError(t, err)
+	_, err = c.EventElapsed(a, b)
+	require.True(t, driver.IsCode(err, driver.ErrorNotReady), "unrecorded events: %v", err)
+	require.NoError(t, c.EventRecord(a, 0))
+	require.NoError(t, c.EventRecord(b, 0))
+	require.NoError(t, c.EventSynchronize(b))
+	d, err := c.EventElapsed(a, b)
+	require.NoError(t, err)
+	require.Equal(t, time.Microsecond, d.Round(time.Microsecond))
+	require.Equal(t, before+2, counters(t).Events)
+	require.NoError(t, c.EventDestroy(a))
+	require.NoError(t, c.EventDestroy(b))
+	require.True(t, driver.IsCode(c.EventDestroy(b), driver.ErrorInvalidHandle))
+	require.Equal(t, before, counters(t).Events)
+}
+
+func TestHotPathAllocationFree(t *testing.T) {
+	_, c := load(t)
+	m, err := c.LoadModule([]byte("//"))
+	require.NoError(t, err)
+	defer c.UnloadModule(m)
+	f, err := c.Function(m, "k")
+	require.NoError(t, err)
+	p, err := c.MemAlloc(64)
+	require.NoError(t, err)
+	defer c.MemFree(p)
+	arg := uint64(7)
+	params := []unsafe.Pointer{unsafe.Pointer(&arg)}
+	allocs := testing.AllocsPerRun(100, func() {
+		_ = c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, params)
+		_ = c.MemsetD32Async(p, 0, 4, 0)
+		_ = c.MemcpyDtoDAsync(p+32, p, 16, 0)
+	})
+	require.Zero(t, allocs)
+}
