@@ -173,7 +173,8 @@ func (c *Comm) Rank() int { return c.cfg.Rank }
 // WorldSize returns the number of ranks.
 func (c *Comm) WorldSize() int { return c.cfg.WorldSize }
 
-// Device returns the device the Comm runs on, for the memory helpers.
+// Device returns the device the Comm runs on, for the memory helpers. It is
+// released by Close: free what you allocated through it before closing.
 func (c *Comm) Device() *Device { return c.dev }
 
 // Blocks returns the number of thread blocks each kernel runs (the group's
@@ -191,5 +192,8 @@ func (c *Comm) Blocks() int {
 func (c *Comm) Buffer() Tensor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return Tensor{}
+	}
 	return Tensor{Ptr: uintptr(c.buf) + uintptr(c.halfOffset(c.launches)), Shape: [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}, DType: c.cfg.DType}
 }

@@ -42,6 +42,9 @@ func openDevice(ordinal *int, rank int) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !info.Unified {
+		return nil, fmt.Errorf("a2a: device %d (%s) lacks unified addressing: %w", ord, info.Name, ErrNotSupported)
+	}
 	ctx, err := drv.RetainPrimaryContext(ord)
 	if err != nil {
 		return nil, wrapDriver("retaining the primary context", err)

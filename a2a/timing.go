@@ -29,7 +29,13 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 	if err != nil {
 		return nil, err
 	}
-	ctx := c.dev.ctx
+	// op runs outside the Comm's lock and may close it: hold a context
+	// reference of our own so the events can still be destroyed then.
+	ctx, err := c.dev.drv.RetainPrimaryContext(c.dev.ctx.Ordinal())
+	if err != nil {
+		return nil, wrapDriver("retaining the context", err)
+	}
+	defer ctx.Release()
 	count := 2
 	if each {
 		count = n + 1
@@ -50,6 +56,9 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 	record := func(e driver.Event) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.closed {
+			return ErrClosed
+		}
 		if err := ctx.EventRecord(e, c.stream); err != nil {
 			return wrapDriver("recording an event", err)
 		}

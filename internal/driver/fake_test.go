@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -411,6 +412,26 @@ func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 		_ = c.EventRecord(1, 0x77)
 	})
 	if allocs != 0 {
+		if raceEnabled() {
+			// The race detector makes sync.Pool drop a quarter of what is
+			// put back, so the pooled call buffers get reallocated.
+			t.Logf("hot path allocates %v times per iteration under -race", allocs)
+			return
+		}
 		t.Errorf("hot path allocates %v times per iteration", allocs)
 	}
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }

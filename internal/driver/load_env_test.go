@@ -25,6 +25,10 @@ func runLoadChild(t *testing.T, lib string) string {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLoadEnvChild$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), EnvLibrary+"="+lib, envLoadChild+"="+lib)
+	if gorace := os.Getenv("GORACE"); !strings.Contains(gorace, "atexit_sleep_ms") {
+		// A -race child would otherwise sleep 1 s at exit.
+		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)

@@ -1,0 +1,853 @@
+package a2a_test
+
+// Tests against the stub CUDA driver of internal/fakecuda: no GPU needed,
+// only a C compiler. driver.Load opens the library once per process, so
+// each TestFake* parent builds the stub and re-executes this test binary to
+// run one TestFakeChild* test with ULYSSES_LIBCUDA pointing at the stub;
+// the child does the work and the parent checks that it passed. The stub
+// moves memory for real but its kernels do nothing, so these tests cover
+// the host side: validation, state, errors, resources, allocations.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fakecuda"
+)
+
+// envFakeChild marks a re-executed test binary: it names the one
+// TestFakeChild* test that runs there. (Not ULYSSES_TEST_SCENARIO, which
+// TestMain dispatches on.)
+const envFakeChild = "ULYSSES_FAKE_CHILD"
+
+// fakeLibrary builds the stub into a temporary directory. A missing cc
+// skips the test, except under CI=true where it fails.
+func fakeLibrary(t *testing.T) string {
+	t.Helper()
+	lib, err := fakecuda.Build(t.TempDir())
+	if errors.Is(err, fakecuda.ErrNoCompiler) && os.Getenv("CI") != "true" {
+		t.Skipf("cannot build the stub CUDA driver: %v", err)
+	}
+	require.NoError(t, err)
+	return lib
+}
+
+// runFakeChild runs TestFakeChild<name> in a child process against lib,
+// with env (FAKECUDA_* settings) added, and returns its output after
+// checking that it passed.
+func runFakeChild(t *testing.T, lib, name string, env ...string) string {
+	t.Helper()
+	out, err := runFakeChildResult(t, lib, name, env...)
+	t.Logf("TestFakeChild%s %s:\n%s", name, strings.Join(env, " "), out)
+	require.NoError(t, err, "child TestFakeChild%s failed", name)
+	require.Contains(t, out, "--- PASS: TestFakeChild"+name)
+	require.NotContains(t, out, "--- FAIL")
+	return out
+}
+
+// runFakeChildResult runs the child and returns its output and exit error.
+func runFakeChildResult(t *testing.T, lib, name string, env ...string) (string, error) {
+	t.Helper()
+	child := "TestFakeChild" + name
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+child+"$", "-test.v", "-test.count=1", "-test.timeout=2m")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "FAKECUDA_") && !strings.HasPrefix(kv, envScenario+"=") &&
+			!strings.HasPrefix(kv, driver.EnvLibrary+"=") && !strings.HasPrefix(kv, envFakeChild+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, driver.EnvLibrary+"="+lib, envFakeChild+"="+child)
+	if gorace := os.Getenv("GORACE"); !strings.Contains(gorace, "atexit_sleep_ms") {
+		// A -race child would otherwise sleep 1 s at exit.
+		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
+	}
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// fakeChild skips the test unless this process is the child started to
+// run it.
+func fakeChild(t *testing.T) {
+	t.Helper()
+	if os.Getenv(envFakeChild) != t.Name() {
+		t.Skip("runs in a child process started by its TestFake* parent")
+	}
+}
+
+// fakeCounters reads the stub's counters in this (child) process.
+func fakeCounters(t *testing.T) fakecuda.Counters {
+	t.Helper()
+	n, err := fakecuda.Read(os.Getenv(driver.EnvLibrary))
+	require.NoError(t, err)
+	return n
+}
+
+// requireReleased checks that nothing from the stub is held any more.
+func requireReleased(t *testing.T) {
+	t.Helper()
+	require.Empty(t, fakeCounters(t).Live(), "left allocated")
+}
+
+// fakeComm makes a one-rank Comm on device 0 with room for 64 tokens of
+// 32 heads of 128, connected and given 8 tokens if asked, and an input x
+// and an output dst of [1, 8, 32, 128] (every operation's shape in a world
+// of 1) allocated on the Comm's device.
+func fakeComm(t *testing.T, connect, tokens bool) (c *a2a.Comm, x, dst a2a.Tensor) {
+	t.Helper()
+	c, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16})
+	require.NoError(t, err)
+	x, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	dst, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	if connect {
+		require.NoError(t, c.Connect([][]byte{c.Handle()}))
+	}
+	if tokens {
+		require.NoError(t, c.SetRankTokens([]int{8}))
+	}
+	return c, x, dst
+}
+
+// closeFake frees x and dst and closes c, returning Close's error.
+func closeFake(t *testing.T, c *a2a.Comm, x, dst a2a.Tensor) error {
+	t.Helper()
+	require.NoError(t, c.Device().Free(x))
+	require.NoError(t, c.Device().Free(dst))
+	return c.Close()
+}
+
+type fakeOp struct {
+	name string
+	run  func() error
+}
+
+// fakeOps are the six operations on x (and dst for the Into forms).
+func fakeOps(c *a2a.Comm, x, dst a2a.Tensor) []fakeOp {
+	return []fakeOp{
+		{"SendRecvHeads", func() error { _, err := c.SendRecvHeads(x); return err }},
+		{"SendRecvHeadsInto", func() error { return c.SendRecvHeadsInto(dst, x) }},
+		{"GatherHeads", func() error { _, err := c.GatherHeads(x); return err }},
+		{"GatherHeadsInto", func() error { return c.GatherHeadsInto(dst, x) }},
+		{"AllGather", func() error { _, err := c.AllGather(x); return err }},
+		{"AllGatherInto", func() error { return c.AllGatherInto(dst, x) }},
+	}
+}
+
+// fakeCalls are fakeOps plus every other method that needs a usable Comm.
+func fakeCalls(c *a2a.Comm, x, dst a2a.Tensor) []fakeOp {
+	op := func(int) error { _, err := c.SendRecvHeads(x); return err }
+	return append(fakeOps(c, x, dst),
+		fakeOp{"Sync", c.Sync},
+		fakeOp{"SetRankTokens", func() error { return c.SetRankTokens([]int{8}) }},
+		fakeOp{"TimeOps", func() error { _, err := c.TimeOps(2, op); return err }},
+		fakeOp{"TimeBackToBack", func() error { _, err := c.TimeBackToBack(2, op); return err }},
+	)
+}
+
+// ---- peer access -----------------------------------------------------------
+
+func TestFakePeerAccess(t *testing.T) {
+	t.Parallel()
+	lib := fakeLibrary(t)
+	t.Run("denied", func(t *testing.T) {
+		t.Parallel()
+		out := runFakeChild(t, lib, "PeerDenied", fakecuda.EnvDevices+"=3", fakecuda.EnvNoPeer+"=1-2")
+		require.Contains(t, out, "rank 1 (GPU 0000:01:00.0) and rank 2 (GPU 0000:02:00.0) cannot access each other's memory")
+	})
+	t.Run("allowed", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=3")
+	})
+	t.Run("allowed-unused-pair", func(t *testing.T) {
+		t.Parallel()
+		// Only the GPUs the group uses matter: device 3 is in no rank.
+		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=4", fakecuda.EnvNoPeer+"=0-3")
+	})
+	t.Run("allowed-shared-gpu", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=2") // ranks on GPUs 0, 1, 0
+	})
+	t.Run("allowed-one-gpu", func(t *testing.T) {
+		t.Parallel()
+		// Every rank on GPU 0: no pair to check (device 1 does not exist).
+		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=1", fakecuda.EnvNoPeer+"=0-1")
+	})
+}
+
+// fakeGroup makes a world-3 group in this process, rank r on device
+// r % FAKECUDA_DEVICES, and returns the ranks, their handles and devices.
+func fakeGroup(t *testing.T) ([]*a2a.Comm, [][]byte, []int) {
+	t.Helper()
+	n, err := strconv.Atoi(os.Getenv(fakecuda.EnvDevices))
+	require.NoError(t, err)
+	const world = 3
+	comms := make([]*a2a.Comm, world)
+	handles := make([][]byte, world)
+	devices := make([]int, world)
+	for r := range comms {
+		devices[r] = r % n
+		comms[r], err = a2a.New(a2a.Config{
+			Rank: r, WorldSize: world, Device: a2a.DeviceOrdinal(devices[r]),
+			MaxTokens: 16, HiddenDim: 6 * 64, DType: a2a.BFloat16,
+		})
+		require.NoError(t, err)
+		handles[r] = comms[r].Handle()
+	}
+	return comms, handles, devices
+}
+
+func TestFakeChildPeerDenied(t *testing.T) {
+	fakeChild(t)
+	comms, handles, _ := fakeGroup(t)
+	var msgs []string
+	for r, c := range comms {
+		err := c.Connect(handles)
+		require.ErrorIs(t, err, a2a.ErrNoPeerAccess, "rank %d", r)
+		t.Logf("rank %d: %v", r, err)
+		msgs = append(msgs, err.Error())
+	}
+	for r := range msgs {
+		require.Equal(t, msgs[0], msgs[r], "rank %d names another pair", r)
+	}
+	for _, want := range []string{"rank 1", "rank 2", "0000:01:00.0", "0000:02:00.0"} {
+		require.Contains(t, msgs[0], want)
+	}
+	n := fakeCounters(t)
+	require.Zero(t, n.IPCMappings)
+	require.EqualValues(t, 3, n.ContextRetains, "a refused Connect retains no peer context")
+	for _, c := range comms {
+		_, err := c.SendRecvHeads(a2a.Tensor{})
+		require.ErrorIs(t, err, a2a.ErrNotConnected, "a refused Connect leaves the Comm unconnected")
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t)
+}
+
+func TestFakeChildPeerAllowed(t *testing.T) {
+	fakeChild(t)
+	comms, handles, devices := fakeGroup(t)
+	var wg sync.WaitGroup
+	errs := make([]error, len(comms))
+	for r, c := range comms {
+		wg.Go(func() { errs[r] = c.Connect(handles) })
+	}
+	wg.Wait()
+	crossPairs := 0
+	for r, c := range comms {
+		require.NoError(t, errs[r], "rank %d", r)
+		require.Equal(t, 132, c.Blocks())
+		for p := range devices {
+			if devices[p] != devices[r] {
+				crossPairs++
+			}
+		}
+	}
+	n := fakeCounters(t)
+	require.Zero(t, n.IPCMappings, "same-process peers use the raw pointer, not IPC")
+	require.EqualValues(t, len(comms)+crossPairs, n.ContextRetains,
+		"one peer context retained per peer on another GPU")
+	tokens := []int{4, 5, 6}
+	for r, c := range comms {
+		require.NoError(t, c.SetRankTokens(tokens))
+		x, err := c.Device().Alloc([4]int{1, tokens[r], 6, 64}, a2a.BFloat16)
+		require.NoError(t, err)
+		out, err := c.SendRecvHeads(x)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, 15, 2, 64}, out.Shape)
+		back, err := c.GatherHeads(out)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, tokens[r], 6, 64}, back.Shape)
+		all, err := c.AllGather(x)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, 15, 6, 64}, all.Shape)
+		require.NoError(t, c.Sync())
+		require.NoError(t, c.Device().Free(x))
+	}
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	n = fakeCounters(t)
+	require.EqualValues(t, 3*4, n.Launches, "three operations and the close barrier per rank")
+	requireReleased(t)
+}
+
+// ---- allocations -----------------------------------------------------------
+
+func TestFakeAllocations(t *testing.T) {
+	t.Parallel()
+	out := runFakeChild(t, fakeLibrary(t), "Allocations")
+	lines := regexp.MustCompile(`allocs/op \w+: [0-9.]+`).FindAllString(out, -1)
+	require.Len(t, lines, 6, "one line per operation")
+	for _, l := range lines {
+		t.Log(l)
+	}
+}
+
+func TestFakeChildAllocations(t *testing.T) {
+	fakeChild(t)
+	c, x, dst := fakeComm(t, true, true)
+	for _, op := range fakeOps(c, x, dst) {
+		require.NoError(t, op.run())
+		n := testing.AllocsPerRun(1000, func() {
+			if err := op.run(); err != nil {
+				panic(err)
+			}
+		})
+		fmt.Printf("allocs/op %s: %v\n", op.name, n)
+		if fakeRace() {
+			// The race detector makes sync.Pool drop a quarter of what is
+			// put back, so internal/driver's pooled call buffers get
+			// reallocated: the count means nothing.
+			continue
+		}
+		require.LessOrEqual(t, n, 2.0, "%s: at most 2 Go heap allocations per operation", op.name)
+	}
+	require.NoError(t, c.Sync())
+	require.NoError(t, closeFake(t, c, x, dst))
+	requireReleased(t)
+}
+
+// fakeRace reports whether the test binary was built with -race.
+func fakeRace() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// ---- errors ----------------------------------------------------------------
+
+func TestFakeErrors(t *testing.T) {
+	t.Parallel()
+	lib := fakeLibrary(t)
+	t.Run("launch-failure", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "LaunchFailure", fakecuda.EnvFailLaunchAfter+"=0")
+	})
+	t.Run("validation-first", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "Validation", fakecuda.EnvFailLaunchAfter+"=0")
+	})
+	t.Run("sync-error", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "SyncError", fakecuda.EnvSyncError+"=700")
+	})
+}
+
+// requireBrokenAfter checks that every call fails with ErrBroken wrapping
+// cause, after a failure the Comm has already returned once.
+func requireBrokenAfter(t *testing.T, calls []fakeOp, cause string) {
+	t.Helper()
+	for _, call := range calls {
+		err := call.run()
+		require.ErrorIs(t, err, a2a.ErrBroken, "%s after the failure", call.name)
+		require.Contains(t, err.Error(), cause, "%s: ErrBroken carries the first failure", call.name)
+	}
+}
+
+func TestFakeChildLaunchFailure(t *testing.T) {
+	fakeChild(t)
+	c, x, dst := fakeComm(t, true, true)
+	_, err := c.SendRecvHeads(x)
+	require.Error(t, err)
+	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "%v", err)
+	require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
+	t.Logf("launch: %v", err)
+	requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_LAUNCH_FAILED")
+	n := fakeCounters(t)
+	require.EqualValues(t, 1, n.LaunchFailures, "nothing launched once broken")
+	require.Zero(t, n.Launches)
+	require.NotPanics(t, func() { err = closeFake(t, c, x, dst) })
+	t.Logf("Close: %v", err)
+	require.EqualValues(t, 1, fakeCounters(t).LaunchFailures, "a broken Comm closes without a barrier")
+	require.NoError(t, c.Close(), "second Close")
+	requireReleased(t)
+}
+
+func TestFakeChildValidation(t *testing.T) {
+	fakeChild(t)
+	c, x, dst := fakeComm(t, true, true)
+	buf := c.Buffer()
+	fp16 := x
+	fp16.DType = a2a.Float16
+	noBatch := x
+	noBatch.Shape[0] = 0
+	sevenTokens := x
+	sevenTokens.Shape[1] = 7
+	tooBig := x
+	tooBig.Shape[0] = 16 // 128 tokens, over MaxTokens 64
+	odd := x
+	odd.Ptr++
+	nilPtr := x
+	nilPtr.Ptr = 0
+	wrongDst := dst
+	wrongDst.Shape = [4]int{1, 8, 16, 256}
+	inBuffer := a2a.Tensor{Ptr: buf.Ptr, Shape: dst.Shape, DType: dst.DType}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want error
+	}{
+		{"dtype", func() error { _, err := c.SendRecvHeads(fp16); return err }, a2a.ErrDType},
+		{"dtype-gather", func() error { _, err := c.GatherHeads(fp16); return err }, a2a.ErrDType},
+		{"shape", func() error { _, err := c.AllGather(noBatch); return err }, a2a.ErrShape},
+		{"nil-pointer", func() error { _, err := c.AllGather(nilPtr); return err }, a2a.ErrShape},
+		{"dst-shape", func() error { return c.SendRecvHeadsInto(wrongDst, x) }, a2a.ErrShape},
+		{"dst-dtype", func() error { return c.AllGatherInto(fp16, x) }, a2a.ErrDType},
+		{"tokens", func() error { _, err := c.SendRecvHeads(sevenTokens); return err }, a2a.ErrTokens},
+		{"tokens-gather", func() error { return c.GatherHeadsInto(dst, sevenTokens) }, a2a.ErrTokens},
+		{"tokens-allgather", func() error { _, err := c.AllGather(sevenTokens); return err }, a2a.ErrTokens},
+		{"capacity", func() error { _, err := c.AllGather(tooBig); return err }, a2a.ErrCapacity},
+		{"alignment", func() error { _, err := c.SendRecvHeads(odd); return err }, a2a.ErrAlignment},
+		{"dst-in-buffer", func() error { return c.AllGatherInto(inBuffer, x) }, a2a.ErrAliased},
+	} {
+		err := tc.run()
+		require.ErrorIs(t, err, tc.want, tc.name)
+		require.False(t, driver.IsCode(err, driver.ErrorLaunchFailed), "%s reached the launch: %v", tc.name, err)
+		require.NotContains(t, err.Error(), "LAUNCH_FAILED", tc.name)
+		t.Logf("%s: %v", tc.name, err)
+	}
+	n := fakeCounters(t)
+	require.Zero(t, n.Launches+n.LaunchFailures, "validation errors enqueue nothing")
+
+	// Not broken: a valid call goes on to the launch, which the stub fails.
+	_, err := c.AllGather(x)
+	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "%v", err)
+	require.NotErrorIs(t, err, a2a.ErrBroken)
+	require.EqualValues(t, 1, fakeCounters(t).LaunchFailures)
+	_ = closeFake(t, c, x, dst)
+	requireReleased(t)
+}
+
+func TestFakeChildSyncError(t *testing.T) {
+	fakeChild(t)
+	t.Run("Sync", func(t *testing.T) {
+		c, x, dst := fakeComm(t, true, false) // SetRankTokens would synchronise
+		err := c.Sync()
+		require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
+		require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
+		t.Logf("Sync: %v", err)
+		requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_ILLEGAL_ADDRESS")
+		require.NotPanics(t, func() { err = closeFake(t, c, x, dst) })
+		require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "Close reports the failed wait: %v", err)
+		requireReleased(t)
+	})
+	t.Run("SetRankTokens", func(t *testing.T) {
+		c, x, dst := fakeComm(t, true, false)
+		err := c.SetRankTokens([]int{8})
+		require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
+		require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
+		requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_ILLEGAL_ADDRESS")
+		_ = closeFake(t, c, x, dst)
+		requireReleased(t)
+	})
+	require.Zero(t, fakeCounters(t).Launches, "nothing launched")
+}
+
+// ---- life cycle ------------------------------------------------------------
+
+func TestFakeLifecycle(t *testing.T) {
+	t.Parallel()
+	lib := fakeLibrary(t)
+	t.Run("sequential", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "Lifecycle")
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "Concurrent")
+	})
+}
+
+func TestFakeChildLifecycle(t *testing.T) {
+	fakeChild(t)
+	cfg := a2a.Config{Rank: 0, WorldSize: 2, Device: a2a.DeviceOrdinal(0), MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16}
+	newRank := func(mod func(*a2a.Config)) *a2a.Comm {
+		cfg := cfg
+		mod(&cfg)
+		c, err := a2a.New(cfg)
+		require.NoError(t, err)
+		return c
+	}
+	c0 := newRank(func(*a2a.Config) {})
+	c1 := newRank(func(c *a2a.Config) { c.Rank, c.Device = 1, a2a.DeviceOrdinal(1) })
+	h0, h1 := c0.Handle(), c1.Handle()
+	x, err := c0.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	dst, err := c0.Device().Alloc([4]int{1, 16, 16, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+
+	// Before Connect.
+	for _, op := range fakeOps(c0, x, dst) {
+		require.ErrorIs(t, op.run(), a2a.ErrNotConnected, op.name)
+	}
+	_, err = c0.TimeOps(1, func(int) error { return nil })
+	require.ErrorIs(t, err, a2a.ErrNotConnected)
+	require.NoError(t, c0.Sync(), "Sync before Connect has nothing to wait for")
+
+	// Bad handle lists, each refused with ErrHandle and nothing mapped.
+	other0 := newRank(func(*a2a.Config) {})
+	bigger := newRank(func(c *a2a.Config) { c.Rank, c.MaxTokens = 1, 32 })
+	single := newRank(func(c *a2a.Config) { c.Rank, c.SingleBuffer = 1, true })
+	fp8 := newRank(func(c *a2a.Config) { c.Rank, c.DType, c.HiddenDim = 1, a2a.Float8E4M3, 2*32*128 })
+	world3 := newRank(func(c *a2a.Config) { c.Rank, c.WorldSize = 1, 3 })
+	garbage := append([]byte(nil), h1...)
+	copy(garbage, "XXXX")
+	for _, tc := range []struct {
+		name    string
+		handles [][]byte
+		want    string
+	}{
+		{"count", [][]byte{h0}, "1 handles for world size 2"},
+		{"count-3", [][]byte{h0, h1, h1}, "3 handles for world size 2"},
+		{"size", [][]byte{h0, h1[:a2a.HandleSize-1]}, "127 bytes"},
+		{"magic", [][]byte{h0, garbage}, "does not start with"},
+		{"order", [][]byte{h1, h0}, "comes from rank 1"},
+		{"not-own", [][]byte{other0.Handle(), h1}, "not this rank's own"},
+		{"capacity", [][]byte{h0, bigger.Handle()}, "MaxTokens*HiddenDim must agree"},
+		{"single-buffer", [][]byte{h0, single.Handle()}, "SingleBuffer=true"},
+		{"element-width", [][]byte{h0, fp8.Handle()}, "1-byte elements"},
+		{"world", [][]byte{h0, world3.Handle()}, "world size 3"},
+	} {
+		err := c0.Connect(tc.handles)
+		require.ErrorIs(t, err, a2a.ErrHandle, tc.name)
+		require.Contains(t, err.Error(), tc.want, tc.name)
+		t.Logf("%s: %v", tc.name, err)
+	}
+	for _, c := range []*a2a.Comm{other0, bigger, single, fp8, world3} {
+		require.NoError(t, c.Close(), "closing a Comm never connected")
+	}
+	n := fakeCounters(t)
+	require.Zero(t, n.IPCMappings)
+	require.EqualValues(t, 2, n.ContextRetains, "refused Connects retain nothing")
+
+	// Connect, once.
+	require.NoError(t, c0.Connect([][]byte{h0, h1}))
+	require.NoError(t, c1.Connect([][]byte{h0, h1}))
+	require.ErrorIs(t, c0.Connect([][]byte{h0, h1}), a2a.ErrConnected)
+	for _, op := range fakeOps(c0, x, dst) {
+		require.ErrorIs(t, op.run(), a2a.ErrTokensNotSet, op.name)
+	}
+	require.ErrorIs(t, c0.SetRankTokens([]int{8}), a2a.ErrTokens)
+	require.ErrorIs(t, c0.SetRankTokens([]int{8, -1}), a2a.ErrTokens)
+	require.NoError(t, c0.SetRankTokens([]int{8, 8}))
+	_, err = c0.SendRecvHeads(x)
+	require.NoError(t, err)
+	require.NoError(t, c0.SendRecvHeadsInto(dst, x))
+	require.ErrorIs(t, c0.SetTimeout(0), a2a.ErrConfig)
+	require.NoError(t, c0.SetTimeout(time.Second))
+	require.Equal(t, time.Second, c0.Config().Timeout)
+	require.NoError(t, c0.Sync())
+
+	// Closed.
+	require.NoError(t, c0.Device().Free(x))
+	require.NoError(t, c0.Device().Free(dst))
+	require.NoError(t, c0.Close())
+	for _, call := range fakeCalls(c0, x, dst) {
+		require.ErrorIs(t, call.run(), a2a.ErrClosed, call.name)
+	}
+	require.ErrorIs(t, c0.SetTimeout(time.Second), a2a.ErrClosed)
+	require.ErrorIs(t, c0.Connect([][]byte{h0, h1}), a2a.ErrClosed)
+	require.NoError(t, c0.Close(), "second Close")
+	require.NoError(t, c1.Close())
+	require.NoError(t, c1.Close())
+	requireReleased(t)
+}
+
+// TestFakeChildConcurrent runs operations and the other methods from
+// several goroutines while one of them closes the Comm: every call either
+// works or returns ErrClosed, and everything is released (run it with
+// -race).
+func TestFakeChildConcurrent(t *testing.T) {
+	fakeChild(t)
+	c, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16})
+	require.NoError(t, err)
+	require.NoError(t, c.Connect([][]byte{c.Handle()}))
+	require.NoError(t, c.SetRankTokens([]int{8}))
+	// The tensors live on a Device of their own: the Comm's goes with it.
+	d, err := a2a.OpenDevice(0)
+	require.NoError(t, err)
+	x, err := d.Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	dst, err := d.Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	const goroutines, iters = 8, 300
+	var made atomic.Int64 // calls made, all goroutines
+	var wg, workers sync.WaitGroup
+	// Not TimeOps and TimeBackToBack: see TestFakeTimeOpsClose.
+	calls := fakeCalls(c, x, dst)[:8]
+	for g := range goroutines {
+		workers.Go(func() {
+			for i := range iters {
+				call := calls[(g+i)%len(calls)]
+				if err := call.run(); err != nil && !errors.Is(err, a2a.ErrClosed) {
+					t.Errorf("goroutine %d, %s: %v", g, call.name, err)
+					return
+				}
+				switch i % 4 {
+				case 0:
+					_ = c.Buffer()
+					_ = c.Blocks()
+				case 1:
+					if err := c.SetTimeout(time.Second); err != nil && !errors.Is(err, a2a.ErrClosed) {
+						t.Errorf("SetTimeout: %v", err)
+					}
+				case 2:
+					_ = c.Config()
+					_ = c.Handle()
+				}
+				made.Add(1)
+			}
+		})
+	}
+	finished := make(chan struct{})
+	wg.Go(func() {
+		workers.Wait()
+		close(finished)
+	})
+	wg.Go(func() {
+		// Close once about half the calls are made.
+		for made.Load() < goroutines*iters/2 {
+			select {
+			case <-finished:
+			case <-time.After(50 * time.Microsecond):
+				continue
+			}
+			break
+		}
+		t.Logf("Close after %d of %d calls", made.Load(), goroutines*iters)
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	wg.Wait()
+	require.NoError(t, c.Close())
+	require.NoError(t, d.Free(x))
+	require.NoError(t, d.Free(dst))
+	require.NoError(t, d.Close())
+	requireReleased(t)
+}
+
+// knownBugTimeOpsClose: a2a's timeEvents (TimeOps, TimeBackToBack) works
+// on the device context outside the Comm's lock, so a Close during the
+// timed run releases the context under it: the next event record fails
+// with a driver error instead of ErrClosed, and the events leak (their
+// destruction on the released context fails, unreported). Set it to false
+// once a2a/timing.go is fixed; TestFakeTimeOpsClose then must pass.
+const knownBugTimeOpsClose = false
+
+func TestFakeTimeOpsClose(t *testing.T) {
+	t.Parallel()
+	lib := fakeLibrary(t)
+	for _, name := range []string{"TimeOpsClose", "TimeBackToBackClose"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if !knownBugTimeOpsClose {
+				runFakeChild(t, lib, name)
+				return
+			}
+			out, err := runFakeChildResult(t, lib, name)
+			if err == nil {
+				t.Fatalf("TestFakeChild%s passes: set knownBugTimeOpsClose = false", name)
+			}
+			t.Skipf("known a2a bug, see knownBugTimeOpsClose:\n%s", out)
+		})
+	}
+}
+
+// timeOpsClose runs a timing method whose first operation closes the Comm.
+func timeOpsClose(t *testing.T, timing func(c *a2a.Comm, op func(int) error) error) {
+	c, x, dst := fakeComm(t, true, true)
+	require.NoError(t, c.Device().Free(x))
+	require.NoError(t, c.Device().Free(dst))
+	err := timing(c, func(int) error { return c.Close() })
+	t.Logf("timing: %v", err)
+	assert.ErrorIs(t, err, a2a.ErrClosed, "a Close during the timed run")
+	assert.Empty(t, fakeCounters(t).Live(), "left allocated")
+}
+
+func TestFakeChildTimeOpsClose(t *testing.T) {
+	fakeChild(t)
+	timeOpsClose(t, func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeOps(2, op); return err })
+}
+
+func TestFakeChildTimeBackToBackClose(t *testing.T) {
+	fakeChild(t)
+	timeOpsClose(t, func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeBackToBack(2, op); return err })
+}
+
+// ---- System and devices ------------------------------------------------------
+
+func TestFakeSystem(t *testing.T) {
+	t.Parallel()
+	lib := fakeLibrary(t)
+	t.Run("default", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "System")
+	})
+	t.Run("no-peer", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "System", fakecuda.EnvDevices+"=3", fakecuda.EnvNoPeer+"=0-2")
+	})
+	t.Run("two-no-peer", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "System", fakecuda.EnvNoPeer+"=0-1")
+	})
+	t.Run("no-device", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, lib, "System", fakecuda.EnvDevices+"=0")
+	})
+	t.Run("no-driver", func(t *testing.T) {
+		t.Parallel()
+		runFakeChild(t, "/nonexistent/libcuda.so.1", "NoDriver")
+	})
+}
+
+func TestFakeChildSystem(t *testing.T) {
+	fakeChild(t)
+	n := 2
+	if s := os.Getenv(fakecuda.EnvDevices); s != "" {
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(t, err)
+	}
+	denied := map[[2]int]bool{}
+	for _, pair := range strings.Split(os.Getenv(fakecuda.EnvNoPeer), ",") {
+		var a, b int
+		if _, err := fmt.Sscanf(pair, "%d-%d", &a, &b); err == nil {
+			denied[[2]int{a, b}], denied[[2]int{b, a}] = true, true
+		}
+	}
+	info, err := a2a.System()
+	if n == 0 {
+		require.ErrorIs(t, err, a2a.ErrNoDevice)
+		require.NotErrorIs(t, err, a2a.ErrNoDriver)
+		_, err = a2a.New(a2a.Config{WorldSize: 1, MaxTokens: 1, HiddenDim: 1, DType: a2a.BFloat16})
+		require.ErrorIs(t, err, a2a.ErrNoDevice)
+		return
+	}
+	require.NoError(t, err)
+	t.Logf("%+v", info)
+	require.Equal(t, 13000, info.DriverVersion)
+	require.Equal(t, os.Getenv(driver.EnvLibrary), info.Library)
+	require.Len(t, info.Devices, n)
+	for i, d := range info.Devices {
+		require.Equal(t, a2a.DeviceInfo{
+			Ordinal: i, Name: fmt.Sprintf("Fake CUDA Device %d", i), BusID: fmt.Sprintf("0000:%02X:00.0", i),
+			SMs: 132, ClockKHz: 1980000, Major: 9, Minor: 0, TotalMemory: 141 << 30, Unified: true,
+		}, d)
+	}
+	require.Len(t, info.PeerAccess, n)
+	for i := range n {
+		require.Len(t, info.PeerAccess[i], n)
+		for j := range n {
+			require.Equal(t, i == j || !denied[[2]int{i, j}], info.PeerAccess[i][j], "PeerAccess[%d][%d]", i, j)
+		}
+	}
+	_, err = a2a.OpenDevice(n)
+	require.ErrorIs(t, err, a2a.ErrConfig)
+}
+
+func TestFakeChildNoDriver(t *testing.T) {
+	fakeChild(t)
+	_, err := a2a.System()
+	require.ErrorIs(t, err, a2a.ErrNoDriver)
+	require.Contains(t, err.Error(), "/nonexistent/libcuda.so.1")
+	_, err = a2a.New(a2a.Config{WorldSize: 1, MaxTokens: 1, HiddenDim: 1, DType: a2a.BFloat16})
+	require.ErrorIs(t, err, a2a.ErrNoDriver)
+	_, err = a2a.OpenDevice(0)
+	require.ErrorIs(t, err, a2a.ErrNoDriver)
+}
+
+func TestFakeDevice(t *testing.T) {
+	t.Parallel()
+	runFakeChild(t, fakeLibrary(t), "Device")
+}
+
+func TestFakeChildDevice(t *testing.T) {
+	fakeChild(t)
+	d, err := a2a.OpenDevice(1)
+	require.NoError(t, err)
+	require.Equal(t, 1, d.Info().Ordinal)
+	tt, err := d.Alloc([4]int{2, 3, 4, 5}, a2a.Float16)
+	require.NoError(t, err)
+	src := make([]byte, tt.Bytes())
+	for i := range src {
+		src[i] = byte(i)
+	}
+	require.NoError(t, d.Upload(tt, src))
+	got, err := d.Download(tt)
+	require.NoError(t, err)
+	require.Equal(t, src, got)
+	require.NoError(t, d.Fill(tt, 0x3C))
+	require.NoError(t, d.DownloadInto(got, tt))
+	require.Equal(t, strings.Repeat("\x3c", len(got)), string(got))
+	require.ErrorIs(t, d.Upload(tt, src[1:]), a2a.ErrShape)
+	require.ErrorIs(t, d.DownloadInto(got[1:], tt), a2a.ErrShape)
+	_, err = d.Alloc([4]int{1, -1, 1, 1}, a2a.BFloat16)
+	require.ErrorIs(t, err, a2a.ErrShape)
+	_, err = d.Alloc([4]int{1, 1, 1, 1}, 0)
+	require.ErrorIs(t, err, a2a.ErrDType)
+	empty, err := d.Alloc([4]int{0, 1, 1, 1}, a2a.BFloat16)
+	require.NoError(t, err)
+	require.NotZero(t, empty.Ptr)
+	require.NoError(t, d.Free(empty))
+	require.NoError(t, d.Free(tt))
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close())
+
+	// The Into forms copy the view out of the Comm's buffer, whose data the
+	// stub's kernels never write: it still holds the stub's 0xA5 poison.
+	c, x, dst := fakeComm(t, true, true)
+	require.NoError(t, c.Device().Fill(dst, 0))
+	require.NoError(t, c.AllGatherInto(dst, x))
+	got, err = c.Device().Download(dst)
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("\xa5", len(got)), string(got))
+
+	times, err := c.TimeOps(3, func(int) error { _, err := c.SendRecvHeads(x); return err })
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{time.Microsecond, time.Microsecond, time.Microsecond}, roundAll(times))
+	mean, err := c.TimeBackToBack(4, func(int) error { _, err := c.SendRecvHeads(x); return err })
+	require.NoError(t, err)
+	require.Equal(t, 250*time.Nanosecond, mean.Round(10*time.Nanosecond))
+	bw, err := a2a.PeerCopyBandwidth(0, 1, 1<<20, 3)
+	require.NoError(t, err)
+	require.InEpsilon(t, 3*float64(1<<20)/1e-6, bw, 1e-3)
+	require.NoError(t, closeFake(t, c, x, dst))
+	requireReleased(t)
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Microsecond)
+	}
+	return out
+}
