@@ -70,6 +70,7 @@ type TCP struct {
 
 	mu      sync.Mutex
 	ln      *net.TCPListener // rank 0 only, once listening
+	early   []net.Conn       // accepted as a round ended: the next round's, read then
 	closed  bool
 	closeCh chan struct{}
 }
@@ -163,12 +164,37 @@ func (x *TCP) Close() error {
 	}
 	x.closed = true
 	close(x.closeCh)
+	for _, c := range x.early {
+		_ = c.Close()
+	}
+	x.early = nil
 	if x.ln != nil {
 		if err := x.ln.Close(); err != nil {
 			return fmt.Errorf("exchange: rank 0: close listener on %s: %w", x.ln.Addr(), err)
 		}
 	}
 	return nil
+}
+
+// keepEarly stores a connection accepted after a round stopped accepting,
+// or closes it if the exchanger is closed.
+func (x *TCP) keepEarly(c net.Conn) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		_ = c.Close()
+		return
+	}
+	x.early = append(x.early, c)
+}
+
+// takeEarly hands the stored connections to the round that starts.
+func (x *TCP) takeEarly() []net.Conn {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	cs := x.early
+	x.early = nil
+	return cs
 }
 
 func (x *TCP) isClosed() bool {
@@ -342,7 +368,9 @@ func (x *TCP) gatherRoot(ctx context.Context, local []byte) ([][]byte, error) {
 			mu.Lock()
 			if stopped {
 				mu.Unlock()
-				_ = c.Close()
+				// A peer already in the next round: keep its connection
+				// for that round rather than drop its hello.
+				x.keepEarly(c)
 				return
 			}
 			conns[c] = struct{}{}
@@ -351,6 +379,14 @@ func (x *TCP) gatherRoot(ctx context.Context, local []byte) ([][]byte, error) {
 			go reader(c)
 		}
 	}()
+	// Connections accepted while the last round was ending.
+	for _, c := range x.takeEarly() {
+		mu.Lock()
+		conns[c] = struct{}{}
+		wg.Add(1)
+		mu.Unlock()
+		go reader(c)
+	}
 
 	stopAccepting := func() {
 		mu.Lock()
