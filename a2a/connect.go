@@ -55,6 +55,7 @@ func (c *Comm) Connect(handles [][]byte) error {
 		c.args.Signal[i] = uint64(c.peers[i].ptr) + uint64(c.layout.signalOff)
 	}
 	c.blocks = blocks
+	c.threads = threadsFor(blocks, c.dev.info.SMs)
 	c.connected = true
 	return nil
 }

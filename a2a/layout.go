@@ -198,11 +198,19 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 	return p, nil
 }
 
+// threadsFor is the block size for a grid of blocks on a device of sms SMs.
+func threadsFor(blocks, sms int) int {
+	if blocks >= sms {
+		return 256
+	}
+	return maxThreadsPerBlock
+}
+
 // activeBlocks is how many of the launched blocks take part in an
 // operation that walks up to groupBytes of input on a rank: enough for
 // every thread to have a full set of loads in flight, at least one.
 func activeBlocks(groupBytes int64, blocks int) int {
-	perBlock := int64(threadsPerBlock * unroll * 16)
+	perBlock := int64(activeGranule)
 	n := (groupBytes + perBlock - 1) / perBlock
 	return int(max(1, min(n, int64(blocks))))
 }

@@ -114,7 +114,7 @@ func TestKernelDefinesMatchGo(t *testing.T) {
 	for name, want := range map[string]int64{
 		"MAX_RANKS":   MaxWorldSize,
 		"MAX_BLOCKS":  maxBlocks,
-		"THREADS":     threadsPerBlock,
+		"THREADS":     maxThreadsPerBlock,
 		"NUM_PHASES":  numPhases,
 		"PHASE_START": int64(PhaseStart),
 		"PHASE_END":   int64(PhaseEnd),

@@ -152,7 +152,7 @@ func (c *Comm) release() error {
 
 // launch enqueues one kernel with the current args.
 func (c *Comm) launch(f driver.Function) error {
-	err := c.dev.ctx.Launch(f, [3]uint32{uint32(c.blocks), 1, 1}, [3]uint32{threadsPerBlock, 1, 1}, 0, c.stream, c.params[:])
+	err := c.dev.ctx.Launch(f, [3]uint32{uint32(c.blocks), 1, 1}, [3]uint32{uint32(c.threads), 1, 1}, 0, c.stream, c.params[:])
 	if err != nil {
 		return c.fail(wrapDriver("launching kernel", err))
 	}

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "d47357fd4614c00dd992f32e529f8e96014bd7fbe2a79d4ff8e11d290e9f25d3"
+const SourceHash = "37a48acffddb7a76b0adfb969cc64ece3a9c3a8fd7ec26ad4cd0b33cf76fba0b"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -16,17 +16,19 @@ type checkOpts struct {
 	group  groupFlags
 	dtypes string
 	seed   uint64
+	sms    int
 }
 
 func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	o := &checkOpts{}
-	fs := newFlagSet("check", "ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S]",
+	fs := newFlagSet("check", "ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S] [--sms N]",
 		"Runs SendRecvHeads, GatherHeads and AllGather (view and Into forms) on shapes from public\n"+
 			"model configs, one process per rank, and compares every output with the CPU reference.\n"+
 			"Exits 0 only when every rank passes every case.")
 	o.group.register(fs)
 	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "comma-separated element types (bf16, fp16, fp8, fp8e5m2)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
+	fs.IntVar(&o.sms, "sms", 0, "SMs (thread blocks) the kernels use; 0: all")
 	return fs, o
 }
 
@@ -96,7 +98,7 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 	defer m.ex.Close()
 	passed := true
 	for _, dt := range dtypes {
-		ok, err := checkDType(m, dt, o.seed, stdout)
+		ok, err := checkDType(m, dt, o.seed, o.sms, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "check: rank %d: %s\n", m.rank, oneLine(err))
 			return 1
@@ -113,10 +115,11 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 // printing a PASS or FAIL line per case. After each case the ranks compare
 // notes; when any failed, they start over on a fresh Comm so one failure
 // does not spill into the next cases. err is a failure of the group itself.
-func checkDType(m *member, dt a2a.DType, seed uint64, stdout io.Writer) (bool, error) {
+func checkDType(m *member, dt a2a.DType, seed uint64, sms int, stdout io.Writer) (bool, error) {
 	cases := checkCases(m.world, dt)
 	b2b := backToBackCase(m.world, dt)
 	cfg := capacityFor(append(cases, b2b))
+	cfg.NumSMs = sms
 	comm, err := m.join(cfg)
 	if err != nil {
 		return false, err

@@ -37,10 +37,11 @@
 
 #define MAX_RANKS 8
 #define MAX_BLOCKS 1024
-// THREADS and UNROLL must match threadsPerBlock and unroll in a2a; they
-// are overridable only so bench/lab can time other choices.
+// THREADS (the largest block the host launches) and UNROLL must match
+// maxThreadsPerBlock and unroll in a2a; they are overridable only so
+// bench/lab can time other choices. Loops use blockDim, not THREADS.
 #ifndef THREADS
-#define THREADS 256
+#define THREADS 512
 #endif
 #ifndef UNROLL
 #define UNROLL 8
