@@ -51,7 +51,7 @@ func smallCase(world int, dt a2a.DType) check.Case {
 // barrier must time out within [timeout, 1.5*timeout + 1 s], leave the Comm
 // broken, and leave the process's CUDA context usable.
 func workerTimeout(rk launch.Rank) error {
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func timeoutOnRank0(comm *a2a.Comm, cs check.Case, timeout time.Duration, single
 // operations; the survivors must get a timeout (no hang, no crash), close,
 // and form a new group with a replacement process.
 func workerKilledPeer(rk launch.Rank) error {
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func workerKilledPeer(rk launch.Rank) error {
 
 // workerReplacement joins a fresh group and checks the collectives on it.
 func workerReplacement(rk launch.Rank) error {
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -314,7 +313,7 @@ func TestFakeChildAllocations(t *testing.T) {
 			}
 		})
 		fmt.Printf("allocs/op %s: %v\n", op.name, n)
-		if fakeRace() {
+		if fakecuda.RaceEnabled() {
 			// The race detector makes sync.Pool drop a quarter of what is
 			// put back, so internal/driver's pooled call buffers get
 			// reallocated: the count means nothing.
@@ -325,20 +324,6 @@ func TestFakeChildAllocations(t *testing.T) {
 	require.NoError(t, c.Sync())
 	require.NoError(t, closeFake(t, c, x, dst))
 	requireReleased(t)
-}
-
-// fakeRace reports whether the test binary was built with -race.
-func fakeRace() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
 
 // ---- errors ----------------------------------------------------------------

@@ -143,6 +143,11 @@ func collectiveCases(world int, dt a2a.DType) []check.Case {
 	}
 }
 
+// exchangerFor is the TCP exchanger of a rank started by launch.Run.
+func exchangerFor(rk launch.Rank) (*exchange.TCP, error) {
+	return exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+}
+
 // joinFor builds a Comm big enough for every case.
 func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case, single bool) (*a2a.Comm, error) {
 	var elems int64
@@ -162,7 +167,7 @@ func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case,
 }
 
 func workerCollectives(rk launch.Rank) error {
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
-	"github.com/ulysses-go/ulysses/a2a/exchange"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
 )
@@ -58,7 +57,7 @@ func workerStress(rk launch.Rank) error {
 			secs = 5
 		}
 	}
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
 	}

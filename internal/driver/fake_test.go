@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/ulysses-go/ulysses/internal/fakecuda"
 )
 
 // fakeCUDA implements the driver entry points the tests inspect; every other
@@ -412,7 +412,7 @@ func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 		_ = c.EventRecord(1, 0x77)
 	})
 	if allocs != 0 {
-		if raceEnabled() {
+		if fakecuda.RaceEnabled() {
 			// The race detector makes sync.Pool drop a quarter of what is
 			// put back, so the pooled call buffers get reallocated.
 			t.Logf("hot path allocates %v times per iteration under -race", allocs)
@@ -420,18 +420,4 @@ func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 		}
 		t.Errorf("hot path allocates %v times per iteration", allocs)
 	}
-}
-
-// raceEnabled reports whether the test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }

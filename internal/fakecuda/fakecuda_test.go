@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -367,25 +366,11 @@ func TestHotPathAllocationFree(t *testing.T) {
 		_ = c.MemsetD32Async(p, 0, 4, 0)
 		_ = c.MemcpyDtoDAsync(p+32, p, 16, 0)
 	})
-	if raceEnabled() {
+	if fakecuda.RaceEnabled() {
 		// The race detector makes sync.Pool drop a quarter of what is put
 		// back, so internal/driver's pooled call buffers get reallocated.
 		t.Logf("%v allocations per iteration under -race", allocs)
 		return
 	}
 	require.Zero(t, allocs)
-}
-
-// raceEnabled reports whether the test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
 }
