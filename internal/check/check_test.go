@@ -1,0 +1,48 @@
+package check
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+)
+
+func TestCompareReportsFirstDifferenceAndCount(t *testing.T) {
+	require.NoError(t, compare("x", []byte{1, 2, 3}, []byte{1, 2, 3}))
+	err := compare("x", []byte{1, 9, 3, 8}, []byte{1, 2, 3, 4})
+	var m *Mismatch
+	require.True(t, errors.As(err, &m))
+	require.True(t, errors.Is(err, ErrMismatch))
+	require.Equal(t, Mismatch{What: "x", First: 1, Diff: 2, Len: 4}, *m)
+	require.Contains(t, err.Error(), "2 of 4 bytes, first at 1")
+	err = compare("y", []byte{1}, []byte{1, 2})
+	require.Error(t, err)
+	require.False(t, errors.Is(err, ErrMismatch), "a length difference is not a byte mismatch")
+}
+
+func TestCaseShapeAndCapacity(t *testing.T) {
+	c := Case{Name: "c", Batch: 3, Tokens: []int{2, 0, 5}, Heads: 6, HeadDim: 4, DType: a2a.Float16, Misalign: 1}
+	s := c.Shape()
+	require.NoError(t, s.Validate())
+	require.Equal(t, 7, s.TotalTokens())
+	require.Equal(t, 2, s.ElemSize)
+	require.Equal(t, 21, c.CapacityTokens())
+	require.Contains(t, c.String(), "misaligned+1")
+	require.Equal(t, 1, Case{Batch: 1, Tokens: []int{0, 0}, Heads: 2, HeadDim: 1, DType: a2a.BFloat16}.CapacityTokens())
+}
+
+func TestInputsAreDeterministicPerRankAndNeverZero(t *testing.T) {
+	s := Case{Batch: 2, Tokens: []int{3, 1}, Heads: 2, HeadDim: 8, DType: a2a.BFloat16}.Shape()
+	a, b := inputs(s, 7), inputs(s, 7)
+	require.Equal(t, a, b)
+	require.NotEqual(t, inputs(s, 8)[0], a[0])
+	require.Len(t, a[0], s.RankInputBytes(0))
+	require.Len(t, a[1], s.RankInputBytes(1))
+	for _, in := range a {
+		for _, v := range in {
+			require.NotZero(t, v)
+		}
+	}
+}

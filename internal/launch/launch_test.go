@@ -1,0 +1,106 @@
+package launch
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets the test binary act as a rank: it prints what it learned
+// from its environment and exits with the code the test asks for.
+func TestMain(m *testing.M) {
+	if code := os.Getenv("LAUNCH_TEST_EXIT"); code != "" {
+		r, ok, err := FromEnv()
+		if !ok || err != nil {
+			os.Exit(9)
+		}
+		dev := -1
+		if r.Device != nil {
+			dev = *r.Device
+		}
+		os.Stdout.WriteString("rank " + itoa(r.Rank) + " of " + itoa(r.World) + " device " + itoa(dev) + " addr " + r.Addr + "\n")
+		if code == "fail-rank-1" && r.Rank == 1 {
+			os.Exit(3)
+		}
+		if code == "hang-rank-0" && r.Rank == 0 {
+			time.Sleep(time.Minute)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestRunGivesEachRankItsEnvironment(t *testing.T) {
+	var out strings.Builder
+	res, err := Run(context.Background(), Spec{
+		Exe: os.Args[0], World: 3, Devices: []int{1, 0, 1},
+		Env: []string{"LAUNCH_TEST_EXIT=ok"}, Output: &out,
+	})
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	addr := ""
+	for r, x := range res {
+		require.NoError(t, x.Err)
+		require.Contains(t, x.Output, "rank "+itoa(r)+" of 3 device "+itoa([]int{1, 0, 1}[r]))
+		a := x.Output[strings.Index(x.Output, "addr ")+5:]
+		if addr == "" {
+			addr = a
+		}
+		require.Equal(t, addr, a, "every rank gets the same rendezvous address")
+	}
+	require.Contains(t, out.String(), "[rank 2] rank 2 of 3")
+}
+
+func TestRunReportsTheFailedRankAndStopsTheOthers(t *testing.T) {
+	start := time.Now()
+	res, err := Run(context.Background(), Spec{
+		Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=fail-rank-1"}, Grace: time.Second,
+	})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "rank 1")
+	require.NoError(t, res[0].Err)
+	require.Error(t, res[1].Err)
+	require.Less(t, time.Since(start), 30*time.Second)
+}
+
+func TestRunStopsAtTheContextDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, Spec{Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=hang-rank-0"}})
+	require.Error(t, err)
+	require.Error(t, res[0].Err, "the hanging rank is killed")
+	require.NoError(t, res[1].Err)
+	require.Less(t, time.Since(start), 20*time.Second)
+}
+
+func TestFromEnvOutsideRun(t *testing.T) {
+	t.Setenv(EnvRank, "")
+	t.Setenv(EnvWorld, "")
+	_, ok, err := FromEnv()
+	require.False(t, ok)
+	require.NoError(t, err)
+	t.Setenv(EnvRank, "x")
+	t.Setenv(EnvWorld, "2")
+	_, ok, err = FromEnv()
+	require.True(t, ok)
+	require.Error(t, err)
+}
+
+func TestPrefixWriterWritesWholeLines(t *testing.T) {
+	var out strings.Builder
+	w := &prefixWriter{mu: new(sync.Mutex), w: &out, prefix: "[rank 0] "}
+	w.Write([]byte("hel"))
+	require.Empty(t, out.String())
+	w.Write([]byte("lo\nwor"))
+	w.Write([]byte("ld\n"))
+	require.Equal(t, "[rank 0] hello\n[rank 0] world\n", out.String())
+}
