@@ -42,7 +42,7 @@ func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 	var out strings.Builder
 	res, err := Run(context.Background(), Spec{
 		Exe: os.Args[0], World: 3, Devices: []int{1, 0, 1},
-		Env: []string{"LAUNCH_TEST_EXIT=ok"}, Output: &out,
+		Env: []string{"LAUNCH_TEST_EXIT=ok", "GORACE=atexit_sleep_ms=0"}, Output: &out,
 	})
 	require.NoError(t, err)
 	require.Len(t, res, 3)
@@ -62,7 +62,7 @@ func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 func TestRunReportsTheFailedRankAndStopsTheOthers(t *testing.T) {
 	start := time.Now()
 	res, err := Run(context.Background(), Spec{
-		Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=fail-rank-1"}, Grace: time.Second,
+		Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=fail-rank-1", "GORACE=atexit_sleep_ms=0"}, Grace: 10 * time.Second,
 	})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rank 1")
@@ -77,7 +77,7 @@ func TestRunStopsAtTheContextDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := Run(ctx, Spec{Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=hang-rank-0"}})
+	res, err := Run(ctx, Spec{Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=hang-rank-0", "GORACE=atexit_sleep_ms=0"}})
 	require.Error(t, err)
 	require.Error(t, res[0].Err, "the hanging rank is killed")
 	require.NoError(t, res[1].Err)
