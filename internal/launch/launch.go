@@ -91,6 +91,7 @@ func Run(ctx context.Context, s Spec) ([]Result, error) {
 		}
 		cmd.Stdout, cmd.Stderr = w, w
 		cmd.WaitDelay = 5 * time.Second
+		tieToParent(cmd)
 		cmds[r] = cmd
 	}
 	for r, cmd := range cmds {
