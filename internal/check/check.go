@@ -114,6 +114,63 @@ func (r *runner) free() {
 	}
 }
 
+// newRunner validates cs against comm and sets its token counts; every
+// rank of the group must call it with the same case.
+func newRunner(comm *a2a.Comm, cs Case) (*runner, error) {
+	s := cs.Shape()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if s.World() != comm.WorldSize() {
+		return nil, fmt.Errorf("check: case has %d ranks, the Comm %d", s.World(), comm.WorldSize())
+	}
+	if err := comm.SetRankTokens(cs.Tokens); err != nil {
+		return nil, err
+	}
+	return &runner{comm: comm, dev: comm.Device(), cs: cs, shape: s}, nil
+}
+
+// inputSet is one seed's data for this rank: its input x, its share y of
+// SendRecvHeads' output (GatherHeads' input), and the reference outputs.
+type inputSet struct {
+	x, y         a2a.Tensor
+	own, srh, ag []byte // x's bytes (GatherHeads' output), SendRecvHeads', AllGather's
+}
+
+// inputs computes this rank's inputs and expected outputs for seed and
+// uploads x and y.
+func (r *runner) inputs(seed uint64) (inputSet, error) {
+	s, rank := r.shape, r.comm.Rank()
+	in := inputs(s, seed)
+	set := inputSet{own: in[rank], srh: make([]byte, s.HeadShardBytes()), ag: make([]byte, s.GatheredBytes())}
+	if err := ref.SendRecvHeadsFor(s, rank, in, set.srh); err != nil {
+		return set, err
+	}
+	if err := ref.AllGatherFor(s, rank, in, set.ag); err != nil {
+		return set, err
+	}
+	var err error
+	if set.x, err = r.upload(r.localShape(), set.own); err != nil {
+		return set, err
+	}
+	set.y, err = r.upload(r.shardShape(), set.srh)
+	return set, err
+}
+
+// localShape is [B, T_r, H, D] on this rank; shardShape [B, T, H/P, D];
+// fullShape [B, T, H, D].
+func (r *runner) localShape() [4]int {
+	return [4]int{r.cs.Batch, r.cs.Tokens[r.comm.Rank()], r.cs.Heads, r.cs.HeadDim}
+}
+
+func (r *runner) shardShape() [4]int {
+	return [4]int{r.cs.Batch, r.shape.TotalTokens(), r.cs.Heads / r.shape.World(), r.cs.HeadDim}
+}
+
+func (r *runner) fullShape() [4]int {
+	return [4]int{r.cs.Batch, r.shape.TotalTokens(), r.cs.Heads, r.cs.HeadDim}
+}
+
 // upload allocates a tensor of shape holding b, shifted by the case's misalignment.
 func (r *runner) upload(shape [4]int, b []byte) (a2a.Tensor, error) {
 	es := r.cs.DType.Size()
@@ -208,41 +265,17 @@ func (r *runner) chain(x a2a.Tensor) ([]byte, error) {
 // case, with inputs made from seed. Every rank of the group must call it
 // with the same case and seed.
 func Run(comm *a2a.Comm, cs Case, seed uint64) error {
-	s := cs.Shape()
-	if err := s.Validate(); err != nil {
+	r, err := newRunner(comm, cs)
+	if err != nil {
 		return err
 	}
-	if s.World() != comm.WorldSize() {
-		return fmt.Errorf("check: case has %d ranks, the Comm %d", s.World(), comm.WorldSize())
-	}
-	rank := comm.Rank()
-	in := inputs(s, seed)
-	wantSRH := make([]byte, s.HeadShardBytes())
-	if err := ref.SendRecvHeadsFor(s, rank, in, wantSRH); err != nil {
-		return err
-	}
-	wantAG := make([]byte, s.GatheredBytes())
-	if err := ref.AllGatherFor(s, rank, in, wantAG); err != nil {
-		return err
-	}
-	if err := comm.SetRankTokens(cs.Tokens); err != nil {
-		return err
-	}
-	r := &runner{comm: comm, dev: comm.Device(), cs: cs, shape: s}
 	defer r.free()
-
-	B, T, H, D, P := cs.Batch, s.TotalTokens(), cs.Heads, cs.HeadDim, s.World()
-	local := [4]int{B, cs.Tokens[rank], H, D}
-	shard := [4]int{B, T, H / P, D}
-	full := [4]int{B, T, H, D}
-	x, err := r.upload(local, in[rank])
+	rank := comm.Rank()
+	set, err := r.inputs(seed)
 	if err != nil {
 		return err
 	}
-	y, err := r.upload(shard, wantSRH)
-	if err != nil {
-		return err
-	}
+	x, y := set.x, set.y
 	// Two operations whose outputs are thrown away, so both halves of the
 	// buffer are poisoned before the checked ones.
 	for i := 0; i < 2; i++ {
@@ -255,13 +288,13 @@ func Run(comm *a2a.Comm, cs Case, seed uint64) error {
 		run  func() ([]byte, error)
 		want []byte
 	}{
-		{"SendRecvHeads", func() ([]byte, error) { return r.view(comm.SendRecvHeads, x) }, wantSRH},
-		{"SendRecvHeadsInto", func() ([]byte, error) { return r.into(comm.SendRecvHeadsInto, x, shard) }, wantSRH},
-		{"GatherHeads", func() ([]byte, error) { return r.view(comm.GatherHeads, y) }, in[rank]},
-		{"GatherHeadsInto", func() ([]byte, error) { return r.into(comm.GatherHeadsInto, y, local) }, in[rank]},
-		{"AllGather", func() ([]byte, error) { return r.view(comm.AllGather, x) }, wantAG},
-		{"AllGatherInto", func() ([]byte, error) { return r.into(comm.AllGatherInto, x, full) }, wantAG},
-		{"GatherHeads(SendRecvHeads view)", func() ([]byte, error) { return r.chain(x) }, in[rank]},
+		{"SendRecvHeads", func() ([]byte, error) { return r.view(comm.SendRecvHeads, x) }, set.srh},
+		{"SendRecvHeadsInto", func() ([]byte, error) { return r.into(comm.SendRecvHeadsInto, x, r.shardShape()) }, set.srh},
+		{"GatherHeads", func() ([]byte, error) { return r.view(comm.GatherHeads, y) }, set.own},
+		{"GatherHeadsInto", func() ([]byte, error) { return r.into(comm.GatherHeadsInto, y, r.localShape()) }, set.own},
+		{"AllGather", func() ([]byte, error) { return r.view(comm.AllGather, x) }, set.ag},
+		{"AllGatherInto", func() ([]byte, error) { return r.into(comm.AllGatherInto, x, r.fullShape()) }, set.ag},
+		{"GatherHeads(SendRecvHeads view)", func() ([]byte, error) { return r.chain(x) }, set.own},
 	}
 	for _, st := range steps {
 		got, err := st.run()
@@ -284,46 +317,23 @@ func Run(comm *a2a.Comm, cs Case, seed uint64) error {
 // faster peer has already enqueued the next operation: the view must stay
 // intact until this rank's own next operation.
 func BackToBack(comm *a2a.Comm, cs Case, iters int, maxDelay time.Duration, seed uint64) error {
-	s := cs.Shape()
-	if err := s.Validate(); err != nil {
+	r, err := newRunner(comm, cs)
+	if err != nil {
 		return err
 	}
-	rank := comm.Rank()
-	if err := comm.SetRankTokens(cs.Tokens); err != nil {
-		return err
-	}
-	r := &runner{comm: comm, dev: comm.Device(), cs: cs, shape: s}
 	defer r.free()
-	B, T, H, D, P := cs.Batch, s.TotalTokens(), cs.Heads, cs.HeadDim, s.World()
-	type set struct {
-		x, y         a2a.Tensor
-		own, srh, ag []byte
-	}
-	var sets [2]set
+	rank := comm.Rank()
+	var sets [2]inputSet
 	for i := range sets {
-		in := inputs(s, seed+uint64(i))
-		st := set{own: in[rank], srh: make([]byte, s.HeadShardBytes()), ag: make([]byte, s.GatheredBytes())}
-		if err := ref.SendRecvHeadsFor(s, rank, in, st.srh); err != nil {
+		if sets[i], err = r.inputs(seed + uint64(i)); err != nil {
 			return err
 		}
-		if err := ref.AllGatherFor(s, rank, in, st.ag); err != nil {
-			return err
-		}
-		var err error
-		if st.x, err = r.upload([4]int{B, cs.Tokens[rank], H, D}, st.own); err != nil {
-			return err
-		}
-		if st.y, err = r.upload([4]int{B, T, H / P, D}, st.srh); err != nil {
-			return err
-		}
-		sets[i] = st
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(rank)+1))
 	for i := 0; i < iters; i++ {
 		st := sets[i%2]
 		var out a2a.Tensor
 		var want []byte
-		var err error
 		switch i % 3 {
 		case 0:
 			out, err = comm.SendRecvHeads(st.x)
