@@ -393,7 +393,8 @@ func TestGPUConcurrentUse(t *testing.T) {
 				}
 				v := uint32(g<<16 | i)
 				buf := make([]byte, 4)
-				if err := c.MemsetD32(p, v, 1024); err == nil {
+				err = c.MemsetD32(p, v, 1024)
+				if err == nil {
 					err = c.MemcpyDtoH(buf, p)
 				}
 				if err == nil && uint32(buf[0])|uint32(buf[1])<<8|uint32(buf[2])<<16|uint32(buf[3])<<24 != v {

@@ -107,3 +107,39 @@ func (c *Context) Function(m Module, name string) (Function, error) {
 	}
 	return f, nil
 }
+
+// FuncAttribute is a CUfunction_attribute.
+type FuncAttribute int32
+
+// Function attributes this package names.
+const (
+	FuncAttrMaxThreadsPerBlock FuncAttribute = 0
+	FuncAttrSharedSizeBytes    FuncAttribute = 1
+	FuncAttrNumRegs            FuncAttribute = 4
+)
+
+// FuncAttribute reads one attribute of a loaded kernel (cuFuncGetAttribute).
+func (c *Context) FuncAttribute(f Function, a FuncAttribute) (int, error) {
+	if c.d.fn.funcGetAttribute == 0 {
+		return 0, c.d.missing("cuFuncGetAttribute")
+	}
+	var v int32
+	r, _, _ := purego.SyscallN(c.d.fn.funcGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(f))
+	return int(v), c.d.check("cuFuncGetAttribute", r)
+}
+
+// MaxActiveBlocks returns how many blocks of f with threads threads each
+// (and no dynamic shared memory) one multiprocessor can hold at once
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+func (c *Context) MaxActiveBlocks(f Function, threads int) (int, error) {
+	if c.d.fn.occupancyMaxActiveBlocks == 0 {
+		return 0, c.d.missing("cuOccupancyMaxActiveBlocksPerMultiprocessor")
+	}
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	var n int32
+	r, _, _ := purego.SyscallN(c.d.fn.occupancyMaxActiveBlocks, uintptr(unsafe.Pointer(&n)), uintptr(f), uintptr(threads), 0)
+	c.leave()
+	return int(n), c.d.check("cuOccupancyMaxActiveBlocksPerMultiprocessor", r)
+}

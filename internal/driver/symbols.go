@@ -15,6 +15,7 @@ type funcs struct {
 	moduleLoadDataEx, moduleUnload, moduleGetFunction, launchKernel              uintptr
 	streamCreate, streamDestroy, streamSynchronize, streamQuery                  uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
+	funcGetAttribute, occupancyMaxActiveBlocks                                   uintptr
 }
 
 // symbol is one entry point to bind: the first of names the library
@@ -85,6 +86,8 @@ func (f *funcs) table() []symbol {
 		// The _v2 is preferred; either one satisfies the load.
 		req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
 		req(&f.eventDestroy, "cuEventDestroy_v2"),
+		opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
+		opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
 	}
 }
 
