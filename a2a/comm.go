@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // maxThreadsPerBlock and unroll must match THREADS and UNROLL in
@@ -21,22 +20,24 @@ const (
 	activeGranule      = 256 * unroll * 16 // input bytes per active block
 )
 
+// argsBytes is the size of the kernels' single parameter.
+const argsBytes = unsafe.Sizeof(kernelArgs{})
+
 // Comm is one rank's endpoint of a group: a device buffer shared with the
 // peers over CUDA IPC, the kernels, and a stream the operations run on.
 //
 // All methods are safe for concurrent use: they are serialised by the Comm.
 // Operations are asynchronous on the Comm's stream; Sync waits for them.
+// Several Comms may be used at once from any goroutines (see
+// docs/RELIABILITY.md, "Concurrency").
 type Comm struct {
 	mu sync.Mutex
 
-	cfg     Config
-	dev     *Device
-	file    ptx.File
-	widths  []int // the file's vector widths, widest first
-	module  driver.Module
-	fns     map[ptx.Op]map[int]driver.Function
-	barrier driver.Function
-	stream  driver.Stream
+	cfg    Config
+	dev    *Device
+	share  *deviceShare // what the process's Comms on this device share
+	k      *kernelSet   // the kernels of the Comm's element width
+	stream driver.Stream
 
 	layout     bufferLayout
 	buf        driver.DevicePtr
@@ -46,7 +47,7 @@ type Comm struct {
 	selfBytes  []byte
 	blocks     int    // this rank's wish until Connect, the group's after
 	threads    int    // per block: see maxThreadsPerBlock
-	launches   uint64 // kernels launched: the device epoch of the last one
+	launches   uint64 // operations launched: the device epoch of the last one
 
 	peers     [MaxWorldSize]peerMapping
 	tokens    tokenSet
@@ -58,11 +59,11 @@ type Comm struct {
 	reported  bool  // failure has been returned once as itself
 }
 
-// New allocates this rank's buffer (capacity plus about 70 KiB of signals
-// and state), loads the kernels and creates its stream. Connect (or Join)
-// must follow before any operation. It costs one device allocation, one
-// pinned host page and one module load (about 0.1 s the first time the
-// driver JIT-compiles the PTX; the driver caches the result).
+// New allocates this rank's buffer (capacity plus about 130 KiB of signals
+// and state), creates its stream and, for the process's first Comm on the
+// device, loads the kernels (about 0.1 s the first time the driver
+// JIT-compiles the PTX; the driver caches the result). Connect (or Join)
+// must follow before any operation. It waits for no other Comm's work.
 func New(cfg Config) (*Comm, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -76,63 +77,56 @@ func New(cfg Config) (*Comm, error) {
 		c.release()
 		return nil, err
 	}
+	c.share.add(c)
 	return c, nil
 }
 
 func (c *Comm) init() error {
-	ctx := c.dev.ctx
-	file, image, err := ptx.ForElemBytes(c.cfg.DType.Size())
-	if err != nil {
+	var err error
+	if c.share, err = acquireShare(c.dev.drv, c.dev.info.Ordinal); err != nil {
 		return err
 	}
-	if uintptr(file.ArgsBytes) != unsafe.Sizeof(kernelArgs{}) {
-		return fmt.Errorf("a2a: kernels take %d parameter bytes, the host passes %d: %w", file.ArgsBytes, unsafe.Sizeof(kernelArgs{}), ErrNotSupported)
-	}
-	c.file = file
-	c.widths = file.Widths()
-	if c.module, err = ctx.LoadModule(image); err != nil {
-		return wrapDriver("loading kernels", err)
-	}
-	c.fns = make(map[ptx.Op]map[int]driver.Function)
-	for _, op := range ptx.Ops {
-		c.fns[op] = make(map[int]driver.Function)
-		for _, w := range file.Widths() {
-			f, err := ctx.Function(c.module, string(ptx.EntryFor(op, w)))
-			if err != nil {
-				return wrapDriver("loading kernels", err)
-			}
-			c.fns[op][w] = f
-		}
-	}
-	if c.barrier, err = ctx.Function(c.module, string(ptx.Barrier)); err != nil {
-		return wrapDriver("loading kernels", err)
-	}
+	c.k = c.share.kernels[c.cfg.DType.Size()]
+	ctx := c.dev.ctx
 	if c.stream, err = ctx.StreamCreate(true); err != nil {
 		return wrapDriver("creating stream", err)
 	}
-
 	c.layout = newBufferLayout(c.cfg.capacityBytes(), c.cfg.halves())
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
 		return wrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
-	}
-	// Signals and state start at zero, and must be zero on the device before
-	// any peer can see the handle.
-	zeroWords := uint64(c.layout.total-c.layout.signalOff) / 4
-	if err := ctx.MemsetD32(c.buf+driver.DevicePtr(c.layout.signalOff), 0, zeroWords); err != nil {
-		return wrapDriver("clearing signals", err)
 	}
 	if c.statusHost, c.statusDev, err = ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{}))); err != nil {
 		return wrapDriver("allocating the status word", err)
 	}
 	*(*statusWord)(c.statusHost) = statusWord{}
-	if err := ctx.Synchronize(); err != nil {
+	// Signals and state start at zero, and must be zero on the device before
+	// any peer can see the handle. Only this Comm's stream is waited for.
+	zeroWords := uint64(c.layout.total-c.layout.signalOff) / 4
+	err = ctx.MemsetD32Async(c.buf+driver.DevicePtr(c.layout.signalOff), 0, zeroWords, c.stream)
+	if err == nil {
+		err = ctx.StreamSynchronize(c.stream)
+	}
+	if err != nil {
 		return wrapDriver("clearing signals", err)
 	}
-
 	ipc, err := ctx.IpcGetMemHandle(c.buf)
 	if err != nil {
 		return wrapDriver("exporting the buffer", err)
 	}
+	c.initHandle(ipc)
+	c.args.Rank = uint32(c.cfg.Rank)
+	c.args.World = uint32(c.cfg.WorldSize)
+	c.args.State = uint64(c.buf) + uint64(c.layout.stateOff)
+	c.args.Status = uint64(c.statusDev)
+	c.args.TimeoutNs = uint64(c.cfg.timeout().Nanoseconds())
+	c.args.HalfBytes = uint64(c.layout.halfBytes)
+	c.args.Capacity = uint64(c.layout.dataBytes)
+	c.params[0] = unsafe.Pointer(&c.args)
+	return nil
+}
+
+// initHandle fills the handle peers need to map the buffer.
+func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
 	blocks := c.cfg.NumSMs
 	if blocks == 0 {
 		blocks = c.dev.info.SMs
@@ -145,16 +139,6 @@ func (c *Comm) init() error {
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
 	c.selfBytes = c.self.encode()
-
-	c.args.Rank = uint32(c.cfg.Rank)
-	c.args.World = uint32(c.cfg.WorldSize)
-	c.args.State = uint64(c.buf) + uint64(c.layout.stateOff)
-	c.args.Status = uint64(c.statusDev)
-	c.args.TimeoutNs = uint64(c.cfg.timeout().Nanoseconds())
-	c.args.HalfBytes = uint64(c.layout.halfBytes)
-	c.args.Capacity = uint64(c.layout.dataBytes)
-	c.params[0] = unsafe.Pointer(&c.args)
-	return nil
 }
 
 // Handle returns the bytes peers need to map this rank's buffer

@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -45,7 +44,7 @@ func (c *Comm) Connect(handles [][]byte) error {
 		}
 		m, err := c.mapPeer(h)
 		if err != nil {
-			c.unmapPeers()
+			c.buryPeers() // unmapping may wait for the device: see deviceShare
 			return fmt.Errorf("a2a: rank %d mapping rank %d's buffer: %w", c.cfg.Rank, i, err)
 		}
 		c.peers[i] = m
@@ -150,23 +149,4 @@ func (c *Comm) mapPeer(h handle) (peerMapping, error) {
 	}
 	m.peerCtx = pc
 	return m, nil
-}
-
-func (c *Comm) unmapPeers() error {
-	var errs []error
-	for i := range c.peers {
-		m := c.peers[i]
-		if m.ipcOpened {
-			if err := c.dev.ctx.IpcCloseMemHandle(m.ptr); err != nil {
-				errs = append(errs, wrapDriver("closing IPC mapping", err))
-			}
-		}
-		if m.peerCtx != nil {
-			if err := m.peerCtx.Release(); err != nil {
-				errs = append(errs, wrapDriver("releasing peer context", err))
-			}
-		}
-		c.peers[i] = peerMapping{}
-	}
-	return errors.Join(errs...)
 }

@@ -1,20 +1,27 @@
 package a2a
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
 // Device is one CUDA device's primary context (the one the CUDA runtime and
 // most bindings use), with memory helpers for users who have no other CUDA
-// binding. Its copies are synchronous and wait for all work on the device
-// first, so they are for setup and tests, not the hot path.
+// binding. The helpers run on a stream of the Device's own and return when
+// their work is done on the device. Besides it they wait only for the
+// queued operations of a Comm whose buffer they touch (a view), never for
+// other work on the device (docs/RELIABILITY.md, "Concurrency"). They cost
+// a stream synchronisation each: for setup and tests, not the hot path.
 type Device struct {
-	drv  *driver.Driver
-	ctx  *driver.Context
-	info DeviceInfo
+	drv    *driver.Driver
+	ctx    *driver.Context
+	info   DeviceInfo
+	copies driver.Stream // the helpers' stream
 }
 
 // OpenDevice retains the primary context of device ordinal. Close releases it.
@@ -49,16 +56,40 @@ func openDevice(ordinal *int, rank int) (*Device, error) {
 	if err != nil {
 		return nil, wrapDriver("retaining the primary context", err)
 	}
-	return &Device{drv: drv, ctx: ctx, info: info}, nil
+	copies, err := ctx.StreamCreate(true)
+	if err != nil {
+		ctx.Release()
+		return nil, wrapDriver("creating the helpers' stream", err)
+	}
+	return &Device{drv: drv, ctx: ctx, info: info, copies: copies}, nil
 }
 
 // Info describes the device.
 func (d *Device) Info() DeviceInfo { return d.info }
 
-// Close releases the context; idempotent.
+// Close destroys the helpers' stream and releases the context; idempotent.
 func (d *Device) Close() error {
+	var errs []error
+	if d.copies != 0 {
+		if err := d.ctx.StreamDestroy(d.copies); err != nil {
+			errs = append(errs, wrapDriver("destroying the helpers' stream", err))
+		}
+		d.copies = 0
+	}
 	if err := d.ctx.Release(); err != nil {
-		return wrapDriver("releasing the context", err)
+		errs = append(errs, wrapDriver("releasing the context", err))
+	}
+	return errors.Join(errs...)
+}
+
+// finish waits for the helpers' stream: what was enqueued on it is done on
+// the device, and visible to any work enqueued after this returns.
+func (d *Device) finish(what string, err error) error {
+	if err == nil {
+		err = d.ctx.StreamSynchronize(d.copies)
+	}
+	if err != nil {
+		return wrapDriver(what, err)
 	}
 	return nil
 }
@@ -78,7 +109,8 @@ func (d *Device) ordinalOfBusID(bus string) int {
 	return -1
 }
 
-// Alloc allocates an uninitialised tensor on the device.
+// Alloc allocates an uninitialised tensor on the device (cuMemAlloc,
+// which waits for nothing).
 func (d *Device) Alloc(shape [4]int, dt DType) (Tensor, error) {
 	t := Tensor{Shape: shape, DType: dt}
 	if !dt.Valid() {
@@ -101,18 +133,29 @@ func (d *Device) Alloc(shape [4]int, dt DType) (Tensor, error) {
 	return t, nil
 }
 
-// Free releases a tensor made by Alloc.
+// Free releases a tensor made by Alloc; the caller must be done with it.
+// cuMemFree waits for every kernel on the device, so while this process
+// has Comms on the device the memory is released later, when none of
+// their kernels runs (at the latest when the last one closes).
 func (d *Device) Free(t Tensor) error {
 	if t.Ptr == 0 {
 		return nil
 	}
-	if err := d.ctx.MemFree(driver.DevicePtr(t.Ptr)); err != nil {
+	p := driver.DevicePtr(t.Ptr)
+	if s := liveShare(d.info.Ordinal); s != nil {
+		s.bury(release{"freeing", func() error { return s.ctx.MemFree(p) }})
+		return s.put()
+	}
+	if err := d.ctx.MemFree(p); err != nil {
 		return wrapDriver("freeing", err)
 	}
 	return nil
 }
 
-// Upload copies src (exactly t.Bytes() long) into t.
+// Upload copies src (exactly t.Bytes() long) into t and returns once the
+// bytes are on the device: any operation enqueued afterwards reads them.
+// If t lies in a Comm's buffer, the Comm's queued operations are waited for
+// first (as by all three helpers).
 func (d *Device) Upload(t Tensor, src []byte) error {
 	if int64(len(src)) != t.Bytes() {
 		return fmt.Errorf("a2a: upload of %d bytes into %v (%d bytes): %w", len(src), t, t.Bytes(), ErrShape)
@@ -120,13 +163,13 @@ func (d *Device) Upload(t Tensor, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	if err := d.ctx.Synchronize(); err != nil {
-		return wrapDriver("waiting for the device", err)
+	if err := waitForComms(t); err != nil {
+		return err
 	}
-	if err := d.ctx.MemcpyHtoD(driver.DevicePtr(t.Ptr), src); err != nil {
-		return wrapDriver("uploading", err)
-	}
-	return nil
+	err := d.ctx.MemcpyHtoDAsync(driver.DevicePtr(t.Ptr), unsafe.Pointer(&src[0]), uint64(len(src)), d.copies)
+	err = d.finish("uploading", err)
+	runtime.KeepAlive(src)
+	return err
 }
 
 // Download returns a copy of t's bytes.
@@ -143,29 +186,38 @@ func (d *Device) DownloadInto(dst []byte, t Tensor) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	if err := d.ctx.Synchronize(); err != nil {
-		return wrapDriver("waiting for the device", err)
+	if err := waitForComms(t); err != nil {
+		return err
 	}
-	if err := d.ctx.MemcpyDtoH(dst, driver.DevicePtr(t.Ptr)); err != nil {
-		return wrapDriver("downloading", err)
-	}
-	return nil
+	err := d.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), driver.DevicePtr(t.Ptr), uint64(len(dst)), d.copies)
+	err = d.finish("downloading", err)
+	runtime.KeepAlive(dst)
+	return err
 }
 
-// Fill sets every byte of t to v (tests use it to poison outputs).
+// Fill sets every byte of t to v (tests use it to poison outputs) and
+// returns once it is done on the device.
 func (d *Device) Fill(t Tensor, v byte) error {
 	n := t.Bytes()
 	if n == 0 {
 		return nil
 	}
-	if err := d.ctx.Synchronize(); err != nil {
-		return wrapDriver("waiting for the device", err)
+	if err := waitForComms(t); err != nil {
+		return err
 	}
-	if err := d.ctx.MemsetD8Async(driver.DevicePtr(t.Ptr), v, uint64(n), 0); err != nil {
-		return wrapDriver("filling", err)
-	}
-	if err := d.ctx.Synchronize(); err != nil {
-		return wrapDriver("filling", err)
+	return d.finish("filling", d.ctx.MemsetD8Async(driver.DevicePtr(t.Ptr), v, uint64(n), d.copies))
+}
+
+// waitForComms waits for the queued operations of every live Comm of the
+// process whose buffer t overlaps (a view, or Comm.Buffer), and returns
+// that Comm's failure if it has one: a view of a failed operation holds
+// no result. Memory outside every Comm's buffer waits for nothing: Sync
+// the Comms that read or write it first.
+func waitForComms(t Tensor) error {
+	for _, c := range commsTouching(t.Ptr, t.Bytes()) {
+		if err := c.waitQueued(); err != nil {
+			return fmt.Errorf("a2a: %v lies in the buffer of rank %d's Comm: %w", t, c.cfg.Rank, err)
+		}
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ func init() {
 	scenarios["timeout"] = workerTimeout
 	scenarios["killed-peer"] = workerKilledPeer
 	scenarios["replacement"] = workerReplacement
+	scenarios["mismatch"] = workerMismatch
 }
 
 // envAddr2 is where the survivors of the killed-peer scenario regroup.
@@ -87,10 +88,11 @@ func workerTimeout(rk launch.Rank) error {
 		if rk.Rank == 0 && err != nil {
 			return fmt.Errorf("Close of a broken Comm: %w", err)
 		}
-		if rk.Rank == 1 && !errors.Is(err, a2a.ErrTimeout) {
-			// Its close barrier waits for a peer that has gone: it must
-			// time out, and still release everything.
-			return fmt.Errorf("Close with the peer gone returned %v, want a timeout", err)
+		if rk.Rank == 1 && err != nil {
+			// Rank 0 said goodbye in its own Close (without waiting for
+			// anyone, since its Comm broke on a timeout): rank 1's Close
+			// finds the goodbye and returns at once.
+			return fmt.Errorf("Close after the peer's goodbye: %w", err)
 		}
 	}
 	return nil
@@ -218,11 +220,13 @@ func workerKilledPeer(rk launch.Rank) error {
 		}
 		if err != nil {
 			failedAt = time.Now()
-			if !errors.Is(err, a2a.ErrTimeout) {
+			// A survivor times out on the dead rank, or sees the other
+			// survivor's goodbye if that one timed out and closed first.
+			if !errors.Is(err, a2a.ErrTimeout) && !errors.Is(err, a2a.ErrPeerClosed) {
 				comm.Close()
 				return fmt.Errorf("operation %d failed with %v, want a timeout", i, err)
 			}
-			fmt.Printf("rank %d: operation %d timed out %v after start: %v\n", rk.Rank, i, failedAt.Sub(start).Round(time.Millisecond), err)
+			fmt.Printf("rank %d: operation %d stopped %v after start: %v\n", rk.Rank, i, failedAt.Sub(start).Round(time.Millisecond), err)
 			break
 		}
 		if time.Since(start) > time.Minute {
@@ -295,8 +299,92 @@ func TestKilledPeer(t *testing.T) {
 	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, "rank 2 ended with %v, want SIGKILL", res[2].Err)
 	for _, r := range res[:2] {
 		require.NoError(t, r.Err, "survivor rank %d", r.Rank)
-		require.Contains(t, r.Output, "timed out")
+		require.Contains(t, r.Output, "stopped")
 		require.Contains(t, r.Output, "regrouped and checked")
 	}
 	require.Contains(t, res[0].Output, fmt.Sprintf("rank %d: regrouped and checked", 2), "the replacement's output goes through rank 0")
+}
+
+// workerMismatch: rank 0 runs SendRecvHeads while the others run AllGather
+// of the same input (the same epoch); with a single buffer too. Every rank
+// must get ErrOpMismatch, not a result, and close cleanly.
+func workerMismatch(rk launch.Rank) error {
+	ex, err := exchangerFor(rk)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	for _, single := range []bool{false, true} {
+		cs := smallCase(rk.World, a2a.BFloat16)
+		comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, single)
+		if err != nil {
+			return err
+		}
+		err = mismatchOn(comm, cs, rk.Rank)
+		if cerr := comm.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("Close after the mismatch: %w", cerr)
+		}
+		if err != nil {
+			return fmt.Errorf("single-buffer=%v: %w", single, err)
+		}
+	}
+	return nil
+}
+
+func mismatchOn(comm *a2a.Comm, cs check.Case, rank int) error {
+	if err := comm.SetTimeout(4 * time.Second); err != nil {
+		return err
+	}
+	if err := check.Run(comm, cs, 1); err != nil {
+		return err
+	}
+	dev := comm.Device()
+	x, err := dev.Alloc([4]int{cs.Batch, cs.Tokens[rank], cs.Heads, cs.HeadDim}, cs.DType)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(x)
+	if err := dev.Fill(x, 1); err != nil {
+		return err
+	}
+	start := time.Now()
+	if rank == 0 {
+		_, err = comm.SendRecvHeads(x)
+	} else {
+		_, err = comm.AllGather(x)
+	}
+	if err == nil {
+		err = comm.Sync()
+	}
+	fmt.Printf("rank %d: mismatched operation returned after %v: %v\n", rank, time.Since(start).Round(time.Millisecond), err)
+	// A rank may find that a peer which saw the mismatch first has closed
+	// already: that is an error too. No rank may get a result.
+	var me *a2a.MismatchError
+	if !errors.As(err, &me) && !errors.Is(err, a2a.ErrPeerClosed) {
+		return fmt.Errorf("mismatched operations returned %v, want a *MismatchError or ErrPeerClosed", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		return fmt.Errorf("the mismatch took %v to report, want well under the timeout", time.Since(start))
+	}
+	if _, err := comm.AllGather(x); !errors.Is(err, a2a.ErrBroken) {
+		return fmt.Errorf("operation after a mismatch returned %v, want ErrBroken", err)
+	}
+	return nil
+}
+
+// TestMismatchedOperations: see workerMismatch.
+func TestMismatchedOperations(t *testing.T) {
+	requireGPU(t)
+	for _, world := range []int{2, 3} {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			res := runGroup(t, "mismatch", world, nil)
+			// The first rank to look at a mismatched signal reports the
+			// mismatch (the others may see its goodbye first).
+			all := ""
+			for _, r := range res {
+				all += r.Output
+			}
+			require.Contains(t, all, "does not match")
+		})
+	}
 }

@@ -100,10 +100,15 @@ func fakeCounters(t *testing.T) fakecuda.Counters {
 	return n
 }
 
-// requireReleased checks that nothing from the stub is held any more.
+// requireReleased checks that nothing from the stub is held any more, and
+// that no call that waits for the whole device (freeing, unmapping,
+// loading kernels) was ever made while a kernel was queued: it would have
+// waited for that kernel (see TestFakeNoDeviceWideWaitWhileCommsLive).
 func requireReleased(t *testing.T) {
 	t.Helper()
-	require.Empty(t, fakeCounters(t).Live(), "left allocated")
+	n := fakeCounters(t)
+	require.Empty(t, n.Live(), "left allocated")
+	require.Zero(t, n.BusyDeviceWaits, "device-wide waits made with kernels queued")
 }
 
 // fakeComm makes a one-rank Comm on device 0 with room for 64 tokens of
@@ -193,6 +198,15 @@ func TestFakePeerAccess(t *testing.T) {
 	})
 }
 
+// distinctDevices counts the devices in devices.
+func distinctDevices(devices []int) int {
+	seen := map[int]bool{}
+	for _, d := range devices {
+		seen[d] = true
+	}
+	return len(seen)
+}
+
 // fakeGroup makes a world-3 group in this process, rank r on device
 // r % FAKECUDA_DEVICES, and returns the ranks, their handles and devices.
 func fakeGroup(t *testing.T) ([]*a2a.Comm, [][]byte, []int) {
@@ -217,7 +231,7 @@ func fakeGroup(t *testing.T) ([]*a2a.Comm, [][]byte, []int) {
 
 func TestFakeChildPeerDenied(t *testing.T) {
 	fakeChild(t)
-	comms, handles, _ := fakeGroup(t)
+	comms, handles, devices := fakeGroup(t)
 	var msgs []string
 	for r, c := range comms {
 		err := c.Connect(handles)
@@ -233,7 +247,11 @@ func TestFakeChildPeerDenied(t *testing.T) {
 	}
 	n := fakeCounters(t)
 	require.Zero(t, n.IPCMappings)
-	require.EqualValues(t, 3, n.ContextRetains, "a refused Connect retains no peer context")
+	// Each Comm's Device retains its context once, and the process's Comms
+	// on one device share one more retain (the kernels' share): 3 + 3 on
+	// three devices. A peer context would come on top.
+	require.EqualValues(t, len(comms)+distinctDevices(devices), n.ContextRetains,
+		"a refused Connect retains no peer context")
 	for _, c := range comms {
 		_, err := c.SendRecvHeads(a2a.Tensor{})
 		require.ErrorIs(t, err, a2a.ErrNotConnected, "a refused Connect leaves the Comm unconnected")
@@ -263,8 +281,13 @@ func TestFakeChildPeerAllowed(t *testing.T) {
 	}
 	n := fakeCounters(t)
 	require.Zero(t, n.IPCMappings, "same-process peers use the raw pointer, not IPC")
-	require.EqualValues(t, len(comms)+crossPairs, n.ContextRetains,
+	// One retain per Comm's Device, one per device for the Comms' shared
+	// kernels, and on top one peer context per peer on another GPU.
+	require.EqualValues(t, len(comms)+distinctDevices(devices)+crossPairs, n.ContextRetains,
 		"one peer context retained per peer on another GPU")
+	// The kernels of both element widths, loaded once per device with a
+	// Comm, whatever the number of Comms there.
+	require.EqualValues(t, 2*distinctDevices(devices), n.Modules, "two modules per device")
 	tokens := []int{4, 5, 6}
 	for r, c := range comms {
 		require.NoError(t, c.SetRankTokens(tokens))
@@ -286,7 +309,9 @@ func TestFakeChildPeerAllowed(t *testing.T) {
 		require.NoError(t, c.Close())
 	}
 	n = fakeCounters(t)
-	require.EqualValues(t, 3*4, n.Launches, "three operations and the close barrier per rank")
+	// Not single-buffer: one kernel per operation, and the farewell kernel
+	// in Close.
+	require.EqualValues(t, 3*4, n.Launches, "three operations and the farewell per rank")
 	requireReleased(t)
 }
 
@@ -370,7 +395,13 @@ func TestFakeChildLaunchFailure(t *testing.T) {
 	require.Zero(t, n.Launches)
 	require.NotPanics(t, func() { err = closeFake(t, c, x, dst) })
 	t.Logf("Close: %v", err)
-	require.EqualValues(t, 1, fakeCounters(t).LaunchFailures, "a broken Comm closes without a barrier")
+	// A connected Comm says goodbye to its peers even when broken: Close
+	// launches its one farewell kernel, which the stub fails as well, and
+	// reports that.
+	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "Close reports its failed farewell: %v", err)
+	n = fakeCounters(t)
+	require.EqualValues(t, 2, n.LaunchFailures, "the operation, then Close's farewell")
+	require.Zero(t, n.Launches)
 	require.NoError(t, c.Close(), "second Close")
 	requireReleased(t)
 }
@@ -430,29 +461,38 @@ func TestFakeChildValidation(t *testing.T) {
 	requireReleased(t)
 }
 
+// TestFakeChildSyncError: a synchronisation that fails after a launch (the
+// stub fails cuStreamSynchronize only on a stream that has run a kernel, so
+// New's own wait still works) breaks the Comm, whichever call waited.
 func TestFakeChildSyncError(t *testing.T) {
 	fakeChild(t)
-	t.Run("Sync", func(t *testing.T) {
-		c, x, dst := fakeComm(t, true, false) // SetRankTokens would synchronise
-		err := c.Sync()
-		require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
-		require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
-		t.Logf("Sync: %v", err)
-		requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_ILLEGAL_ADDRESS")
-		require.NotPanics(t, func() { err = closeFake(t, c, x, dst) })
-		require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "Close reports the failed wait: %v", err)
-		requireReleased(t)
-	})
-	t.Run("SetRankTokens", func(t *testing.T) {
-		c, x, dst := fakeComm(t, true, false)
-		err := c.SetRankTokens([]int{8})
-		require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
-		require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
-		requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_ILLEGAL_ADDRESS")
-		_ = closeFake(t, c, x, dst)
-		requireReleased(t)
-	})
-	require.Zero(t, fakeCounters(t).Launches, "nothing launched")
+	for _, tc := range []struct {
+		name string
+		wait func(c *a2a.Comm, view a2a.Tensor) error
+	}{
+		{"Sync", func(c *a2a.Comm, _ a2a.Tensor) error { return c.Sync() }},
+		// A helper reading a view waits for the Comm's queued operations.
+		{"Download", func(c *a2a.Comm, view a2a.Tensor) error { _, err := c.Device().Download(view); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fakeCounters(t).Launches
+			c, x, dst := fakeComm(t, true, true)
+			require.NoError(t, c.Sync(), "nothing launched yet: the wait works")
+			view, err := c.SendRecvHeads(x)
+			require.NoError(t, err, "the launch itself works")
+			err = tc.wait(c, view)
+			require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
+			require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
+			t.Logf("%s: %v", tc.name, err)
+			requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_ILLEGAL_ADDRESS")
+			require.NotPanics(t, func() { err = closeFake(t, c, x, dst) })
+			require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "Close reports the failed wait: %v", err)
+			// The operation, then Close's farewell: a broken Comm still says
+			// goodbye, and nothing else is launched once broken.
+			require.EqualValues(t, before+2, fakeCounters(t).Launches)
+			requireReleased(t)
+		})
+	}
 }
 
 // ---- life cycle ------------------------------------------------------------
@@ -525,12 +565,21 @@ func TestFakeChildLifecycle(t *testing.T) {
 		require.Contains(t, err.Error(), tc.want, tc.name)
 		t.Logf("%s: %v", tc.name, err)
 	}
+	n := fakeCounters(t)
+	// Seven Comms on two devices: one retain per Comm's Device, one per
+	// device for the share, and the kernels of both element widths loaded
+	// once per device (fp8 uses the 1-byte ones, loaded with the first Comm).
+	require.EqualValues(t, 7+2, n.ContextRetains)
+	require.EqualValues(t, 2*2, n.Modules, "kernels are loaded once per device")
 	for _, c := range []*a2a.Comm{other0, bigger, single, fp8, world3} {
 		require.NoError(t, c.Close(), "closing a Comm never connected")
 	}
-	n := fakeCounters(t)
+	n = fakeCounters(t)
 	require.Zero(t, n.IPCMappings)
-	require.EqualValues(t, 2, n.ContextRetains, "refused Connects retain nothing")
+	require.Zero(t, n.Launches, "a Comm never connected launches nothing, in Close neither")
+	// c0 and c1's Devices and the two devices' shares: no peer context.
+	require.EqualValues(t, 2+2, n.ContextRetains, "refused Connects retain nothing")
+	require.EqualValues(t, 2*2, n.Modules, "the kernels stay while a Comm is on the device")
 
 	// Connect, once.
 	require.NoError(t, c0.Connect([][]byte{h0, h1}))
@@ -562,6 +611,24 @@ func TestFakeChildLifecycle(t *testing.T) {
 	require.NoError(t, c0.Close(), "second Close")
 	require.NoError(t, c1.Close())
 	require.NoError(t, c1.Close())
+	requireReleased(t)
+
+	// Single-buffer: each operation launches a one-block start barrier,
+	// then the copy; Close launches the farewell.
+	sb, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16, SingleBuffer: true})
+	require.NoError(t, err)
+	require.NoError(t, sb.Connect([][]byte{sb.Handle()}))
+	require.NoError(t, sb.SetRankTokens([]int{8}))
+	x, err = sb.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	before := fakeCounters(t).Launches
+	_, err = sb.AllGather(x)
+	require.NoError(t, err)
+	require.EqualValues(t, before+2, fakeCounters(t).Launches, "two kernels per single-buffer operation")
+	require.NoError(t, sb.Sync())
+	require.NoError(t, sb.Device().Free(x))
+	require.NoError(t, sb.Close())
+	require.EqualValues(t, before+3, fakeCounters(t).Launches, "and one farewell")
 	requireReleased(t)
 }
 
@@ -687,6 +754,131 @@ func TestFakeChildTimeBackToBackClose(t *testing.T) {
 	timeOpsClose(t, func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeBackToBack(2, op); return err })
 }
 
+// ---- device-wide waits -------------------------------------------------------
+
+// TestFakeNoDeviceWideWaitWhileCommsLive: while a Comm of the process has
+// work queued on a device (a kernel that may be waiting for a peer), no
+// other Comm, Device helper or Close there calls the driver in a way that
+// waits for the whole device: such a call would wait for that kernel, and
+// stall every launch of the process meanwhile. What those calls do
+// (freeing, unmapping, loading and unloading kernels) happens when the
+// first Comm arrives, when no Comm has work queued, or when the last one
+// leaves.
+func TestFakeNoDeviceWideWaitWhileCommsLive(t *testing.T) {
+	t.Parallel()
+	runFakeChild(t, fakeLibrary(t), "NoDeviceWideWaitWhileCommsLive")
+}
+
+func TestFakeChildNoDeviceWideWaitWhileCommsLive(t *testing.T) {
+	fakeChild(t)
+	// A, in use: made (loading the kernels), connected, given tokens, one
+	// operation, synchronised.
+	a, xa, dsta := fakeComm(t, true, true)
+	_, err := a.SendRecvHeads(xa)
+	require.NoError(t, err)
+	require.NoError(t, a.Sync())
+	base := fakeCounters(t)
+	t.Logf("baseline: %+v", base)
+	require.Zero(t, base.BusyDeviceWaits, "the kernels were loaded with nothing queued")
+	noWait := func(what string) {
+		t.Helper()
+		n := fakeCounters(t)
+		require.Equal(t, base.DeviceWaits, n.DeviceWaits, "%s: a device-wide wait while A is alive", what)
+		require.Equal(t, base.BusyDeviceWaits, n.BusyDeviceWaits, "%s: a device-wide wait for queued work", what)
+	}
+	// From here on until B is closed, A or B always has an operation
+	// queued, as when two groups' collectives overlap: a release done now
+	// would wait for a kernel of theirs. (The stub settles a stream's work
+	// only when the host waits for it.)
+	queueA := func() {
+		t.Helper()
+		require.NoError(t, a.GatherHeadsInto(dsta, xa))
+	}
+	queueA()
+
+	// B on the same device: made, connected, given tokens, operations.
+	b, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16})
+	require.NoError(t, err)
+	noWait("New")
+	require.Equal(t, base.Modules, fakeCounters(t).Modules, "B uses the kernels A's arrival loaded")
+	require.NoError(t, b.Connect([][]byte{b.Handle()}))
+	require.NoError(t, a.SetRankTokens([]int{8}))
+	require.NoError(t, b.SetRankTokens([]int{8}))
+	xb, err := b.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	dstb, err := b.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
+	require.NoError(t, err)
+	for _, op := range append(fakeOps(a, xa, dsta), fakeOps(b, xb, dstb)...) {
+		require.NoError(t, op.run(), op.name)
+	}
+	noWait("operations")
+
+	// Every Device helper on memory of A's Device, B's Device and a Device
+	// of its own on the same GPU, and on views of A's and B's buffers.
+	d, err := a2a.OpenDevice(0)
+	require.NoError(t, err)
+	for i, dev := range []*a2a.Device{a.Device(), b.Device(), d} {
+		tt, err := dev.Alloc(xa.Shape, a2a.BFloat16)
+		require.NoError(t, err, "Device %d", i)
+		src := roundTripHelpers(t, dev, tt)
+		require.NoError(t, dev.Fill(dsta, 0))
+		require.NoError(t, dev.Upload(dstb, src))
+		require.NoError(t, dev.Free(tt), "freed later, none queued")
+		noWait(fmt.Sprintf("Device %d's helpers", i))
+	}
+	require.NoError(t, d.Close())
+	noWait("closing a Device")
+	// A view waits for its own Comm's operations, no other's: B's first,
+	// while A has work queued, then A's while B has.
+	vb, err := b.AllGather(xb)
+	require.NoError(t, err)
+	_, err = a.Device().Download(vb)
+	require.NoError(t, err)
+	require.NoError(t, b.Device().Fill(vb, 0))
+	require.NoError(t, b.SendRecvHeadsInto(dstb, xb))
+	va, err := a.AllGather(xa)
+	require.NoError(t, err)
+	_, err = b.Device().Download(va)
+	require.NoError(t, err)
+	require.NoError(t, a.Device().Upload(va, make([]byte, va.Bytes())))
+	queueA()
+	noWait("helpers on views")
+
+	// Sync both, each while the other has work queued, then close B.
+	require.NoError(t, b.Sync())
+	require.NoError(t, b.GatherHeadsInto(dstb, xb))
+	require.NoError(t, a.Sync())
+	queueA()
+	require.NoError(t, b.Sync())
+	noWait("Sync")
+	require.NoError(t, b.Device().Free(xb))
+	require.NoError(t, b.Device().Free(dstb))
+	require.NoError(t, b.Close())
+	noWait("closing B")
+	n := fakeCounters(t)
+	require.Equal(t, base.Streams, n.Streams, "B's streams are gone")
+	require.Equal(t, base.ContextRetains, n.ContextRetains, "B's Device is released")
+	require.Equal(t, base.Modules, n.Modules, "the kernels stay for A")
+	require.Greater(t, n.DeviceAllocs, base.DeviceAllocs, "what B and the helpers freed waits for A to be idle")
+
+	// A idle, no Comm has work queued: the graveyard is released now, while
+	// A lives on (without waiting for anything).
+	require.NoError(t, a.Sync())
+	n = fakeCounters(t)
+	require.Greater(t, n.DeviceWaits, base.DeviceWaits, "released once every Comm is idle")
+	require.Equal(t, base.BusyDeviceWaits, n.BusyDeviceWaits, "with nothing queued")
+	require.Equal(t, base.DeviceAllocs, n.DeviceAllocs, "everything B and the helpers freed is released")
+	require.Equal(t, base.HostAllocs, n.HostAllocs, "B's status word is released")
+
+	// The last Comm leaves: its memory and the kernels go, and the waits
+	// that takes come after its farewell was waited for.
+	require.NoError(t, closeFake(t, a, xa, dsta))
+	n = fakeCounters(t)
+	require.Equal(t, base.BusyDeviceWaits, n.BusyDeviceWaits, "no device-wide wait ever found work queued")
+	require.Zero(t, n.Modules)
+	requireReleased(t)
+}
+
 // ---- System and devices ------------------------------------------------------
 
 func TestFakeSystem(t *testing.T) {
@@ -782,19 +974,9 @@ func TestFakeChildDevice(t *testing.T) {
 	require.Equal(t, 1, d.Info().Ordinal)
 	tt, err := d.Alloc([4]int{2, 3, 4, 5}, a2a.Float16)
 	require.NoError(t, err)
-	src := make([]byte, tt.Bytes())
-	for i := range src {
-		src[i] = byte(i)
-	}
-	require.NoError(t, d.Upload(tt, src))
-	got, err := d.Download(tt)
-	require.NoError(t, err)
-	require.Equal(t, src, got)
-	require.NoError(t, d.Fill(tt, 0x3C))
-	require.NoError(t, d.DownloadInto(got, tt))
-	require.Equal(t, strings.Repeat("\x3c", len(got)), string(got))
+	src := roundTripHelpers(t, d, tt)
 	require.ErrorIs(t, d.Upload(tt, src[1:]), a2a.ErrShape)
-	require.ErrorIs(t, d.DownloadInto(got[1:], tt), a2a.ErrShape)
+	require.ErrorIs(t, d.DownloadInto(make([]byte, len(src)-1), tt), a2a.ErrShape)
 	_, err = d.Alloc([4]int{1, -1, 1, 1}, a2a.BFloat16)
 	require.ErrorIs(t, err, a2a.ErrShape)
 	_, err = d.Alloc([4]int{1, 1, 1, 1}, 0)
@@ -812,7 +994,7 @@ func TestFakeChildDevice(t *testing.T) {
 	c, x, dst := fakeComm(t, true, true)
 	require.NoError(t, c.Device().Fill(dst, 0))
 	require.NoError(t, c.AllGatherInto(dst, x))
-	got, err = c.Device().Download(dst)
+	got, err := c.Device().Download(dst)
 	require.NoError(t, err)
 	require.Equal(t, strings.Repeat("\xa5", len(got)), string(got))
 
@@ -835,4 +1017,22 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(time.Microsecond)
 	}
 	return out
+}
+
+// roundTripHelpers uploads a pattern into tt, reads it back, fills tt and
+// reads that back, and returns the pattern.
+func roundTripHelpers(t *testing.T, dev *a2a.Device, tt a2a.Tensor) []byte {
+	t.Helper()
+	src := make([]byte, tt.Bytes())
+	for i := range src {
+		src[i] = byte(i)
+	}
+	require.NoError(t, dev.Upload(tt, src))
+	got, err := dev.Download(tt)
+	require.NoError(t, err)
+	require.Equal(t, src, got)
+	require.NoError(t, dev.Fill(tt, 0x3C))
+	require.NoError(t, dev.DownloadInto(got, tt))
+	require.Equal(t, strings.Repeat("\x3c", len(got)), string(got))
+	return src
 }

@@ -148,8 +148,8 @@ func exchangerFor(rk launch.Rank) (*exchange.TCP, error) {
 	return exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
 }
 
-// joinFor builds a Comm big enough for every case.
-func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case, single bool) (*a2a.Comm, error) {
+// joinFor builds a Comm big enough for every case; opts adjust its Config.
+func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case, single bool, opts ...func(*a2a.Config)) (*a2a.Comm, error) {
 	var elems int64
 	hidden := 1
 	for _, c := range cases {
@@ -160,6 +160,9 @@ func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case,
 	cfg := a2a.Config{
 		Rank: rk.Rank, WorldSize: rk.World, Device: rk.Device, DType: dt,
 		HiddenDim: hidden, MaxTokens: int((elems + int64(hidden) - 1) / int64(hidden)), SingleBuffer: single,
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -16,18 +16,21 @@ import (
 //
 // Operation e (counted from 1 on every rank) writes half e&1; with a single
 // half every operation writes half 0 and needs a start barrier.
-// The signal area holds one 32-bit flag per (phase, block, peer), written by
-// peers. The local state (epochs, token counts, timeout claim) is read by
-// this rank's kernels only. Offsets must match gen/kernels/ulysses.cu.
+// The signal area (struct Signals in the kernels) is written by peers only:
+// one 64-bit flag {epoch, signature} per (phase, block, peer), then one
+// 32-bit bye word per peer. The local state (struct State: the epoch, the
+// arrival count, the failure claim) is touched by this rank's kernels only.
+// Offsets must match gen/kernels/ulysses.cu.
 const (
-	numPhases       = 2
-	signalAreaBytes = numPhases * maxBlocks * MaxWorldSize * 4
+	numFlagPhases   = 2 // start and end own flags; close has bye words only
+	flagBytes       = 8
+	signalByeOff    = numFlagPhases * maxBlocks * MaxWorldSize * flagBytes
+	signalAreaBytes = signalByeOff + MaxWorldSize*4
 
-	stateEpochsOff  = 0
-	stateTokensOff  = stateEpochsOff + maxBlocks*4
-	statePrefixOff  = stateTokensOff + MaxWorldSize*4
-	stateClaimedOff = statePrefixOff + (MaxWorldSize+1)*4
-	stateBytes      = stateClaimedOff + 4
+	stateEpochOff   = 0
+	stateArrivedOff = 4
+	stateClaimedOff = 8
+	stateBytes      = 16
 
 	regionAlign = 256
 
@@ -70,20 +73,59 @@ type opPlan struct {
 	// groupBytes is the most input bytes any rank's kernel walks: it sets
 	// the number of active blocks, which every rank must compute alike.
 	groupBytes int64
+	sig        uint32 // opSignature: the same on every rank
 }
 
 // tokenSet is the per-rank token counts given to SetRankTokens.
 type tokenSet struct {
 	counts []int
-	prefix []int // len(counts)+1
+	prefix []int  // len(counts)+1
+	hash   uint32 // of the counts: part of every operation's signature
 }
 
 func newTokenSet(counts []int) tokenSet {
-	ts := tokenSet{counts: append([]int(nil), counts...), prefix: make([]int, len(counts)+1)}
+	ts := tokenSet{counts: append([]int(nil), counts...), prefix: make([]int, len(counts)+1), hash: fnvOffset}
 	for i, c := range counts {
 		ts.prefix[i+1] = ts.prefix[i] + c
+		ts.hash = fnvAdd(ts.hash, uint64(c))
 	}
 	return ts
+}
+
+// FNV-1a, 32 bits, over 64-bit words: the operation signature.
+const (
+	fnvOffset = 2166136261
+	fnvPrime  = 16777619
+)
+
+func fnvAdd(h uint32, v uint64) uint32 {
+	for i := 0; i < 8; i++ {
+		h ^= uint32(v >> (8 * i) & 0xff)
+		h *= fnvPrime
+	}
+	return h
+}
+
+// opSignature names an operation and everything about it that every rank
+// shares (the operation, batch, full head count, head size, element size
+// and token counts). Kernels compare it across ranks: ranks that run
+// different operations at the same epoch get an error, not a result.
+func opSignature(op ptx.Op, batch, heads, headDim, elemBytes int, ts tokenSet) uint32 {
+	h := ts.hash
+	h = fnvAdd(h, uint64(opCode(op)))
+	for _, v := range []int{batch, heads, headDim, elemBytes} {
+		h = fnvAdd(h, uint64(v))
+	}
+	return h
+}
+
+func opCode(op ptx.Op) int {
+	for i, o := range ptx.Ops {
+		if o == op {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func (ts tokenSet) total() int { return ts.prefix[len(ts.counts)] }
@@ -192,6 +234,11 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 	}
 	p.vectors, ok[0] = mulChecked(chunks, p.chunk/int64(p.width))
 	p.groupBytes, ok[1] = mulChecked(groupChunks, p.chunk)
+	fullHeads := h
+	if op == ptx.OpGatherHeads {
+		fullHeads = h * world
+	}
+	p.sig = opSignature(op, b, fullHeads, d, int(es), ts)
 	if !ok[0] || !ok[1] || p.vectors > math.MaxInt32 {
 		return opPlan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.vectors, p.width, ErrCapacity)
 	}
@@ -226,21 +273,33 @@ type kernelArgs struct {
 	TimeoutNs uint64
 	HalfBytes uint64 // offset of the second data half; 0: single buffer
 	Capacity  uint64 // bytes of one data half; kernels store nothing past it
+	Tokens    [MaxWorldSize]int32
+	Prefix    [MaxWorldSize + 1]int32
 	Rank      uint32
 	World     uint32
 	Batch     uint32
 	Units     uint32 // vectors per chunk
-	Active    uint32 // blocks that copy and meet at barriers
-	Reserved  uint32
+	Active    uint32 // blocks that copy; ulysses_close: 1 to wait for the peers' byes
+	Sig       uint32 // the operation's signature, the same on every rank
 }
 
+// Status codes the kernels write into statusWord.Code.
+const (
+	statusOK         = 0
+	statusTimeout    = 1
+	statusPeerClosed = 2
+	statusMismatch   = 3
+)
+
 // statusWord mirrors struct Status in the kernels: written by the device
-// into pinned host memory when a barrier times out.
+// into pinned host memory when an operation fails.
 type statusWord struct {
-	Code  uint32
-	Phase uint32
-	Peer  uint32
-	Epoch uint32
-	Block uint32
-	Rank  uint32
+	Code    uint32
+	Phase   uint32
+	Peer    uint32
+	Epoch   uint32
+	Block   uint32
+	Rank    uint32
+	Sig     uint32
+	PeerSig uint32
 }

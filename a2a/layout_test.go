@@ -74,7 +74,8 @@ func cStruct(t *testing.T, src string, defs map[string]int64, name string) ([]cF
 	body := regexp.MustCompile(`(?s)\nstruct ` + name + ` \{(.*?)\n\};`).FindStringSubmatch(src)
 	require.NotNil(t, body, "struct %s not found in %s", name, kernelSource)
 	sizes := map[string]int64{"u32": 4, "int": 4, "u64": 8}
-	member := regexp.MustCompile(`^\s*(\w+)\s+(\w+)(?:\[([^\]]+)\])?;`)
+	member := regexp.MustCompile(`^\s*(\w+)\s+(\w+)((?:\[[^\]]+\])*);`)
+	dims := regexp.MustCompile(`\[([^\]]+)\]`)
 	var fields []cField
 	var off, align int64 = 0, 1
 	for _, line := range strings.Split(body[1], "\n") {
@@ -87,8 +88,8 @@ func cStruct(t *testing.T, src string, defs map[string]int64, name string) ([]cF
 		sz, ok := sizes[m[1]]
 		require.True(t, ok, "struct %s: unknown type %q", name, m[1])
 		count := int64(1)
-		if m[3] != "" {
-			count = cExpr(t, defs, m[3])
+		for _, d := range dims.FindAllStringSubmatch(m[3], -1) {
+			count *= cExpr(t, defs, d[1])
 		}
 		off = (off + sz - 1) / sz * sz
 		align = max(align, sz)
@@ -112,44 +113,56 @@ func goName(c string) string {
 func TestKernelDefinesMatchGo(t *testing.T) {
 	defs := cDefines(t, readKernelSource(t))
 	for name, want := range map[string]int64{
-		"MAX_RANKS":   MaxWorldSize,
-		"MAX_BLOCKS":  maxBlocks,
-		"THREADS":     maxThreadsPerBlock,
-		"NUM_PHASES":  numPhases,
-		"PHASE_START": int64(PhaseStart),
-		"PHASE_END":   int64(PhaseEnd),
+		"MAX_RANKS":          MaxWorldSize,
+		"MAX_BLOCKS":         maxBlocks,
+		"THREADS":            maxThreadsPerBlock,
+		"FLAG_PHASES":        numFlagPhases,
+		"PHASE_START":        int64(PhaseStart),
+		"PHASE_END":          int64(PhaseEnd),
+		"PHASE_CLOSE":        int64(PhaseClose),
+		"STATUS_OK":          statusOK,
+		"STATUS_TIMEOUT":     statusTimeout,
+		"STATUS_PEER_CLOSED": statusPeerClosed,
+		"STATUS_MISMATCH":    statusMismatch,
 	} {
 		got, ok := defs[name]
 		require.True(t, ok, "#define %s not found in %s", name, kernelSource)
 		assert.Equal(t, want, got, "#define %s", name)
 	}
-	// One u32 flag per (phase, block, peer): see flag_index in the kernels.
-	assert.Equal(t, defs["NUM_PHASES"]*defs["MAX_BLOCKS"]*defs["MAX_RANKS"]*4, int64(signalAreaBytes))
 }
 
 func TestStateLayoutMatchesKernels(t *testing.T) {
 	src := readKernelSource(t)
 	fields, size := cStruct(t, src, cDefines(t, src), "State")
 	want := []cField{
-		{"epoch", stateEpochsOff, 4, maxBlocks},
-		{"tokens", stateTokensOff, 4, MaxWorldSize},
-		{"prefix", statePrefixOff, 4, MaxWorldSize + 1},
-		{"timeout_claimed", stateClaimedOff, 4, 1},
+		{"epoch", stateEpochOff, 4, 1},
+		{"arrived", stateArrivedOff, 4, 1},
+		{"claimed", stateClaimedOff, 4, 1},
+		{"reserved", 12, 4, 1},
 	}
 	assert.Equal(t, want, fields)
 	assert.Equal(t, int64(stateBytes), size)
+	assert.Equal(t, 16, stateBytes)
+}
+
+func TestSignalsLayoutMatchesKernels(t *testing.T) {
+	src := readKernelSource(t)
+	fields, size := cStruct(t, src, cDefines(t, src), "Signals")
+	want := []cField{
+		{"flag", 0, flagBytes, numFlagPhases * maxBlocks * MaxWorldSize},
+		{"bye", signalByeOff, 4, MaxWorldSize},
+	}
+	assert.Equal(t, want, fields)
+	assert.Equal(t, int64(signalAreaBytes), size)
 	// The literal values, in case both sides drift together.
-	assert.Equal(t, 0, stateEpochsOff)
-	assert.Equal(t, 4096, stateTokensOff)
-	assert.Equal(t, 4128, statePrefixOff)
-	assert.Equal(t, 4164, stateClaimedOff)
-	assert.Equal(t, 4168, stateBytes)
-	assert.Equal(t, 65536, signalAreaBytes)
+	assert.Equal(t, 131072, signalByeOff)
+	assert.Equal(t, 131104, signalAreaBytes)
 }
 
 func TestKernelArgsLayout(t *testing.T) {
 	var a kernelArgs
-	require.Equal(t, uintptr(200), unsafe.Sizeof(a))
+	require.Equal(t, uintptr(272), unsafe.Sizeof(a))
+	require.Equal(t, unsafe.Sizeof(a), argsBytes)
 	files := ptx.Files()
 	require.NotEmpty(t, files)
 	for _, f := range files {
@@ -158,16 +171,10 @@ func TestKernelArgsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(0), unsafe.Offsetof(a.Data))
 	assert.Equal(t, uintptr(64), unsafe.Offsetof(a.Signal))
 	assert.Equal(t, uintptr(128), unsafe.Offsetof(a.Input))
-	assert.Equal(t, uintptr(136), unsafe.Offsetof(a.State))
-	assert.Equal(t, uintptr(144), unsafe.Offsetof(a.Status))
-	assert.Equal(t, uintptr(152), unsafe.Offsetof(a.TimeoutNs))
-	assert.Equal(t, uintptr(160), unsafe.Offsetof(a.HalfBytes))
-	assert.Equal(t, uintptr(168), unsafe.Offsetof(a.Capacity))
-	assert.Equal(t, uintptr(176), unsafe.Offsetof(a.Rank))
-	assert.Equal(t, uintptr(180), unsafe.Offsetof(a.World))
-	assert.Equal(t, uintptr(184), unsafe.Offsetof(a.Batch))
-	assert.Equal(t, uintptr(188), unsafe.Offsetof(a.Units))
-	assert.Equal(t, uintptr(192), unsafe.Offsetof(a.Active))
+	assert.Equal(t, uintptr(176), unsafe.Offsetof(a.Tokens))
+	assert.Equal(t, uintptr(208), unsafe.Offsetof(a.Prefix))
+	assert.Equal(t, uintptr(244), unsafe.Offsetof(a.Rank))
+	assert.Equal(t, uintptr(264), unsafe.Offsetof(a.Sig))
 
 	src := readKernelSource(t)
 	fields, size := cStruct(t, src, cDefines(t, src), "Args")
@@ -177,10 +184,10 @@ func TestKernelArgsLayout(t *testing.T) {
 
 func TestStatusWordLayout(t *testing.T) {
 	var s statusWord
-	require.Equal(t, uintptr(24), unsafe.Sizeof(s))
+	require.Equal(t, uintptr(32), unsafe.Sizeof(s))
 	src := readKernelSource(t)
 	fields, size := cStruct(t, src, cDefines(t, src), "Status")
-	assert.Equal(t, int64(24), size, "sizeof(struct Status)")
+	assert.Equal(t, int64(32), size, "sizeof(struct Status)")
 	checkGoMirror(t, reflect.TypeOf(s), fields)
 }
 
@@ -228,15 +235,15 @@ func TestBufferLayout(t *testing.T) {
 		}
 	}
 
-	assert.Equal(t, bufferLayout{dataBytes: 0, signalOff: 0, stateOff: 65536, total: 69888}, newBufferLayout(0, 1))
-	assert.Equal(t, bufferLayout{dataBytes: 1, signalOff: 256, stateOff: 65792, total: 70144}, newBufferLayout(1, 1))
-	assert.Equal(t, bufferLayout{dataBytes: 256, signalOff: 256, stateOff: 65792, total: 70144}, newBufferLayout(256, 1))
-	assert.Equal(t, bufferLayout{dataBytes: 257, signalOff: 512, stateOff: 66048, total: 70400}, newBufferLayout(257, 1))
+	assert.Equal(t, bufferLayout{dataBytes: 0, signalOff: 0, stateOff: 131328, total: 131584}, newBufferLayout(0, 1))
+	assert.Equal(t, bufferLayout{dataBytes: 1, signalOff: 256, stateOff: 131584, total: 131840}, newBufferLayout(1, 1))
+	assert.Equal(t, bufferLayout{dataBytes: 256, signalOff: 256, stateOff: 131584, total: 131840}, newBufferLayout(256, 1))
+	assert.Equal(t, bufferLayout{dataBytes: 257, signalOff: 512, stateOff: 131840, total: 132096}, newBufferLayout(257, 1))
 
-	assert.Equal(t, bufferLayout{dataBytes: 0, halfBytes: 0, signalOff: 0, stateOff: 65536, total: 69888}, newBufferLayout(0, 2))
-	assert.Equal(t, bufferLayout{dataBytes: 1, halfBytes: 256, signalOff: 512, stateOff: 66048, total: 70400}, newBufferLayout(1, 2))
-	assert.Equal(t, bufferLayout{dataBytes: 256, halfBytes: 256, signalOff: 512, stateOff: 66048, total: 70400}, newBufferLayout(256, 2))
-	assert.Equal(t, bufferLayout{dataBytes: 257, halfBytes: 512, signalOff: 1024, stateOff: 66560, total: 70912}, newBufferLayout(257, 2))
+	assert.Equal(t, bufferLayout{dataBytes: 0, halfBytes: 0, signalOff: 0, stateOff: 131328, total: 131584}, newBufferLayout(0, 2))
+	assert.Equal(t, bufferLayout{dataBytes: 1, halfBytes: 256, signalOff: 512, stateOff: 131840, total: 132096}, newBufferLayout(1, 2))
+	assert.Equal(t, bufferLayout{dataBytes: 256, halfBytes: 256, signalOff: 512, stateOff: 131840, total: 132096}, newBufferLayout(256, 2))
+	assert.Equal(t, bufferLayout{dataBytes: 257, halfBytes: 512, signalOff: 1024, stateOff: 132352, total: 132608}, newBufferLayout(257, 2))
 }
 
 // The Comm's layout follows Config.SingleBuffer.

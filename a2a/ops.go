@@ -64,7 +64,7 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 	if c.tokens.counts == nil {
 		return Tensor{}, ErrTokensNotSet
 	}
-	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.widths)
+	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.k.widths)
 	if err != nil {
 		return Tensor{}, err
 	}
@@ -87,9 +87,16 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 	c.args.Batch = uint32(x.Shape[0])
 	c.args.Units = uint32(p.chunk / int64(p.width))
 	c.args.Active = uint32(activeBlocks(p.groupBytes, c.blocks))
-	if err := c.launch(c.fns[op][p.width]); err != nil {
+	c.args.Sig = p.sig
+	if c.cfg.SingleBuffer {
+		if err := c.launch(c.k.start, 1, farewellThreads); err != nil {
+			return Tensor{}, err
+		}
+	}
+	if err := c.launch(c.k.ops[op][p.width], c.blocks, c.threads); err != nil {
 		return Tensor{}, err
 	}
+	c.launches++
 	if dst != nil && p.outBytes > 0 {
 		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), out, uint64(p.outBytes), c.stream); err != nil {
 			return Tensor{}, c.fail(wrapDriver("copying the output", err))

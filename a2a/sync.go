@@ -39,11 +39,34 @@ func (c *Comm) Sync() error {
 	if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
 		return c.fail(wrapDriver("running the collective", err))
 	}
+	if err := c.usable(false); err != nil {
+		return err
+	}
+	// This Comm is idle now; others may be too: a moment to release what
+	// closed Comms left behind.
+	c.share.tryDrainLater()
+	return nil
+}
+
+// waitQueued waits for the operations queued on the Comm (a memory helper
+// touching its buffer depends on them) and reports a failure as Sync does.
+// A closed Comm has nothing queued.
+func (c *Comm) waitQueued() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	if c.failure == nil {
+		if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
+			return c.fail(wrapDriver("running the collective", err))
+		}
+	}
 	return c.usable(false)
 }
 
 // usable returns nil when an operation may be enqueued: not closed, not
-// broken (a timeout recorded by the device counts), and connected if
+// broken (a failure recorded by the device counts), and connected if
 // needConnect. The first failure is returned as itself once, then wrapped
 // in ErrBroken.
 func (c *Comm) usable(needConnect bool) error {
@@ -51,8 +74,8 @@ func (c *Comm) usable(needConnect bool) error {
 		return ErrClosed
 	}
 	if c.failure == nil {
-		if t := c.timeoutFromDevice(); t != nil {
-			c.failure = t
+		if f := c.failureFromDevice(); f != nil {
+			c.failure = f
 		}
 	}
 	if c.failure != nil {
@@ -78,23 +101,40 @@ func (c *Comm) fail(err error) error {
 	return err
 }
 
-func (c *Comm) timeoutFromDevice() *TimeoutError {
+// failureFromDevice decodes the status word a failed kernel wrote, or nil.
+func (c *Comm) failureFromDevice() error {
 	st := (*statusWord)(c.statusHost)
-	if atomic.LoadUint32(&st.Code) == 0 {
+	code := atomic.LoadUint32(&st.Code)
+	if code == statusOK {
 		return nil
 	}
-	return &TimeoutError{
-		Rank: int(atomic.LoadUint32(&st.Rank)), Peer: int(atomic.LoadUint32(&st.Peer)),
-		Phase: Phase(atomic.LoadUint32(&st.Phase)), Epoch: atomic.LoadUint32(&st.Epoch),
-		Block: int(atomic.LoadUint32(&st.Block)), Timeout: time.Duration(c.args.TimeoutNs),
+	rank, peer := int(atomic.LoadUint32(&st.Rank)), int(atomic.LoadUint32(&st.Peer))
+	phase, epoch := Phase(atomic.LoadUint32(&st.Phase)), atomic.LoadUint32(&st.Epoch)
+	block := int(atomic.LoadUint32(&st.Block))
+	switch code {
+	case statusPeerClosed:
+		return &PeerClosedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
+	case statusMismatch:
+		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
+			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
 	}
+	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(c.args.TimeoutNs)}
 }
 
-// Close waits for queued operations, meets every peer at a barrier (bounded
-// by the timeout) so that no peer is still signalling into this buffer,
-// then unmaps the peers and frees everything. It is idempotent; the Comm
-// is unusable afterwards. It returns what went wrong on the way (a timed-out
-// close barrier included), having released everything regardless.
+// farewellThreads is the block size of the one-block kernels (start
+// barrier, farewell): one thread per peer is enough.
+const farewellThreads = 32
+
+// Close waits for queued operations, then tells every peer that this rank
+// is leaving and, unless the Comm broke on a timeout (its peer is likely
+// dead), waits until every peer has said the same (bounded by the
+// timeout), so that no peer is still writing into this buffer. A peer
+// still inside an operation with this rank gets ErrPeerClosed instead of a
+// result. Close then releases everything: what could wait for other Comms'
+// kernels is deferred until none runs (see deviceShare). It is
+// idempotent; the Comm is unusable afterwards. It returns what went wrong
+// on the way (a peer that never said goodbye included), having released
+// everything regardless.
 func (c *Comm) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -102,61 +142,95 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	var errs []error
-	if c.connected && c.usable(true) == nil {
-		c.args.Active = uint32(c.blocks)
-		if err := c.launch(c.barrier); err != nil {
+	brokenBefore := c.failure != nil || c.failureFromDevice() != nil
+	if c.connected {
+		var te *TimeoutError
+		c.args.Active = 1
+		if errors.As(c.failure, &te) || errors.As(c.failureFromDevice(), &te) {
+			c.args.Active = 0 // say goodbye, but do not wait for a peer that may be gone
+		}
+		if err := c.launch(c.k.close, 1, farewellThreads); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
 		errs = append(errs, wrapDriver("waiting for queued operations", err))
 	}
-	if c.failure == nil {
-		if t := c.timeoutFromDevice(); t != nil {
-			errs = append(errs, t)
+	if !brokenBefore {
+		if f := c.failureFromDevice(); f != nil {
+			errs = append(errs, f)
 		}
 	}
 	c.closed = true
-	errs = append(errs, c.unmapPeers(), c.release())
+	c.share.remove(c)
+	errs = append(errs, c.release())
 	return errors.Join(errs...)
 }
 
-// release frees what init acquired; safe on a partly initialised Comm.
+// release frees what init and Connect acquired; safe on a partly
+// initialised Comm. Calls that may wait for the device (freeing, unmapping)
+// go to the share's graveyard.
 func (c *Comm) release() error {
-	ctx := c.dev.ctx
 	var errs []error
 	keep := func(what string, err error) {
 		if err != nil {
 			errs = append(errs, wrapDriver(what, err))
 		}
 	}
-	if c.buf != 0 {
-		keep("freeing the buffer", ctx.MemFree(c.buf))
+	if c.share == nil {
+		keep("releasing the device", c.dev.Close())
+		return errors.Join(errs...)
+	}
+	ctx := c.share.ctx
+	c.buryPeers()
+	var graves []release
+	if buf := c.buf; buf != 0 {
+		graves = append(graves, release{"freeing the buffer", func() error { return ctx.MemFree(buf) }})
 		c.buf = 0
 	}
-	if c.statusHost != nil {
-		keep("freeing the status word", ctx.HostFree(c.statusHost))
+	if host := c.statusHost; host != nil {
+		graves = append(graves, release{"freeing the status word", func() error { return ctx.HostFree(host) }})
 		c.statusHost = nil
 	}
+	c.share.bury(graves...)
 	if c.stream != 0 {
-		keep("destroying the stream", ctx.StreamDestroy(c.stream))
+		keep("destroying the stream", c.dev.ctx.StreamDestroy(c.stream))
 		c.stream = 0
 	}
-	if c.module != 0 {
-		keep("unloading kernels", ctx.UnloadModule(c.module))
-		c.module = 0
+	keep("releasing the device", c.dev.Close())
+	if err := c.share.put(); err != nil {
+		errs = append(errs, err)
 	}
-	errs = append(errs, c.dev.Close())
 	return errors.Join(errs...)
 }
 
-// launch enqueues one kernel with the current args.
-func (c *Comm) launch(f driver.Function) error {
-	err := c.dev.ctx.Launch(f, [3]uint32{uint32(c.blocks), 1, 1}, [3]uint32{uint32(c.threads), 1, 1}, 0, c.stream, c.params[:])
+// buryPeers forgets the peer mappings, handing what unmaps them to the
+// share's graveyard.
+func (c *Comm) buryPeers() {
+	ctx := c.share.ctx
+	var graves []release
+	for i := range c.peers {
+		m := c.peers[i]
+		if m.ipcOpened {
+			graves = append(graves, release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(m.ptr) }})
+		}
+		if m.peerCtx != nil {
+			graves = append(graves, release{"releasing a peer context", m.peerCtx.Release})
+		}
+		c.peers[i] = peerMapping{}
+	}
+	c.share.bury(graves...)
+}
+
+// launch enqueues one kernel with the current args, holding the share's
+// launch gate so that no graveyard release starts while it may run.
+func (c *Comm) launch(f driver.Function, grid, threads int) error {
+	c.share.gate.RLock()
+	err := c.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, c.stream, c.params[:])
+	c.share.gate.RUnlock()
 	if err != nil {
 		return c.fail(wrapDriver("launching kernel", err))
 	}
-	c.launches++
 	return nil
 }
 

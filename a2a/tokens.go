@@ -1,15 +1,11 @@
 package a2a
 
-import (
-	"fmt"
-
-	"github.com/ulysses-go/ulysses/internal/driver"
-)
+import "fmt"
 
 // SetRankTokens sets the number of tokens each rank holds (uneven counts and
-// zeros allowed; no padding). Every rank must pass the same counts. The
-// counts live in device memory, read by the kernels; setting them waits for
-// the Comm's queued operations first.
+// zeros allowed; no padding) for the operations enqueued after it. Every
+// rank must pass the same counts. The counts travel with each launch, so
+// this touches no device memory and waits for nothing.
 func (c *Comm) SetRankTokens(counts []int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -30,23 +26,14 @@ func (c *Comm) SetRankTokens(counts []int) error {
 		return fmt.Errorf("a2a: %d tokens in all, over 2^30: %w", total, ErrTokens)
 	}
 	ts := newTokenSet(counts)
-	b := make([]byte, (MaxWorldSize+MaxWorldSize+1)*4)
+	c.args.Tokens = [MaxWorldSize]int32{}
+	c.args.Prefix = [MaxWorldSize + 1]int32{}
 	for i, n := range ts.counts {
-		putU32(b[4*i:], uint32(n))
+		c.args.Tokens[i] = int32(n)
 	}
 	for i, n := range ts.prefix {
-		putU32(b[4*(MaxWorldSize+i):], uint32(n))
-	}
-	if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
-		return c.fail(wrapDriver("waiting for queued operations", err))
-	}
-	if err := c.dev.ctx.MemcpyHtoD(c.buf+driver.DevicePtr(c.layout.stateOff+stateTokensOff), b); err != nil {
-		return c.fail(wrapDriver("writing token counts", err))
+		c.args.Prefix[i] = int32(n)
 	}
 	c.tokens = ts
 	return nil
-}
-
-func putU32(b []byte, v uint32) {
-	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }

@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "37a48acffddb7a76b0adfb969cc64ece3a9c3a8fd7ec26ad4cd0b33cf76fba0b"
+const SourceHash = "81b524cfe19fba56f5c7b406e0a2c87fe7469dcd34555be4ec21b5613bb9cacd"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 200, Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 272, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -22,9 +22,10 @@ var manifest = []File{
 		"ulysses_send_recv_heads_v2",
 		"ulysses_gather_heads_v2",
 		"ulysses_all_gather_v2",
-		"ulysses_barrier",
+		"ulysses_start",
+		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 200, Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 272, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -37,6 +38,7 @@ var manifest = []File{
 		"ulysses_send_recv_heads_v1",
 		"ulysses_gather_heads_v1",
 		"ulysses_all_gather_v1",
-		"ulysses_barrier",
+		"ulysses_start",
+		"ulysses_close",
 	}},
 }

@@ -30,8 +30,11 @@ const (
 // Ops lists the operations with per-width entries.
 var Ops = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather}
 
-// Barrier is the data-free barrier entry that every file holds.
-const Barrier Entry = "ulysses_barrier"
+// Entries without a vector width that every file holds.
+const (
+	Start Entry = "ulysses_start" // the single-buffer start barrier
+	Close Entry = "ulysses_close" // Close's farewell to the peers
+)
 
 // VectorWidths lists the copy widths in bytes, widest first. Every file has
 // entries for 16, 8 and 4 bytes and for its own element width.

@@ -1,35 +1,33 @@
 // Kernels of the ulysses collectives: SendRecvHeads, GatherHeads and AllGather
-// over buffers shared with CUDA IPC, plus a data-free barrier used by Close.
+// over buffers shared with CUDA IPC, plus the start barrier of the
+// single-buffer mode and the farewell Close sends.
 //
 // Compiled to PTX once per element width (ELEM_BYTES = 2 for bf16/fp16,
 // 1 for fp8) by `go generate ./ptx`. The ops only move bytes, so the element
 // width only decides the narrowest copy path.
 //
-// Protocol (docs/DESIGN.md, "The buffer and the protocol"):
-//   1. START barrier (single-buffer mode only): block b tells block b of
-//      every peer that this rank's stream has reached operation e, and waits
-//      until every peer says the same. A peer that reached e has finished
-//      everything it queued before e, including every read of the previous
-//      contents of its buffer, so after the barrier we may overwrite it.
-//      In double-buffer mode (the default) the data region has two halves
-//      and operation e writes half e&1. Half e&1 last held the output of
-//      e-2, and a peer read that output before its stream reached e-1, which
-//      it did before it signalled the END of e-1, which we waited for before
-//      we could start e: no start barrier is needed.
-//   2. Copy: read the local input once (non-coherent loads, several in
-//      flight per thread) and store each vector straight to its final place
-//      in the owner's data region (the layout change is fused into the copy).
-//   3. END barrier: block b publishes its stores and tells block b of every
-//      peer; it then waits for every peer's block b. When all our blocks have
-//      passed it, every peer's block has landed its stores in our buffer.
-// Flags hold epochs, never counts: the writer stores the epoch with release
-// semantics and the waiter compares with wrap-safe arithmetic, so a fast
-// peer's next signal can only move a flag forward and never be miscounted.
-// Each block keeps its own epoch counter in device memory and advances it
-// itself, so a captured CUDA graph replays correctly.
-// Every wait is bounded by %globaltimer (nanoseconds; independent of the SM
-// clock). On expiry the kernel records {phase, peer, epoch} and returns: it
-// never traps, because a trap would destroy the whole CUDA context.
+// Protocol (docs/DESIGN.md, "The protocol" says why it is safe):
+//   1. Start: each active block reads the epoch e and counts itself in.
+//   2. Copy: each active block reads its part of the local input once and
+//      stores every vector straight to its final place in the owner's data
+//      half e&1 (the layout change is fused into the copy). No block waits
+//      before writing: the half was last read two operations ago (with a
+//      single half, ulysses_start ran first and met every peer).
+//   3. Signal: each active block publishes its stores and stores {epoch,
+//      signature} into its flag at every peer.
+//   4. Wait: only the LAST block to count itself in waits, for every flag
+//      of every peer's active blocks, then advances the epoch. No other
+//      block ever waits, and every other block had started before it, so a
+//      waiting block never keeps a block it depends on out of an SM: any
+//      number of Comms can run at once, whatever their grids.
+// Flags hold epochs, never counts, so a fast peer's next signal only moves
+// a flag forward. The signature names the operation and its shape: a
+// waiter that finds the peer at the same epoch with another signature
+// reports that the ranks ran different operations instead of a result.
+// A peer that closed says so in its farewell word; a waiter that sees it
+// fails the operation instead of taking the close for the operation.
+// Every wait is bounded by %globaltimer. On expiry the kernel records what
+// it waited for and returns: it never traps (a trap destroys the context).
 
 #ifndef ELEM_BYTES
 #error "compile with -DELEM_BYTES=1 or -DELEM_BYTES=2"
@@ -47,66 +45,112 @@
 #define UNROLL 8
 #endif
 
-// Phases of a barrier; each owns one flag per (block, peer).
+// Phases: the start barrier (single buffer) and the end of an operation
+// own one flag per (block, peer) each; close has no flags, only bye words.
 #define PHASE_START 0u
 #define PHASE_END 1u
-#define NUM_PHASES 2u
+#define PHASE_CLOSE 2u
+#define FLAG_PHASES 2u
+
+// Status codes the host reads.
+#define STATUS_OK 0u
+#define STATUS_TIMEOUT 1u
+#define STATUS_PEER_CLOSED 2u
+#define STATUS_MISMATCH 3u
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
-// Local state at the end of each rank's buffer (only its owner reads it).
-// Must match a2a/layout.go.
+// Local state at the end of each rank's buffer (only its owner's kernels
+// touch it). Must match a2a/layout.go.
 struct State {
-    u32 epoch[MAX_BLOCKS];       // last epoch each block used
-    int tokens[MAX_RANKS];       // T_r per rank
-    int prefix[MAX_RANKS + 1];   // p_r, prefix[world] = T
-    u32 timeout_claimed;         // first block to time out sets it; later launches return at once
+    u32 epoch;    // operations completed: the last block of each advances it
+    u32 arrived;  // active blocks of the running operation that have signalled
+    u32 claimed;  // the first failure claims it; later launches return at once
+    u32 reserved;
 };
 
-// What the host reads after a timeout: pinned host memory mapped into the
+// The signal area of each rank's buffer: written only by its peers.
+// Must match a2a/layout.go.
+struct Signals {
+    u64 flag[FLAG_PHASES][MAX_BLOCKS][MAX_RANKS];  // {epoch | signature << 32} from (block, peer)
+    u32 bye[MAX_RANKS];                            // nonzero: that peer closed and writes nothing more here
+};
+
+// What the host reads after a failure: pinned host memory mapped into the
 // device. Written once, by the block that claimed it; code is written last.
 struct Status {
-    u32 code;   // 0: ok, 1: timed out
+    u32 code;  // STATUS_*
     u32 phase;
     u32 peer;
     u32 epoch;
-    u32 block;
+    u32 block;  // the block whose flag was missing or wrong
     u32 rank;
+    u32 sig;       // this rank's signature of the operation
+    u32 peer_sig;  // the peer's, for STATUS_MISMATCH
 };
 
 // The single kernel parameter, passed by value. Must match a2a/layout.go.
+// Everything an operation depends on travels in it, token counts included,
+// so nothing the host writes to the device can race with a kernel.
 struct Args {
     u64 data[MAX_RANKS];    // data region of every rank's buffer, mapped here
     u64 signal[MAX_RANKS];  // signal area of every rank's buffer, mapped here
     u64 input;              // this rank's input tensor
     u64 state;              // this rank's State
     u64 status;             // device pointer of this rank's host-mapped Status
-    u64 timeout_ns;         // how long one barrier may wait
-    u64 half_bytes;         // offset of the second data half; 0: single buffer, start barrier needed
+    u64 timeout_ns;         // how long one wait may take
+    u64 half_bytes;         // offset of the second data half; 0: single buffer
     u64 capacity;           // bytes of one data half: no store goes past it
+    int tokens[MAX_RANKS];  // T_r of every rank
+    int prefix[MAX_RANKS + 1];  // p_r; prefix[world] = T
     u32 rank;
     u32 world;
     u32 batch;
-    u32 units;              // vectors per chunk (head ops) or per token row (AllGather)
-    u32 active;             // blocks that copy and meet at barriers (the same on every rank)
-    u32 reserved;
+    u32 units;   // vectors per chunk (head ops) or per token row (AllGather)
+    u32 active;  // blocks that copy (the same on every rank); ulysses_close: 1 to wait for byes
+    u32 sig;     // signature of the operation, the same on every rank
 };
 
 // ---- memory-model primitives ------------------------------------------------
 
 // Store a flag so that everything this thread has observed (the block's
-// stores, ordered by the fence and __syncthreads before it) is visible to a
+// stores, ordered by the __syncthreads before it) is visible to a
 // system-scope acquirer that reads the flag.
-__device__ __forceinline__ void store_release_sys(u32 *p, u32 v) {
+__device__ __forceinline__ void store_release_sys(u64 *p, u64 v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ void store_release_sys32(u32 *p, u32 v) {
     asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // Read a flag written by another GPU; later loads and stores of this thread
-// cannot move before it.
-__device__ __forceinline__ u32 load_acquire_sys(const u32 *p) {
+// cannot move before it. (Polling with relaxed loads and one fence.acq_rel.sys
+// per thread after them ran slower: docs/GPU-RUNS.md, run 11.)
+__device__ __forceinline__ u64 load_acquire_sys(const u64 *p) {
+    u64 v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ u32 load_acquire_sys32(const u32 *p) {
     u32 v;
     asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Count a block in (see begin). Relaxed, and done by a thread that signals
+// no peer, so it waits for no fence.
+__device__ __forceinline__ u32 arrive(u32 *p) {
+    u32 old;
+    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+    return old;
+}
+
+__device__ __forceinline__ u32 load_relaxed_sys32(const u32 *p) {
+    u32 v;
+    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 
@@ -116,110 +160,184 @@ __device__ __forceinline__ u64 global_timer_ns() {
     return t;
 }
 
-// Flags of one rank's signal area: [phase][block][peer].
-__device__ __forceinline__ u32 flag_index(u32 phase, u32 block, u32 peer) {
-    return (phase * MAX_BLOCKS + block) * MAX_RANKS + peer;
+__device__ __forceinline__ Signals *signals_of(const Args &a, u32 r) {
+    return reinterpret_cast<Signals *>(a.signal[r]);
 }
 
-// ---- timeout reporting ------------------------------------------------------
+__device__ __forceinline__ u64 pack_flag(u32 epoch, u32 sig) {
+    return static_cast<u64>(sig) << 32 | epoch;
+}
 
-__device__ void report_timeout(const Args &a, u32 phase, u32 peer, u32 epoch) {
+// ---- failure reporting ------------------------------------------------------
+
+__device__ void report(const Args &a, u32 code, u32 phase, u32 peer, u32 epoch, u32 block, u32 peer_sig) {
     State *st = reinterpret_cast<State *>(a.state);
-    if (atomicCAS(&st->timeout_claimed, 0u, 1u) != 0u) {
+    if (atomicCAS(&st->claimed, 0u, 1u) != 0u) {
         return;  // another block already reported
     }
     volatile Status *s = reinterpret_cast<volatile Status *>(a.status);
     s->phase = phase;
     s->peer = peer;
     s->epoch = epoch;
-    s->block = blockIdx.x;
+    s->block = block;
     s->rank = a.rank;
+    s->sig = a.sig;
+    s->peer_sig = peer_sig;
     // The fields must reach host memory before the code that says they are valid.
     __threadfence_system();
-    s->code = 1u;
+    s->code = code;
     __threadfence_system();
 }
 
-// ---- the barrier ------------------------------------------------------------
+// A peer that said bye closed its Comm (or is closing it): it will not
+// take part in any operation again. Acquire: on true, everything the peer
+// published before its bye is visible.
+__device__ __forceinline__ bool peer_left(const Args &a, u32 p) {
+    return load_acquire_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
+}
 
-// One block's half of a barrier with every peer. Thread p (< world, != rank)
-// signals peer p and waits for peer p's signal. Returns false on timeout (for
-// the whole block).
-__device__ bool barrier(const Args &a, u32 phase, u32 epoch, int *failed) {
-    // Every thread's stores happen before __syncthreads, which happens before
-    // thread p's release store; a release at system scope is cumulative, so
-    // a peer that acquires the flag also sees every store of this block. No
-    // per-thread fence is needed (each one would wait for its own stores'
-    // acknowledgements from across NVLink).
-    __syncthreads();
-    const u32 p = threadIdx.x;
-    if (p < a.world && p != a.rank) {
-        u32 *remote = reinterpret_cast<u32 *>(a.signal[p]) + flag_index(phase, blockIdx.x, a.rank);
-        store_release_sys(remote, epoch);
-        const u32 *mine = reinterpret_cast<const u32 *>(a.signal[a.rank]) + flag_index(phase, blockIdx.x, p);
-        const u64 deadline = global_timer_ns() + a.timeout_ns;
-        // Wrap-safe: the flag is behind while (flag - epoch) is negative.
-        while (static_cast<int>(load_acquire_sys(mine) - epoch) < 0) {
+// ---- waiting ----------------------------------------------------------------
+
+// Wait until every peer's blocks 0..nblocks-1 have signalled epoch e (or
+// later) in phase, with the same signature as ours. The threads of the
+// block share the (block, peer) flags. On failure the first failing thread
+// reports and sets *failed; the others stop soon after. Returns whether
+// the whole wait succeeded.
+__device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int *failed) {
+    const u32 n = nblocks * a.world;
+    const u64 deadline = global_timer_ns() + a.timeout_ns;
+    const Signals *mine = signals_of(a, a.rank);
+    for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+        const u32 b = i / a.world, p = i - b * a.world;
+        if (p == a.rank) {
+            continue;
+        }
+        const u64 *flag = &mine->flag[phase][b][p];
+        for (;;) {
+            u64 v = load_acquire_sys(flag);
+            if (static_cast<int>(static_cast<u32>(v) - e) < 0 && peer_left(a, p)) {
+                // A peer's bye comes after all its signals: read the flag
+                // again, now that the bye is seen, before calling it gone.
+                v = load_acquire_sys(flag);
+                if (static_cast<int>(static_cast<u32>(v) - e) < 0) {
+                    report(a, STATUS_PEER_CLOSED, phase, p, e, b, 0u);
+                    *failed = 1;
+                    break;
+                }
+            }
+            // Wrap-safe: the flag is behind while (flag - e) is negative.
+            // A peer ahead of us (epoch e+1) checked our signature at e.
+            if (static_cast<int>(static_cast<u32>(v) - e) >= 0) {
+                if (static_cast<u32>(v) == e && static_cast<u32>(v >> 32) != a.sig) {
+                    report(a, STATUS_MISMATCH, phase, p, e, b, static_cast<u32>(v >> 32));
+                    *failed = 1;
+                }
+                break;
+            }
+            if (*reinterpret_cast<volatile int *>(failed) != 0) {
+                break;
+            }
             if (global_timer_ns() > deadline) {
-                report_timeout(a, phase, p, epoch);
+                report(a, STATUS_TIMEOUT, phase, p, e, b, 0u);
                 *failed = 1;
                 break;
             }
+        }
+        if (*reinterpret_cast<volatile int *>(failed) != 0) {
+            break;
         }
     }
     __syncthreads();
     return *failed == 0;
 }
 
-// Shared per-block prologue: token counts into shared memory and the block's
-// next epoch. Returns false when an earlier launch already timed out (the
-// Comm is broken: do nothing rather than wait out another timeout).
+// Store {e, sig} into flag (phase, block) of every peer. Thread p signals
+// peer p. Every store this block made before the __syncthreads that must
+// precede this call is visible to a peer that acquires the flag: the
+// release is cumulative over what the block's barrier ordered before it.
+__device__ __forceinline__ void signal_peers(const Args &a, u32 phase, u32 e) {
+    const u32 p = threadIdx.x;
+    if (p < a.world && p != a.rank) {
+        store_release_sys(&signals_of(a, p)->flag[phase][blockIdx.x][a.rank], pack_flag(e, a.sig));
+    }
+}
+
+// ---- the operation's frame --------------------------------------------------
+
 struct Shared {
     u64 data[MAX_RANKS];  // destinations, indexed at run time: shared, not local memory
     int tokens[MAX_RANKS];
     int prefix[MAX_RANKS + 1];
+    int gone[MAX_RANKS];  // gone[p]: peer p said bye before this operation wrote anything
     u32 epoch;
+    int claimed;
     int failed;
+    int last;
 };
 
-__device__ bool prologue(const Args &a, Shared &sh) {
-    State *st = reinterpret_cast<State *>(a.state);
-    const u32 p = threadIdx.x;
-    u32 e = 0;
-    if (p < a.world) {
-        sh.tokens[p] = st->tokens[p];
-        // Every rank's operation e writes the same half of every buffer.
-        // Only this block touches its own counter, and only after the
-        // __syncthreads below, so every reader sees the old value.
-        e = st->epoch[blockIdx.x] + 1u;
-        sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
-    }
-    if (p <= a.world) {
-        sh.prefix[p] = st->prefix[p];
-    }
-    if (p == 0) {
-        sh.failed = static_cast<int>(*reinterpret_cast<volatile u32 *>(&st->timeout_claimed));
-        sh.epoch = e;
-    }
-    __syncthreads();
-    if (p == 0) {
-        st->epoch[blockIdx.x] = e;
-    }
-    return sh.failed == 0;
-}
-
-// What every operation does before its copy: the prologue, then the start
-// barrier when the buffer has a single half.
-//
-// Every launched block advances its epoch, but only the first `active` ones
-// copy and meet at barriers: small operations need few blocks, and fewer
-// flags to wait for means less tail latency. `active` is computed from
-// values every rank knows, so block b is active on all ranks or on none.
-__device__ bool begin(const Args &a, Shared &sh) {
-    if (!prologue(a, sh) || blockIdx.x >= a.active) {
+// What every active block does before its copy: the epoch of this
+// operation, the token counts into shared memory, the destinations, and
+// the checks that the Comm is not broken and no peer has left (then it
+// writes nothing). All loads are issued before one barrier. Blocks past
+// `active` return at once; `active` is computed from values every rank
+// knows, so block b copies on all ranks or on none.
+// With count, the block then counts itself in: the last block to do so
+// (every other one has started, so it keeps no block of this kernel out
+// of an SM) will wait for the peers at the end. It counts in after it has
+// read the epoch, and so has every other block, before the last one
+// advances it.
+__device__ bool begin(const Args &a, Shared &sh, bool count) {
+    if (blockIdx.x >= a.active) {
         return false;
     }
-    return a.half_bytes != 0ull || barrier(a, PHASE_START, sh.epoch, &sh.failed);
+    const State *st = reinterpret_cast<const State *>(a.state);
+    const u32 p = threadIdx.x;
+    if (p < a.world) {
+        // Written by the last block of the previous operation, which
+        // finished before this launch began (stream order).
+        const u32 e = st->epoch + 1u;
+        sh.tokens[p] = a.tokens[p];
+        sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
+        // Relaxed: a bye seen here only stops the operation.
+        sh.gone[p] = p != a.rank && load_relaxed_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
+        if (sh.gone[p]) {
+            report(a, STATUS_PEER_CLOSED, PHASE_START, p, e, blockIdx.x, 0u);
+        }
+        if (p == 0) {
+            sh.epoch = e;
+            sh.claimed = static_cast<int>(*reinterpret_cast<const volatile u32 *>(&st->claimed));
+            sh.failed = 0;
+        }
+    }
+    if (p <= a.world) {
+        sh.prefix[p] = a.prefix[p];
+    }
+    __syncthreads();
+    bool ok = sh.claimed == 0;
+    for (u32 q = 0; q < a.world; q++) {
+        ok = ok && !sh.gone[q];
+    }
+    if (ok && count && threadIdx.x == blockDim.x - 1) {  // never a signalling thread: blockDim > MAX_RANKS
+        sh.last = arrive(&reinterpret_cast<State *>(a.state)->arrived) + 1u == a.active;
+    }
+    return ok;
+}
+
+// What every active block does after its copy: signal every peer and, in
+// the block that counted itself in last, wait for every peer's blocks and
+// advance the epoch.
+__device__ void end(const Args &a, Shared &sh) {
+    __syncthreads();  // the block's stores are issued before its signals; sh.last is set
+    signal_peers(a, PHASE_END, sh.epoch);
+    if (!sh.last) {
+        return;
+    }
+    wait_for_peers(a, PHASE_END, sh.epoch, a.active, &sh.failed);
+    if (threadIdx.x == 0) {
+        State *st = reinterpret_cast<State *>(a.state);
+        st->arrived = 0u;
+        st->epoch = sh.epoch;
+    }
 }
 
 // ---- vector types -----------------------------------------------------------
@@ -390,7 +508,7 @@ __device__ __forceinline__ void copy_vectors(u32 n, u32 active, const In &in, co
 template <typename V>
 __device__ __forceinline__ void send_recv_heads(const Args &a) {
     __shared__ Shared sh;
-    if (!begin(a, sh)) {
+    if (!begin(a, sh, true)) {
         return;
     }
     SendRecvHeadsMap<V> m;
@@ -404,13 +522,13 @@ __device__ __forceinline__ void send_recv_heads(const Args &a) {
     const u32 n = a.batch * m.rank_tokens * a.world * a.units;
     const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
     copy_vectors<V>(n, a.active, in, m);
-    barrier(a, PHASE_END, sh.epoch, &sh.failed);
+    end(a, sh);
 }
 
 template <typename V>
 __device__ __forceinline__ void gather_heads(const Args &a) {
     __shared__ Shared sh;
-    if (!begin(a, sh)) {
+    if (!begin(a, sh, true)) {
         return;
     }
     GatherHeadsMap<V> m;
@@ -429,13 +547,13 @@ __device__ __forceinline__ void gather_heads(const Args &a) {
     }
     const u32 n = a.batch * m.max_tokens * a.world * a.units;
     copy_vectors<V>(n, a.active, m, m);
-    barrier(a, PHASE_END, sh.epoch, &sh.failed);
+    end(a, sh);
 }
 
 template <typename V>
 __device__ __forceinline__ void all_gather(const Args &a) {
     __shared__ Shared sh;
-    if (!begin(a, sh)) {
+    if (!begin(a, sh, true)) {
         return;
     }
     AllGatherMap<V> m;
@@ -449,7 +567,7 @@ __device__ __forceinline__ void all_gather(const Args &a) {
     const u32 n = a.batch * m.rank_tokens * a.units;
     const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
     copy_vectors<V>(n, a.active, in, m);
-    barrier(a, PHASE_END, sh.epoch, &sh.failed);
+    end(a, sh);
 }
 
 // ---- entry points -----------------------------------------------------------
@@ -477,12 +595,39 @@ ENTRIES(2, V2)
 ENTRIES(1, V1)
 #endif
 
-// A barrier with no data: Close runs it so that no peer is still signalling
-// into this rank's buffer when it is unmapped and freed.
-extern "C" __global__ void __launch_bounds__(THREADS) ulysses_barrier(const Args a) {
+// The start barrier of the single-buffer mode, launched (one block) before
+// each operation's copy: every peer has reached this operation, so it has
+// finished everything it queued before, including every read of the
+// previous contents of its buffer. A failure claims the Comm, and the copy
+// launched after it then writes nothing.
+extern "C" __global__ void __launch_bounds__(THREADS) ulysses_start(const Args a) {
     __shared__ Shared sh;
-    if (!prologue(a, sh) || !barrier(a, PHASE_START, sh.epoch, &sh.failed)) {
+    if (!begin(a, sh, false)) {
         return;
     }
-    barrier(a, PHASE_END, sh.epoch, &sh.failed);
+    signal_peers(a, PHASE_START, sh.epoch);
+    wait_for_peers(a, PHASE_START, sh.epoch, 1u, &sh.failed);
+}
+
+// Close's farewell (one block): tell every peer that this rank will write
+// nothing more into its buffer and take part in no operation again, then,
+// when a.active is 1, wait until every peer has said the same, so that no
+// peer is still writing into this rank's buffer when it is freed.
+extern "C" __global__ void __launch_bounds__(THREADS) ulysses_close(const Args a) {
+    const u32 p = threadIdx.x;
+    if (p < a.world && p != a.rank) {
+        // Everything this rank stored into peer p (earlier kernels on this
+        // stream) is ordered before the bye.
+        __threadfence_system();
+        store_release_sys32(&signals_of(a, p)->bye[a.rank], 1u);
+        if (a.active != 0u) {
+            const u64 deadline = global_timer_ns() + a.timeout_ns;
+            while (!peer_left(a, p)) {
+                if (global_timer_ns() > deadline) {
+                    report(a, STATUS_TIMEOUT, PHASE_CLOSE, p, 0u, 0u, 0u);
+                    break;
+                }
+            }
+        }
+    }
 }

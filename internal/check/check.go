@@ -137,19 +137,42 @@ type inputSet struct {
 	own, srh, ag []byte // x's bytes (GatherHeads' output), SendRecvHeads', AllGather's
 }
 
+// Data is one rank's share of a case made from a seed: its input X
+// ([B, T_r, H, D]), which is also GatherHeads' expected output, its shard
+// of SendRecvHeads' output (GatherHeads' input, [B, T, H/P, D]), and
+// AllGather's expected output ([B, T, H, D]).
+type Data struct {
+	X, Shard, Gathered []byte
+}
+
+// MakeData computes rank's Data for cs from seed with the CPU reference.
+// Every rank computes every rank's input, so it costs the whole case's
+// bytes in host memory and time.
+func MakeData(cs Case, seed uint64, rank int) (Data, error) {
+	s := cs.Shape()
+	if err := s.Validate(); err != nil {
+		return Data{}, err
+	}
+	in := inputs(s, seed)
+	d := Data{X: in[rank], Shard: make([]byte, s.HeadShardBytes()), Gathered: make([]byte, s.GatheredBytes())}
+	if err := ref.SendRecvHeadsFor(s, rank, in, d.Shard); err != nil {
+		return d, err
+	}
+	return d, ref.AllGatherFor(s, rank, in, d.Gathered)
+}
+
+// Compare returns a *Mismatch when got differs from want; what names the
+// output in the error.
+func Compare(what string, got, want []byte) error { return compare(what, got, want) }
+
 // inputs computes this rank's inputs and expected outputs for seed and
 // uploads x and y.
 func (r *runner) inputs(seed uint64) (inputSet, error) {
-	s, rank := r.shape, r.comm.Rank()
-	in := inputs(s, seed)
-	set := inputSet{own: in[rank], srh: make([]byte, s.HeadShardBytes()), ag: make([]byte, s.GatheredBytes())}
-	if err := ref.SendRecvHeadsFor(s, rank, in, set.srh); err != nil {
+	d, err := MakeData(r.cs, seed, r.comm.Rank())
+	set := inputSet{own: d.X, srh: d.Shard, ag: d.Gathered}
+	if err != nil {
 		return set, err
 	}
-	if err := ref.AllGatherFor(s, rank, in, set.ag); err != nil {
-		return set, err
-	}
-	var err error
 	if set.x, err = r.upload(r.localShape(), set.own); err != nil {
 		return set, err
 	}

@@ -32,5 +32,6 @@ func Read(path string) (Counters, error) {
 	return Counters{
 		Launches: get(0), LaunchFailures: get(1), DeviceAllocs: get(2), DeviceBytes: get(3), HostAllocs: get(4),
 		Streams: get(5), Events: get(6), Modules: get(7), IPCMappings: get(8), ContextRetains: get(9),
+		DeviceWaits: get(10), BusyDeviceWaits: get(11),
 	}, nil
 }

@@ -2,15 +2,31 @@
 // GPU, for tests of code that loads the driver through internal/driver.
 //
 // The stub (csrc/fakecuda.c, embedded) exports every entry point
-// internal/driver binds. Its devices share the host's memory: allocations
-// are malloc'd, so memsets and copies really happen, and the address of an
-// allocation works as a device pointer, a mapped host pointer and an IPC
-// handle's payload (IPC handles open only in the process that made them).
-// Kernel launches are checked and counted but run nothing. Module loads
-// accept any image starting with "//", as PTX does. Calls are checked about
-// as strictly as the real driver checks them: a current, retained context;
-// live stream, event, module and function handles; memory ranges inside one
-// live allocation.
+// internal/driver requires (not the optional cuFuncGetAttribute and
+// cuOccupancyMaxActiveBlocksPerMultiprocessor). Its devices share the
+// host's memory: allocations are malloc'd, so memsets and copies really
+// happen, and the address of an allocation works as a device pointer, a
+// mapped host pointer and an IPC handle's payload (IPC handles open only in
+// the process that made them). Module loads accept any image starting with
+// "//", as PTX does. Calls are checked about as strictly as the real driver
+// checks them: a current, retained context; live stream, event, module and
+// function handles; memory ranges inside one live allocation.
+//
+// Kernel launches are checked and counted but run nothing. A launch is
+// work queued on its stream until the host waits for it:
+// cuStreamSynchronize on the stream, cuEventSynchronize on an event
+// recorded after it, or a device-wide wait (below); cuStreamQuery answers
+// CUDA_ERROR_NOT_READY meanwhile. Copies and memsets happen at once and
+// queue nothing.
+//
+// Some calls wait for all of the device's work in the real driver:
+// cuCtxSynchronize, cuMemFree_v2, cuMemFreeHost, cuModuleLoadDataEx,
+// cuModuleUnload and cuIpcCloseMemHandle. Made while one of the process's
+// kernels waits for a peer, such a call waits for that peer. The stub
+// counts them (Counters.DeviceWaits), counts apart those made while a
+// stream of the context, live or destroyed, had work queued
+// (Counters.BusyDeviceWaits), and treats all of the context's work as done
+// after each.
 //
 // The stub reads its environment at every call:
 //
@@ -24,7 +40,9 @@
 //   - FAKECUDA_FAIL_LAUNCH_AFTER=N: every launch after the first N fails
 //     with CUDA_ERROR_LAUNCH_FAILED (719).
 //   - FAKECUDA_SYNC_ERROR=code: cuStreamSynchronize returns code (e.g. 700,
-//     CUDA_ERROR_ILLEGAL_ADDRESS).
+//     CUDA_ERROR_ILLEGAL_ADDRESS) on a stream that has had a kernel launched
+//     on it, as if a kernel had failed (its work is over all the same); a
+//     stream that never ran a kernel still synchronises without error.
 //
 // Code under test finds the stub through internal/driver's ULYSSES_LIBCUDA
 // environment variable. driver.Load caches the library for the life of the
@@ -102,6 +120,14 @@ type Counters struct {
 	Modules        int64 // loaded modules
 	IPCMappings    int64 // cuIpcOpenMemHandle mappings not yet closed
 	ContextRetains int64 // primary context retains not yet released, all devices
+
+	// Running totals of the calls that wait for all of a device's work in
+	// the real driver (see the package comment), made with a current
+	// context, whether or not they then succeed; BusyDeviceWaits counts
+	// those made while the context had kernel work queued. Not part of
+	// Live.
+	DeviceWaits     int64
+	BusyDeviceWaits int64
 }
 
 // Live reports whether anything is still allocated, loaded, open or

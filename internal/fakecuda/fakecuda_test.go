@@ -268,8 +268,10 @@ func TestIPC(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, p, q, "the handle names the allocation's base")
 	require.Equal(t, before+1, counters(t).IPCMappings)
+	waits := counters(t).DeviceWaits
 	require.NoError(t, c.IpcCloseMemHandle(q))
 	require.Equal(t, before, counters(t).IPCMappings)
+	require.Equal(t, waits+1, counters(t).DeviceWaits, "closing an IPC mapping waits for the device")
 	require.True(t, driver.IsCode(c.IpcCloseMemHandle(q), driver.ErrorInvalidValue))
 	h[0] = 'X'
 	_, err = c.IpcOpenMemHandle(h)
@@ -312,10 +314,14 @@ func TestModulesAndLaunches(t *testing.T) {
 	require.Equal(t, before.Launches+1, n.Launches)
 	require.Equal(t, before.LaunchFailures+1, n.LaunchFailures)
 
+	idle, err := c.StreamCreate(true)
+	require.NoError(t, err)
 	t.Setenv(fakecuda.EnvSyncError, "700")
 	err = c.StreamSynchronize(s)
 	require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "%v", err)
 	require.Contains(t, err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access was encountered")
+	require.NoError(t, c.StreamSynchronize(idle), "a stream that never ran a kernel synchronises")
+	require.NoError(t, c.StreamDestroy(idle))
 	require.NoError(t, c.Synchronize(), "only stream synchronisation fails")
 
 	require.NoError(t, c.StreamDestroy(s))
@@ -325,6 +331,92 @@ func TestModulesAndLaunches(t *testing.T) {
 	n = counters(t)
 	require.Equal(t, before.Modules, n.Modules)
 	require.Equal(t, before.Streams, n.Streams)
+}
+
+// TestQueuedWork checks the work model: a launch stays queued on its
+// stream until the host waits for it, and the device-wide waits are
+// counted, apart when work was queued.
+func TestQueuedWork(t *testing.T) {
+	_, c := load(t)
+	require.NoError(t, c.Synchronize(), "settle what earlier tests left queued")
+	waits := func() (int64, int64) {
+		n := counters(t)
+		return n.DeviceWaits, n.BusyDeviceWaits
+	}
+	requireWaits := func(all, busy int64, msg string) {
+		t.Helper()
+		a, b := waits()
+		require.Equal(t, [2]int64{all, busy}, [2]int64{a, b}, "device waits, busy ones: %s", msg)
+	}
+	done := func(s driver.Stream) bool {
+		t.Helper()
+		ok, err := c.StreamDone(s)
+		require.NoError(t, err)
+		return ok
+	}
+	all, busy := waits()
+
+	m, err := c.LoadModule([]byte("//"))
+	require.NoError(t, err)
+	all++
+	requireWaits(all, busy, "a module load waits for the device")
+	f, err := c.Function(m, "k")
+	require.NoError(t, err)
+	s, err := c.StreamCreate(true)
+	require.NoError(t, err)
+	e, err := c.EventCreate(false)
+	require.NoError(t, err)
+	launch := func(s driver.Stream) {
+		t.Helper()
+		require.NoError(t, c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, s, nil))
+	}
+
+	require.True(t, done(s), "a new stream is idle")
+	launch(s)
+	require.False(t, done(s), "a launch is queued until waited for")
+	require.NoError(t, c.EventRecord(e, s))
+	launch(s)
+	require.NoError(t, c.EventSynchronize(e))
+	require.False(t, done(s), "an event settles only what was queued before it")
+	require.NoError(t, c.EventRecord(e, s))
+	require.NoError(t, c.EventSynchronize(e))
+	require.True(t, done(s))
+	launch(s)
+	require.NoError(t, c.StreamSynchronize(s))
+	require.True(t, done(s))
+	launch(0)
+	require.False(t, done(0), "the default stream queues work too")
+	require.True(t, done(s), "streams are independent")
+	require.NoError(t, c.StreamSynchronize(0))
+	require.True(t, done(0))
+	requireWaits(all, busy, "stream and event waits are not device-wide")
+
+	p, err := c.MemAlloc(64)
+	require.NoError(t, err)
+	host, _, err := c.HostAllocMapped(64)
+	require.NoError(t, err)
+	launch(s)
+	require.NoError(t, c.MemFree(p))
+	all, busy = all+1, busy+1
+	requireWaits(all, busy, "cuMemFree with a launch queued")
+	require.True(t, done(s), "a device-wide wait settles every stream")
+	require.NoError(t, c.HostFree(host))
+	all++
+	requireWaits(all, busy, "cuMemFreeHost with nothing queued")
+	launch(s)
+	require.NoError(t, c.StreamDestroy(s))
+	require.NoError(t, c.Synchronize())
+	all, busy = all+1, busy+1
+	requireWaits(all, busy, "a destroyed stream's work is still waited for")
+	require.NoError(t, c.Synchronize())
+	all++
+	requireWaits(all, busy, "cuCtxSynchronize with nothing queued")
+	require.NoError(t, c.EventDestroy(e))
+	launch(0)
+	require.NoError(t, c.UnloadModule(m))
+	all, busy = all+1, busy+1
+	requireWaits(all, busy, "cuModuleUnload with a launch queued")
+	require.True(t, done(0))
 }
 
 func TestEvents(t *testing.T) {

@@ -1,6 +1,6 @@
 // fakecuda: a stub CUDA driver (libcuda.so.1) for tests without a GPU.
 //
-// It exports every entry point internal/driver binds, with the real
+// It exports every entry point internal/driver requires, with the real
 // signatures, and behaves like a driver whose devices share the host's
 // memory: allocations are malloc'd host memory, so memsets and copies
 // really happen, while kernel launches are checked and counted but run
@@ -14,7 +14,22 @@
 //                                 (both directions); every other pair can
 //   FAKECUDA_FAIL_LAUNCH_AFTER=N  launches after the first N fail with
 //                                 CUDA_ERROR_LAUNCH_FAILED (719)
-//   FAKECUDA_SYNC_ERROR=code      cuStreamSynchronize returns code
+//   FAKECUDA_SYNC_ERROR=code      cuStreamSynchronize returns code on a
+//                                 stream that has had a kernel launched on
+//                                 it (a failure seen after a launch)
+//
+// Work model: a launch is work queued on its stream until the host waits
+// for it: cuStreamSynchronize on the stream, cuEventSynchronize on an event
+// recorded after it, or any call that waits for the whole device (below).
+// cuStreamQuery answers CUDA_ERROR_NOT_READY while a stream has such work.
+// Copies and memsets happen at once and queue nothing.
+//
+// Device-wide waits: cuCtxSynchronize, cuMemFree_v2, cuMemFreeHost,
+// cuModuleLoadDataEx, cuModuleUnload and cuIpcCloseMemHandle wait for all
+// work of the context in the real driver (and hold a lock that stalls the
+// process's launches meanwhile). The stub counts them, counts apart those
+// made while a stream of the context (live or destroyed) had work queued,
+// and then treats all of the context's work as done.
 //
 // fakecuda_counter(i) reads the counters listed at its definition.
 //
@@ -127,19 +142,23 @@ static int no_peer(int a, int b) {
 #define MAGIC_MODULE 0x30D00001u
 #define MAGIC_FUNCTION 0xF0F00001u
 
-struct ctx {
-	unsigned magic;
-	int ordinal;
-	int refs;                  // primary context retains
-	char peer[MAX_DEVICES];    // peer access enabled towards device i
-};
-
 // Objects are never freed, only marked dead, so a stale handle is detected
 // rather than read after free.
 struct stream {
 	unsigned magic;
 	int dead;
 	struct ctx *ctx;
+	int launched;           // a kernel was ever launched on it
+	long long queued, done; // launches on it, and how many the host waited for
+	struct stream *next;    // every stream made, for the device-wide checks
+};
+
+struct ctx {
+	unsigned magic;
+	int ordinal;
+	int refs;                  // primary context retains
+	char peer[MAX_DEVICES];    // peer access enabled towards device i
+	struct stream deflt;       // the default streams' work (handles 0, 1, 2)
 };
 
 struct event {
@@ -148,6 +167,8 @@ struct event {
 	struct ctx *ctx;
 	unsigned flags;
 	int recorded;
+	struct stream *stream; // where it was last recorded
+	long long seq;         // that stream's launches then
 };
 
 struct module;
@@ -181,6 +202,8 @@ static struct alloc allocs[MAX_ALLOCS];
 static long long n_launches, n_launch_failures, n_launch_attempts;
 static long long n_dev_allocs, n_host_allocs, n_dev_bytes;
 static long long n_streams, n_events, n_modules, n_ipc_open;
+static long long n_device_waits, n_busy_device_waits;
+static struct stream *all_streams; // every stream made, newest first
 
 // ---- helpers ---------------------------------------------------------------
 
@@ -215,6 +238,35 @@ static int check_stream(uintptr_t s) {
 	if (st->magic != MAGIC_STREAM || st->dead || st->ctx != current)
 		return INVALID_HANDLE;
 	return SUCCESS;
+}
+
+// stream_of returns the state of a stream handle check_stream accepted:
+// the default streams share their context's.
+static struct stream *stream_of(uintptr_t s) {
+	return s <= 2 ? &current->deflt : (struct stream *)s;
+}
+
+static int pending(struct stream *st) { return st->done < st->queued; }
+
+// device_wait models a call that waits for all of the current context's
+// work: it counts the call, apart if work was queued, and settles the
+// work. Call with a current context, without the lock.
+static void device_wait(void) {
+	struct ctx *c = current;
+	int busy;
+	lock();
+	busy = pending(&c->deflt);
+	c->deflt.done = c->deflt.queued;
+	for (struct stream *st = all_streams; st != NULL; st = st->next) {
+		if (st->ctx == c) {
+			busy |= pending(st);
+			st->done = st->queued;
+		}
+	}
+	n_device_waits++;
+	if (busy)
+		n_busy_device_waits++;
+	unlock();
 }
 
 static struct event *event_of(uintptr_t e) {
@@ -461,6 +513,7 @@ CUresult cuDevicePrimaryCtxRetain(struct ctx **c, CUdevice dev) {
 	lock();
 	ctxs[dev].magic = MAGIC_CTX;
 	ctxs[dev].ordinal = dev;
+	ctxs[dev].deflt.ctx = &ctxs[dev];
 	ctxs[dev].refs++;
 	unlock();
 	*c = &ctxs[dev];
@@ -501,7 +554,12 @@ CUresult cuCtxGetCurrent(struct ctx **c) {
 	return SUCCESS;
 }
 
-CUresult cuCtxSynchronize(void) { return need_ctx(); }
+CUresult cuCtxSynchronize(void) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		device_wait();
+	return r;
+}
 
 CUresult cuCtxEnablePeerAccess(struct ctx *peer, unsigned flags) {
 	int r = need_ctx();
@@ -562,6 +620,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
+	device_wait();
 	if (p == 0)
 		return SUCCESS;
 	if ((r = remove_alloc((char *)(uintptr_t)p, 0)) != SUCCESS)
@@ -696,6 +755,7 @@ CUresult cuMemFreeHost(void *p) {
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
+	device_wait();
 	if ((r = remove_alloc(p, 1)) != SUCCESS)
 		return r;
 	free(p);
@@ -768,6 +828,7 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
+	device_wait();
 	lock();
 	a = find_alloc((uintptr_t)p, 1);
 	if (a == NULL || (uintptr_t)a->p != (uintptr_t)p || a->ipc_open == 0) {
@@ -795,6 +856,7 @@ CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
+	device_wait();
 	if (m == NULL || image == NULL || (nopts > 0 && (opts == NULL || vals == NULL)))
 		return INVALID_VALUE;
 	for (unsigned i = 0; i < nopts; i++) {
@@ -830,6 +892,7 @@ CUresult cuModuleUnload(struct module *m) {
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
+	device_wait();
 	lock();
 	if (!valid_module(m)) {
 		r = INVALID_HANDLE;
@@ -873,7 +936,8 @@ out:
 	return r;
 }
 
-// cuLaunchKernel checks its arguments, counts the launch and runs nothing.
+// cuLaunchKernel checks its arguments, counts the launch and runs nothing;
+// the launch is queued work on its stream until the host waits for it.
 CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			unsigned bz, unsigned shared, uintptr_t stream, void **params, void **extra) {
 	long long n;
@@ -898,6 +962,11 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 		return LAUNCH_FAILED;
 	}
 	__atomic_fetch_add(&n_launches, 1, __ATOMIC_SEQ_CST);
+	lock();
+	struct stream *st = stream_of(stream);
+	st->launched = 1;
+	st->queued++;
+	unlock();
 	return SUCCESS;
 }
 
@@ -915,6 +984,8 @@ CUresult cuStreamCreate(struct stream **s, unsigned flags) {
 	st->magic = MAGIC_STREAM;
 	st->ctx = current;
 	lock();
+	st->next = all_streams;
+	all_streams = st;
 	n_streams++;
 	unlock();
 	*s = st;
@@ -936,20 +1007,39 @@ CUresult cuStreamDestroy_v2(uintptr_t s) {
 	return r;
 }
 
-// cuStreamSynchronize returns FAKECUDA_SYNC_ERROR when it is set.
+// cuStreamSynchronize settles the stream's work. It returns
+// FAKECUDA_SYNC_ERROR when that is set and a kernel was ever launched on
+// the stream: a kernel failed (its work is over all the same).
 CUresult cuStreamSynchronize(uintptr_t s) {
+	struct stream *st;
+	CUresult fail;
 	int r = need_ctx();
 	if (r == SUCCESS)
 		r = check_stream(s);
 	if (r != SUCCESS)
 		return r;
-	return (CUresult)env_long("FAKECUDA_SYNC_ERROR", SUCCESS);
+	fail = (CUresult)env_long("FAKECUDA_SYNC_ERROR", SUCCESS);
+	lock();
+	st = stream_of(s);
+	st->done = st->queued;
+	if (st->launched)
+		r = fail;
+	unlock();
+	return r;
 }
 
+// cuStreamQuery answers CUDA_ERROR_NOT_READY while the stream has work
+// queued.
 CUresult cuStreamQuery(uintptr_t s) {
 	int r = need_ctx();
 	if (r == SUCCESS)
 		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	lock();
+	if (pending(stream_of(s)))
+		r = NOT_READY;
+	unlock();
 	return r;
 }
 
@@ -981,14 +1071,26 @@ CUresult cuEventRecord(uintptr_t e, uintptr_t s) {
 		return r;
 	if (ev == NULL || ev->ctx != current)
 		return INVALID_HANDLE;
+	lock();
 	ev->recorded = 1;
+	ev->stream = stream_of(s);
+	ev->seq = ev->stream->queued;
+	unlock();
 	return SUCCESS;
 }
 
+// cuEventSynchronize settles the work queued before the event's record.
 CUresult cuEventSynchronize(uintptr_t e) {
+	struct event *ev = event_of(e);
 	if (!initialized)
 		return NOT_INITIALIZED;
-	return event_of(e) == NULL ? INVALID_HANDLE : SUCCESS;
+	if (ev == NULL)
+		return INVALID_HANDLE;
+	lock();
+	if (ev->stream != NULL && ev->stream->done < ev->seq)
+		ev->stream->done = ev->seq;
+	unlock();
+	return SUCCESS;
 }
 
 // cuEventElapsedTime(_v2) reports 0.001 ms between any two recorded timing
@@ -1032,7 +1134,9 @@ CUresult cuEventDestroy_v2(uintptr_t e) {
 // failed by FAKECUDA_FAIL_LAUNCH_AFTER, 2 live cuMemAlloc allocations,
 // 3 their bytes, 4 live cuMemHostAlloc allocations, 5 live streams, 6 live
 // events, 7 loaded modules, 8 open IPC mappings, 9 primary context retains
-// not yet released (all devices); -1 for any other i.
+// not yet released (all devices), 10 device-wide waits (see the top of
+// this file), 11 those of them made while work was queued; -1 for any
+// other i.
 long long fakecuda_counter(int i) {
 	long long v = -1;
 	lock();
@@ -1051,6 +1155,8 @@ long long fakecuda_counter(int i) {
 		for (int d = 0; d < MAX_DEVICES; d++)
 			v += ctxs[d].refs;
 		break;
+	case 10: v = n_device_waits; break;
+	case 11: v = n_busy_device_waits; break;
 	}
 	unlock();
 	return v;

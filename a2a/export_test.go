@@ -1,0 +1,70 @@
+package a2a
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// DebugDump describes the Comm's device-side protocol state for a test
+// that failed: the epoch, the arrival count, the claim, the end flags its
+// peers wrote for its first blocks, and their bye words. It reads the
+// buffer on the Comm's own stream.
+func DebugDump(c *Comm, blocks int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.buf == 0 {
+		return "closed\n"
+	}
+	b := make([]byte, c.layout.total-c.layout.signalOff)
+	err := c.dev.ctx.MemcpyDtoHAsync(unsafe.Pointer(&b[0]), c.buf+driver.DevicePtr(c.layout.signalOff), uint64(len(b)), c.stream)
+	if err == nil {
+		err = c.dev.ctx.StreamSynchronize(c.stream)
+	}
+	if err != nil {
+		return "dump: " + err.Error() + "\n"
+	}
+	le := binary.LittleEndian
+	state := c.layout.stateOff - c.layout.signalOff
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "rank %d launches %d blocks %d epoch %d arrived %d claimed %d bye",
+		c.cfg.Rank, c.launches, c.blocks, le.Uint32(b[state+stateEpochOff:]),
+		le.Uint32(b[state+stateArrivedOff:]), le.Uint32(b[state+stateClaimedOff:]))
+	for p := 0; p < c.cfg.WorldSize; p++ {
+		fmt.Fprintf(&sb, " %d", le.Uint32(b[signalByeOff+4*p:]))
+	}
+	sb.WriteByte('\n')
+	for blk := 0; blk < min(blocks, c.blocks); blk++ {
+		fmt.Fprintf(&sb, "  block %d end flags:", blk)
+		for p := 0; p < c.cfg.WorldSize; p++ {
+			v := le.Uint64(b[((1*maxBlocks+blk)*MaxWorldSize+p)*flagBytes:])
+			fmt.Fprintf(&sb, " [%d] epoch %d sig %#x", p, uint32(v), uint32(v>>32))
+		}
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// DebugOccupancy lists, for every kernel of the Comm, its registers and
+// how many of its blocks one SM holds at the Comm's block size.
+func DebugOccupancy(c *Comm) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "blocks %d x %d threads:", c.blocks, c.threads)
+	for op, fs := range c.k.ops {
+		for w, f := range fs {
+			regs, _ := c.dev.ctx.FuncAttribute(f, driver.FuncAttrNumRegs)
+			n, err := c.dev.ctx.MaxActiveBlocks(f, c.threads)
+			if err != nil {
+				fmt.Fprintf(&sb, " %s/v%d: %v", op, w, err)
+				continue
+			}
+			fmt.Fprintf(&sb, " %s/v%d %d regs %d/SM;", op, w, regs, n)
+		}
+	}
+	return sb.String()
+}
