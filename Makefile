@@ -40,7 +40,9 @@ gpu-bin:
 	$(GO) build -o $(GPU_BIN)/ulysses ./cmd/ulysses
 	cp bench/nccl_bench.py $(GPU_BIN)/
 
+# Every fuzz target, 30 s each.
 fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeHandle -fuzztime 30s ./a2a
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./a2a/exchange
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBlobs -fuzztime 30s ./a2a/exchange
 

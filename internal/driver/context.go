@@ -89,6 +89,9 @@ func (c *Context) Do(f func() error) error {
 // Synchronize blocks until all work in the context is done
 // (cuCtxSynchronize).
 func (c *Context) Synchronize() error {
+	if c.d.fn.ctxSynchronize == 0 {
+		return c.d.missing("cuCtxSynchronize")
+	}
 	if err := c.enter(); err != nil {
 		return err
 	}
@@ -114,6 +117,9 @@ func (c *Context) EnablePeerAccess(peer *Context) error {
 // current returns the context current on the calling thread
 // (cuCtxGetCurrent); only meaningful with the thread locked.
 func (d *Driver) current() (uintptr, error) {
+	if d.fn.ctxGetCurrent == 0 {
+		return 0, d.missing("cuCtxGetCurrent")
+	}
 	var ctx uintptr
 	r, _, _ := purego.SyscallN(d.fn.ctxGetCurrent, uintptr(unsafe.Pointer(&ctx)))
 	return ctx, d.check("cuCtxGetCurrent", r)

@@ -127,7 +127,7 @@ func (d *Driver) DeviceUUID(ordinal int) ([16]byte, error) {
 		return u, err
 	}
 	r, _, _ := purego.SyscallN(d.fn.deviceGetUUID, uintptr(unsafe.Pointer(&u)), uintptr(uint32(dev)))
-	return u, d.check("cuDeviceGetUuid", r)
+	return u, d.check(d.fn.deviceGetUUIDName, r)
 }
 
 // CanAccessPeer reports whether device ordinal can map memory of device

@@ -189,6 +189,20 @@ func TestBindSymbols(t *testing.T) {
 	if err := f.bind("libfake.so", lookup("cuEventElapsedTime_v2")); err != nil || f.eventElapsedTime == 0 {
 		t.Errorf("fallback to cuEventElapsedTime: %v", err)
 	}
+	if f.eventElapsedTimeName != "cuEventElapsedTime" {
+		t.Errorf("errors would name %q, the bound symbol is cuEventElapsedTime", f.eventElapsedTimeName)
+	}
+
+	// What only tests and probes call is not required.
+	f = funcs{}
+	testOnly := []string{"cuCtxGetCurrent", "cuCtxSynchronize", "cuMemGetInfo_v2", "cuMemsetD32_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2"}
+	if err := f.bind("libfake.so", lookup(testOnly...)); err != nil {
+		t.Errorf("a driver without the test-only symbols: %v", err)
+	}
+	d = &Driver{path: "libfake.so", fn: f}
+	if _, err := d.current(); !errors.Is(err, ErrSymbolMissing) {
+		t.Errorf("current() without cuCtxGetCurrent: err = %v", err)
+	}
 	f = funcs{}
 	err = f.bind("libfake.so", lookup("cuEventElapsedTime_v2", "cuEventElapsedTime"))
 	if !errors.Is(err, ErrSymbolMissing) {

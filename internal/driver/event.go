@@ -60,7 +60,7 @@ func (c *Context) EventElapsed(start, end Event) (time.Duration, error) {
 	var ms float32
 	r, _, _ := purego.SyscallN(c.d.fn.eventElapsedTime, uintptr(unsafe.Pointer(&ms)), uintptr(start), uintptr(end))
 	c.leave()
-	if err := c.d.check("cuEventElapsedTime", r); err != nil {
+	if err := c.d.check(c.d.fn.eventElapsedTimeName, r); err != nil {
 		return 0, err
 	}
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil

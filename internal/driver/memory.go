@@ -19,6 +19,9 @@ const (
 // MemGetInfo returns the free and total memory of the context's device
 // (cuMemGetInfo_v2).
 func (c *Context) MemGetInfo() (free, total uint64, err error) {
+	if c.d.fn.memGetInfo == 0 {
+		return 0, 0, c.d.missing("cuMemGetInfo_v2")
+	}
 	if err := c.enter(); err != nil {
 		return 0, 0, err
 	}
@@ -53,6 +56,9 @@ func (c *Context) MemFree(p DevicePtr) error {
 
 // MemsetD32 sets n 32-bit words at p to v and waits for it (cuMemsetD32_v2).
 func (c *Context) MemsetD32(p DevicePtr, v uint32, n uint64) error {
+	if c.d.fn.memsetD32 == 0 {
+		return c.d.missing("cuMemsetD32_v2")
+	}
 	if err := c.enter(); err != nil {
 		return err
 	}
@@ -89,6 +95,9 @@ func (c *Context) MemcpyHtoD(dst DevicePtr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
+	if c.d.fn.memcpyHtoD == 0 {
+		return c.d.missing("cuMemcpyHtoD_v2")
+	}
 	if err := c.enter(); err != nil {
 		return err
 	}
@@ -103,6 +112,9 @@ func (c *Context) MemcpyHtoD(dst DevicePtr, src []byte) error {
 func (c *Context) MemcpyDtoH(dst []byte, src DevicePtr) error {
 	if len(dst) == 0 {
 		return nil
+	}
+	if c.d.fn.memcpyDtoH == 0 {
+		return c.d.missing("cuMemcpyDtoH_v2")
 	}
 	if err := c.enter(); err != nil {
 		return err

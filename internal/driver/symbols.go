@@ -16,6 +16,9 @@ type funcs struct {
 	streamCreate, streamDestroy, streamSynchronize, streamQuery                  uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
 	funcGetAttribute, occupancyMaxActiveBlocks                                   uintptr
+
+	// The names bound where a symbol has several, for error messages.
+	eventElapsedTimeName, deviceGetUUIDName string
 }
 
 // symbol is one entry point to bind: the first of names the library
@@ -25,6 +28,13 @@ type symbol struct {
 	names    []string
 	addr     *uintptr
 	optional bool
+	bound    *string // if set, receives the name that was bound
+}
+
+// named records the bound name of a symbol with several names in *dst.
+func (s symbol) named(dst *string) symbol {
+	s.bound = dst
+	return s
 }
 
 // req and opt build the table rows.
@@ -47,21 +57,21 @@ func (f *funcs) table() []symbol {
 		req(&f.deviceTotalMem, "cuDeviceTotalMem_v2"),
 		req(&f.deviceGetPCIBusID, "cuDeviceGetPCIBusId"),
 		req(&f.deviceCanAccessPeer, "cuDeviceCanAccessPeer"),
-		opt(&f.deviceGetUUID, "cuDeviceGetUuid_v2", "cuDeviceGetUuid"),
+		opt(&f.deviceGetUUID, "cuDeviceGetUuid_v2", "cuDeviceGetUuid").named(&f.deviceGetUUIDName),
 		req(&f.primaryCtxRetain, "cuDevicePrimaryCtxRetain"),
 		req(&f.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
 		req(&f.ctxSetCurrent, "cuCtxSetCurrent"),
-		req(&f.ctxGetCurrent, "cuCtxGetCurrent"),
-		req(&f.ctxSynchronize, "cuCtxSynchronize"),
+		opt(&f.ctxGetCurrent, "cuCtxGetCurrent"),   // tests and probes only
+		opt(&f.ctxSynchronize, "cuCtxSynchronize"), // tests and probes only
 		req(&f.ctxEnablePeerAccess, "cuCtxEnablePeerAccess"),
-		req(&f.memGetInfo, "cuMemGetInfo_v2"),
+		opt(&f.memGetInfo, "cuMemGetInfo_v2"), // tests and probes only
 		req(&f.memAlloc, "cuMemAlloc_v2"),
 		req(&f.memFree, "cuMemFree_v2"),
-		req(&f.memsetD32, "cuMemsetD32_v2"),
+		opt(&f.memsetD32, "cuMemsetD32_v2"), // tests and probes only
 		req(&f.memsetD32Async, "cuMemsetD32Async"),
 		req(&f.memsetD8Async, "cuMemsetD8Async"),
-		req(&f.memcpyHtoD, "cuMemcpyHtoD_v2"),
-		req(&f.memcpyDtoH, "cuMemcpyDtoH_v2"),
+		opt(&f.memcpyHtoD, "cuMemcpyHtoD_v2"), // tests and probes only
+		opt(&f.memcpyDtoH, "cuMemcpyDtoH_v2"), // tests and probes only
 		req(&f.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 		req(&f.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 		req(&f.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
@@ -84,7 +94,7 @@ func (f *funcs) table() []symbol {
 		req(&f.eventRecord, "cuEventRecord"),
 		req(&f.eventSynchronize, "cuEventSynchronize"),
 		// The _v2 is preferred; either one satisfies the load.
-		req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+		req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime").named(&f.eventElapsedTimeName),
 		req(&f.eventDestroy, "cuEventDestroy_v2"),
 		opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
 		opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
@@ -97,6 +107,9 @@ func (f *funcs) bind(lib string, lookup func(name string) (uintptr, error)) erro
 		for _, n := range s.names {
 			if p, err := lookup(n); err == nil && p != 0 {
 				*s.addr = p
+				if s.bound != nil {
+					*s.bound = n
+				}
 				break
 			}
 		}
