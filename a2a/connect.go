@@ -21,10 +21,10 @@ func (c *Comm) Connect(handles [][]byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return ErrClosed
+		return prefixed(ErrClosed)
 	}
 	if c.connected {
-		return ErrConnected
+		return prefixed(ErrConnected)
 	}
 	hs, err := c.checkHandles(handles)
 	if err != nil {
@@ -45,7 +45,7 @@ func (c *Comm) Connect(handles [][]byte) error {
 		m, err := c.mapPeer(h)
 		if err != nil {
 			c.buryPeers() // unmapping may wait for the device: see deviceShare
-			return fmt.Errorf("a2a: rank %d mapping rank %d's buffer: %w", c.cfg.Rank, i, err)
+			return wrapErr(err, "rank %d mapping rank %d's buffer", c.cfg.Rank, i)
 		}
 		c.peers[i] = m
 	}
@@ -67,7 +67,7 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
 	for i, b := range handles {
 		h, err := decodeHandle(b)
 		if err != nil {
-			return nil, fmt.Errorf("a2a: handle %d: %w", i, err)
+			return nil, wrapErr(err, "handle %d", i)
 		}
 		switch {
 		case int(h.Rank) != i:

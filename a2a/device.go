@@ -216,7 +216,7 @@ func (d *Device) Fill(t Tensor, v byte) error {
 func waitForComms(t Tensor) error {
 	for _, c := range commsTouching(t.Ptr, t.Bytes()) {
 		if err := c.waitQueued(); err != nil {
-			return fmt.Errorf("a2a: %v lies in the buffer of rank %d's Comm: %w", t, c.cfg.Rank, err)
+			return wrapErr(err, "%v lies in the buffer of rank %d's Comm", t, c.cfg.Rank)
 		}
 	}
 	return nil

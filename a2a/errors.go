@@ -3,31 +3,34 @@ package a2a
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
-// Errors that errors.Is matches through the context the library wraps them in.
+// Errors that errors.Is matches through the context the library wraps them
+// in. Their text has no package prefix: every error the package returns
+// reads "a2a: <what happened>: <sentinel text>", with the prefix once.
 var (
-	ErrConfig       = errors.New("a2a: invalid configuration")
-	ErrDType        = errors.New("a2a: wrong dtype")
-	ErrShape        = errors.New("a2a: wrong shape")
-	ErrTokens       = errors.New("a2a: token counts disagree")
-	ErrCapacity     = errors.New("a2a: capacity exceeded")
-	ErrAlignment    = errors.New("a2a: misaligned pointer")
-	ErrAliased      = errors.New("a2a: tensor overlaps the Comm's buffer")
-	ErrHandle       = errors.New("a2a: bad handle")
-	ErrNotConnected = errors.New("a2a: not connected")
-	ErrConnected    = errors.New("a2a: already connected")
-	ErrClosed       = errors.New("a2a: Comm is closed")
-	ErrBroken       = errors.New("a2a: Comm is broken by an earlier failure")
-	ErrTimeout      = errors.New("a2a: barrier timed out")
-	ErrNoPeerAccess = errors.New("a2a: GPUs cannot access each other")
-	ErrNoDriver     = errors.New("a2a: CUDA driver not available")
-	ErrNoDevice     = errors.New("a2a: no CUDA device")
-	ErrNotSupported = errors.New("a2a: not supported")
-	ErrTokensNotSet = errors.New("a2a: SetRankTokens has not been called")
-	ErrPeerClosed   = errors.New("a2a: a peer closed its Comm")
-	ErrOpMismatch   = errors.New("a2a: ranks ran different operations")
+	ErrConfig       = errors.New("invalid configuration")
+	ErrDType        = errors.New("wrong dtype")
+	ErrShape        = errors.New("wrong shape")
+	ErrTokens       = errors.New("token counts disagree")
+	ErrCapacity     = errors.New("capacity exceeded")
+	ErrAlignment    = errors.New("misaligned pointer")
+	ErrAliased      = errors.New("tensor overlaps the Comm's buffer")
+	ErrHandle       = errors.New("bad handle")
+	ErrNotConnected = errors.New("not connected")
+	ErrConnected    = errors.New("already connected")
+	ErrClosed       = errors.New("Comm is closed")
+	ErrBroken       = errors.New("Comm is broken by an earlier failure")
+	ErrTimeout      = errors.New("barrier timed out")
+	ErrNoPeerAccess = errors.New("GPUs cannot access each other")
+	ErrNoDriver     = errors.New("CUDA driver not available")
+	ErrNoDevice     = errors.New("no CUDA device")
+	ErrNotSupported = errors.New("not supported")
+	ErrTokensNotSet = errors.New("SetRankTokens has not been called")
+	ErrPeerClosed   = errors.New("a peer closed its Comm")
+	ErrOpMismatch   = errors.New("ranks ran different operations")
 )
 
 // Phase names the barrier a timed-out rank was waiting in.
@@ -112,3 +115,35 @@ func (e *MismatchError) Error() string {
 
 // Is matches ErrOpMismatch.
 func (e *MismatchError) Is(target error) bool { return target == ErrOpMismatch }
+
+// contextError adds context to an error from this package without
+// repeating its "a2a: " prefix.
+type contextError struct {
+	msg string
+	err error
+}
+
+func (e *contextError) Error() string {
+	return "a2a: " + e.msg + ": " + strings.TrimPrefix(e.err.Error(), "a2a: ")
+}
+
+func (e *contextError) Unwrap() error { return e.err }
+
+// wrapErr returns err with the context format describes.
+func wrapErr(err error, format string, args ...any) error {
+	return &contextError{msg: fmt.Sprintf(format, args...), err: err}
+}
+
+// prefixed returns sentinel with the package prefix, for a sentinel
+// returned with no other context.
+func prefixed(sentinel error) error { return fmt.Errorf("a2a: %w", sentinel) }
+
+// brokenError is what a broken Comm returns: ErrBroken, wrapping the
+// first failure.
+type brokenError struct{ first error }
+
+func (e *brokenError) Error() string {
+	return "a2a: " + ErrBroken.Error() + ": " + strings.TrimPrefix(e.first.Error(), "a2a: ")
+}
+
+func (e *brokenError) Unwrap() []error { return []error{ErrBroken, e.first} }

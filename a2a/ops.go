@@ -62,7 +62,7 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 		return Tensor{}, err
 	}
 	if c.tokens.counts == nil {
-		return Tensor{}, ErrTokensNotSet
+		return Tensor{}, prefixed(ErrTokensNotSet)
 	}
 	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.k.widths)
 	if err != nil {

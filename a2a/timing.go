@@ -57,7 +57,7 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.closed {
-			return ErrClosed
+			return prefixed(ErrClosed)
 		}
 		if err := ctx.EventRecord(e, c.stream); err != nil {
 			return wrapDriver("recording an event", err)

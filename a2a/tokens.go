@@ -37,3 +37,21 @@ func (c *Comm) SetRankTokens(counts []int) error {
 	c.tokens = ts
 	return nil
 }
+
+// tokenSet is the per-rank token counts given to SetRankTokens.
+type tokenSet struct {
+	counts []int
+	prefix []int  // len(counts)+1
+	hash   uint32 // of the counts: part of every operation's signature
+}
+
+func newTokenSet(counts []int) tokenSet {
+	ts := tokenSet{counts: append([]int(nil), counts...), prefix: make([]int, len(counts)+1), hash: fnvOffset}
+	for i, c := range counts {
+		ts.prefix[i+1] = ts.prefix[i] + c
+		ts.hash = fnvAdd(ts.hash, uint64(c))
+	}
+	return ts
+}
+
+func (ts tokenSet) total() int { return ts.prefix[len(ts.counts)] }

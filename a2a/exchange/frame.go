@@ -8,133 +8,108 @@ import (
 	"math"
 )
 
-// Wire format constants.
+// Wire format constants; doc.go describes the layout.
 const (
-	// Magic opens every frame.
-	Magic = "ULYX"
-	// Version is the only protocol version this package speaks.
-	Version uint16 = 1
-	// HeaderSize is the size in bytes of a frame header: magic (4), version
+	// magic opens every frame.
+	magic = "ULYX"
+	// protocolVersion is the only protocol version this package speaks.
+	// Version 2 put a code in front of the message of error frames.
+	protocolVersion uint16 = 2
+	// headerSize is the size in bytes of a frame header: magic (4), version
 	// (2), kind (2), rank (4), world (4), payload length (4), big-endian.
-	HeaderSize = 20
+	headerSize = 20
 )
 
 // Frame kinds.
 const (
-	// KindHello is sent by rank r>0 to rank 0; its payload is the rank's blob.
-	KindHello uint16 = 1
-	// KindResult is sent by rank 0 to every peer once all hellos are in; its
-	// payload is EncodeBlobs of the P blobs, in rank order.
-	KindResult uint16 = 2
-	// KindError is sent by rank 0 to the peers of a failed round; its payload
-	// is a UTF-8 message saying why.
-	KindError uint16 = 3
+	// kindHello is sent by rank r>0 to rank 0; its payload is the rank's blob.
+	kindHello uint16 = 1
+	// kindResult is sent by rank 0 to every peer once all hellos are in; its
+	// payload is encodeBlobs of the P blobs, in rank order.
+	kindResult uint16 = 2
+	// kindError is sent by rank 0 to the peers of a failed round; its
+	// payload is encodeError's code and message.
+	kindError uint16 = 3
 )
 
-// Sentinel errors. Every error returned by this package wraps the matching
-// one, so callers can test with errors.Is.
-var (
-	// ErrProtocol reports a malformed frame or blob list: bad magic or
-	// version, unknown kind, truncated data, inconsistent lengths, or a
-	// result that does not match what was sent.
-	ErrProtocol = errors.New("exchange: protocol error")
-	// ErrFrameTooLarge reports a frame or blob larger than the configured
-	// limit. It is distinct from ErrProtocol.
-	ErrFrameTooLarge = errors.New("exchange: frame too large")
-	// ErrWorldSize reports a peer (or a configuration) with a different or
-	// invalid world size.
-	ErrWorldSize = errors.New("exchange: world size mismatch")
-	// ErrRank reports a duplicate or out-of-range rank.
-	ErrRank = errors.New("exchange: bad rank")
-	// ErrClosed reports use of an exchanger after Close.
-	ErrClosed = errors.New("exchange: closed")
-)
-
-// Frame is one protocol message. See the package documentation for the
-// wire layout.
-type Frame struct {
-	// Kind is KindHello, KindResult or KindError.
-	Kind uint16
-	// Rank is the sender's rank (0 for frames sent by rank 0).
-	Rank uint32
-	// World is the sender's world size.
-	World uint32
-	// Payload is the kind-specific body; at most math.MaxUint32 bytes.
-	Payload []byte
+// frame is one protocol message.
+type frame struct {
+	kind    uint16 // kindHello, kindResult or kindError
+	rank    uint32 // the sender's rank (0 for frames sent by rank 0)
+	world   uint32 // the sender's world size
+	payload []byte // kind-specific body; at most math.MaxUint32 bytes
 }
 
-// EncodeFrame writes f to w as a single Write call: the 20-byte header
+// encodeFrame writes f to w as a single Write call: the 20-byte header
 // followed by the payload. It fails with ErrFrameTooLarge if the payload
 // length does not fit the 32-bit length field.
-func EncodeFrame(w io.Writer, f Frame) error {
-	if uint64(len(f.Payload)) > math.MaxUint32 {
-		return fmt.Errorf("%w: payload of %d bytes does not fit a frame (limit %d)",
-			ErrFrameTooLarge, len(f.Payload), uint64(math.MaxUint32))
+func encodeFrame(w io.Writer, f frame) error {
+	if uint64(len(f.payload)) > math.MaxUint32 {
+		return fmt.Errorf("payload of %d bytes does not fit a frame (limit %d): %w",
+			len(f.payload), uint64(math.MaxUint32), ErrFrameTooLarge)
 	}
-	buf := make([]byte, HeaderSize+len(f.Payload))
-	copy(buf, Magic)
-	binary.BigEndian.PutUint16(buf[4:], Version)
-	binary.BigEndian.PutUint16(buf[6:], f.Kind)
-	binary.BigEndian.PutUint32(buf[8:], f.Rank)
-	binary.BigEndian.PutUint32(buf[12:], f.World)
-	binary.BigEndian.PutUint32(buf[16:], uint32(len(f.Payload)))
-	copy(buf[HeaderSize:], f.Payload)
+	buf := make([]byte, headerSize+len(f.payload))
+	copy(buf, magic)
+	binary.BigEndian.PutUint16(buf[4:], protocolVersion)
+	binary.BigEndian.PutUint16(buf[6:], f.kind)
+	binary.BigEndian.PutUint32(buf[8:], f.rank)
+	binary.BigEndian.PutUint32(buf[12:], f.world)
+	binary.BigEndian.PutUint32(buf[16:], uint32(len(f.payload)))
+	copy(buf[headerSize:], f.payload)
 	if _, err := w.Write(buf); err != nil {
-		return fmt.Errorf("exchange: write frame (kind %d, %d bytes): %w", f.Kind, len(buf), err)
+		return fmt.Errorf("write frame (kind %d, %d bytes): %w", f.kind, len(buf), err)
 	}
 	return nil
 }
 
-// readChunk is the largest buffer DecodeFrame allocates before it has seen
+// readChunk is the largest buffer decodeFrame allocates before it has seen
 // the corresponding payload bytes arrive; larger payloads grow geometrically
 // as data is actually read, so a lying length field costs at most this much.
 const readChunk = 64 << 10
 
-// DecodeFrame reads one frame from r. Payloads longer than maxPayload
+// decodeFrame reads one frame from r. Payloads longer than maxPayload
 // (negative means 0) are rejected with ErrFrameTooLarge before anything is
 // allocated for them; malformed input (bad magic or version, unknown kind,
 // truncation) yields ErrProtocol. Errors from r other than EOF are returned
-// wrapped (so timeouts stay detectable with errors.Is). DecodeFrame never
+// wrapped (so timeouts stay detectable with errors.Is). decodeFrame never
 // allocates more than maxPayload bytes for the payload, never allocates
 // ahead of data actually received by more than 64 KiB, and never panics.
 // The returned payload is a fresh, non-nil slice owned by the caller.
-func DecodeFrame(r io.Reader, maxPayload int) (Frame, error) {
-	var hdr [HeaderSize]byte
+func decodeFrame(r io.Reader, maxPayload int) (frame, error) {
+	var hdr [headerSize]byte
 	// Read the magic first so garbage is rejected without waiting for a
 	// whole header.
 	if err := readHeaderPart(r, hdr[:4], 0); err != nil {
-		return Frame{}, err
+		return frame{}, err
 	}
-	if string(hdr[:4]) != Magic {
-		return Frame{}, fmt.Errorf("%w: bad magic %q, want %q", ErrProtocol, hdr[:4], Magic)
+	if string(hdr[:4]) != magic {
+		return frame{}, fmt.Errorf("bad magic %q, want %q: %w", hdr[:4], magic, ErrProtocol)
 	}
 	if err := readHeaderPart(r, hdr[4:], 4); err != nil {
-		return Frame{}, err
+		return frame{}, err
 	}
-	if v := binary.BigEndian.Uint16(hdr[4:]); v != Version {
-		return Frame{}, fmt.Errorf("%w: unsupported version %d, want %d", ErrProtocol, v, Version)
+	if v := binary.BigEndian.Uint16(hdr[4:]); v != protocolVersion {
+		return frame{}, fmt.Errorf("unsupported version %d, want %d: %w", v, protocolVersion, ErrProtocol)
 	}
-	f := Frame{
-		Kind:  binary.BigEndian.Uint16(hdr[6:]),
-		Rank:  binary.BigEndian.Uint32(hdr[8:]),
-		World: binary.BigEndian.Uint32(hdr[12:]),
+	f := frame{
+		kind:  binary.BigEndian.Uint16(hdr[6:]),
+		rank:  binary.BigEndian.Uint32(hdr[8:]),
+		world: binary.BigEndian.Uint32(hdr[12:]),
 	}
-	if f.Kind < KindHello || f.Kind > KindError {
-		return Frame{}, fmt.Errorf("%w: unknown frame kind %d (rank %d)", ErrProtocol, f.Kind, f.Rank)
+	if f.kind < kindHello || f.kind > kindError {
+		return frame{}, fmt.Errorf("unknown frame kind %d (rank %d): %w", f.kind, f.rank, ErrProtocol)
 	}
 	n := binary.BigEndian.Uint32(hdr[16:])
-	if maxPayload < 0 {
-		maxPayload = 0
-	}
+	maxPayload = max(maxPayload, 0)
 	if uint64(n) > uint64(maxPayload) {
-		return Frame{}, fmt.Errorf("%w: frame kind %d from rank %d announces %d payload bytes, limit is %d",
-			ErrFrameTooLarge, f.Kind, f.Rank, n, maxPayload)
+		return frame{}, fmt.Errorf("frame kind %d from rank %d announces %d payload bytes, limit is %d: %w",
+			f.kind, f.rank, n, maxPayload, ErrFrameTooLarge)
 	}
 	p, err := readPayload(r, int(n))
 	if err != nil {
-		return Frame{}, fmt.Errorf("%w (frame kind %d from rank %d)", err, f.Kind, f.Rank)
+		return frame{}, fmt.Errorf("frame kind %d from rank %d: %w", f.kind, f.rank, err)
 	}
-	f.Payload = p
+	f.payload = p
 	return f, nil
 }
 
@@ -148,12 +123,12 @@ func readHeaderPart(r io.Reader, b []byte, off int) error {
 	got := off + n
 	switch {
 	case errors.Is(err, io.EOF) && got == 0:
-		return fmt.Errorf("%w: connection closed before a frame header: %w", ErrProtocol, io.EOF)
+		return fmt.Errorf("connection closed before a frame header: %w: %w", io.EOF, ErrProtocol)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: truncated frame header: got %d of %d bytes: %w",
-			ErrProtocol, got, HeaderSize, io.ErrUnexpectedEOF)
+		return fmt.Errorf("truncated frame header: got %d of %d bytes: %w: %w",
+			got, headerSize, io.ErrUnexpectedEOF, ErrProtocol)
 	default:
-		return fmt.Errorf("exchange: read frame header (%d of %d bytes): %w", got, HeaderSize, err)
+		return fmt.Errorf("read frame header (%d of %d bytes): %w", got, headerSize, err)
 	}
 }
 
@@ -171,23 +146,23 @@ func readPayload(r io.Reader, n int) ([]byte, error) {
 		buf = buf[:len(buf)+m]
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%w: truncated payload: got %d of %d bytes: %w",
-					ErrProtocol, len(buf), n, io.ErrUnexpectedEOF)
+				return nil, fmt.Errorf("truncated payload: got %d of %d bytes: %w: %w",
+					len(buf), n, io.ErrUnexpectedEOF, ErrProtocol)
 			}
-			return nil, fmt.Errorf("exchange: read payload (%d of %d bytes): %w", len(buf), n, err)
+			return nil, fmt.Errorf("read payload (%d of %d bytes): %w", len(buf), n, err)
 		}
 	}
 	return buf, nil
 }
 
-// EncodeBlobs concatenates blobs as a sequence of (uint32 big-endian length,
+// encodeBlobs concatenates blobs as a sequence of (uint32 big-endian length,
 // bytes) records, in order. It panics if a blob is 4 GiB or larger, which
 // no frame could carry anyway.
-func EncodeBlobs(blobs [][]byte) []byte {
+func encodeBlobs(blobs [][]byte) []byte {
 	total := 0
 	for i, b := range blobs {
 		if uint64(len(b)) > math.MaxUint32 {
-			panic(fmt.Sprintf("exchange: EncodeBlobs: blob %d is %d bytes, over the 32-bit limit", i, len(b)))
+			panic(fmt.Sprintf("exchange: encodeBlobs: blob %d is %d bytes, over the 32-bit limit", i, len(b)))
 		}
 		total += 4 + len(b)
 	}
@@ -199,17 +174,17 @@ func EncodeBlobs(blobs [][]byte) []byte {
 	return out
 }
 
-// DecodeBlobs parses exactly want length-prefixed blobs from p, which must
+// decodeBlobs parses exactly want length-prefixed blobs from p, which must
 // be consumed completely; anything else is ErrProtocol. The blobs are
 // non-nil copies (they do not alias p) and together allocate no more than
 // len(p) bytes.
-func DecodeBlobs(p []byte, want int) ([][]byte, error) {
+func decodeBlobs(p []byte, want int) ([][]byte, error) {
 	if want < 0 {
-		return nil, fmt.Errorf("%w: asked for %d blobs", ErrProtocol, want)
+		return nil, fmt.Errorf("asked for %d blobs: %w", want, ErrProtocol)
 	}
 	if want > len(p)/4 {
-		return nil, fmt.Errorf("%w: blob list of %d bytes cannot hold %d blobs (4-byte length each)",
-			ErrProtocol, len(p), want)
+		return nil, fmt.Errorf("blob list of %d bytes cannot hold %d blobs (4-byte length each): %w",
+			len(p), want, ErrProtocol)
 	}
 	data := make([]byte, len(p))
 	copy(data, p)
@@ -217,21 +192,21 @@ func DecodeBlobs(p []byte, want int) ([][]byte, error) {
 	off := 0
 	for i := range want {
 		if len(data)-off < 4 {
-			return nil, fmt.Errorf("%w: blob list truncated at blob %d of %d: %d bytes left, need a 4-byte length",
-				ErrProtocol, i, want, len(data)-off)
+			return nil, fmt.Errorf("blob list truncated at blob %d of %d: %d bytes left, need a 4-byte length: %w",
+				i, want, len(data)-off, ErrProtocol)
 		}
 		n := binary.BigEndian.Uint32(data[off:])
 		off += 4
 		if uint64(n) > uint64(len(data)-off) {
-			return nil, fmt.Errorf("%w: blob %d of %d claims %d bytes, only %d left",
-				ErrProtocol, i, want, n, len(data)-off)
+			return nil, fmt.Errorf("blob %d of %d claims %d bytes, only %d left: %w",
+				i, want, n, len(data)-off, ErrProtocol)
 		}
 		end := off + int(n)
 		out[i] = data[off:end:end]
 		off = end
 	}
 	if off != len(data) {
-		return nil, fmt.Errorf("%w: %d trailing bytes after %d blobs", ErrProtocol, len(data)-off, want)
+		return nil, fmt.Errorf("%d trailing bytes after %d blobs: %w", len(data)-off, want, ErrProtocol)
 	}
 	return out, nil
 }

@@ -14,27 +14,27 @@ import (
 )
 
 func TestFrameRoundTrip(t *testing.T) {
-	for _, f := range []Frame{
-		{Kind: KindHello, Rank: 3, World: 8, Payload: []byte{}},
-		{Kind: KindHello, Rank: 1, World: 2, Payload: []byte{0x42}},
-		{Kind: KindResult, Rank: 0, World: 1024, Payload: randBytes(1000)},
-		{Kind: KindError, Rank: 0, World: 4, Payload: []byte("exchange: bad rank: boom")},
-		{Kind: KindHello, Rank: math.MaxUint32, World: math.MaxUint32, Payload: randBytes(300 << 10)}, // chunked read path
+	for _, f := range []frame{
+		{kind: kindHello, rank: 3, world: 8, payload: []byte{}},
+		{kind: kindHello, rank: 1, world: 2, payload: []byte{0x42}},
+		{kind: kindResult, rank: 0, world: 1024, payload: randBytes(1000)},
+		{kind: kindError, rank: 0, world: 4, payload: encodeError(ErrRank, "boom")},
+		{kind: kindHello, rank: math.MaxUint32, world: math.MaxUint32, payload: randBytes(300 << 10)}, // chunked read path
 	} {
 		b := frameBytes(t, f)
-		require.Len(t, b, HeaderSize+len(f.Payload))
-		assert.Equal(t, header(f.Kind, f.Rank, f.World, uint32(len(f.Payload))), b[:HeaderSize])
+		require.Len(t, b, headerSize+len(f.payload))
+		assert.Equal(t, header(f.kind, f.rank, f.world, uint32(len(f.payload))), b[:headerSize])
 
 		// Also read it through a reader that returns short reads, followed
 		// by unrelated bytes that must not be consumed.
 		r := io.MultiReader(iotest.HalfReader(bytes.NewReader(b)), bytes.NewReader([]byte("next")))
-		got, err := DecodeFrame(r, len(f.Payload))
+		got, err := decodeFrame(r, len(f.payload))
 		require.NoError(t, err)
-		assert.Equal(t, f.Kind, got.Kind)
-		assert.Equal(t, f.Rank, got.Rank)
-		assert.Equal(t, f.World, got.World)
-		assert.NotNil(t, got.Payload)
-		assert.True(t, bytes.Equal(f.Payload, got.Payload))
+		assert.Equal(t, f.kind, got.kind)
+		assert.Equal(t, f.rank, got.rank)
+		assert.Equal(t, f.world, got.world)
+		assert.NotNil(t, got.payload)
+		assert.True(t, bytes.Equal(f.payload, got.payload))
 		rest, err := io.ReadAll(r)
 		require.NoError(t, err)
 		assert.Equal(t, "next", string(rest))
@@ -42,7 +42,7 @@ func TestFrameRoundTrip(t *testing.T) {
 }
 
 func TestDecodeFrameErrors(t *testing.T) {
-	valid := frameBytes(t, Frame{Kind: KindHello, Rank: 1, World: 2, Payload: []byte("hello world")})
+	valid := frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: []byte("hello world")})
 	withVersion := func(v byte) []byte {
 		b := bytes.Clone(valid)
 		b[5] = v
@@ -66,8 +66,9 @@ func TestDecodeFrameErrors(t *testing.T) {
 		{"truncated header", valid[:13], 100, ErrProtocol, nil, []string{"truncated frame header", "got 13 of 20"}},
 		{"short bad magic", []byte("GE"), 100, ErrProtocol, nil, []string{"truncated"}},
 		{"bad magic", append([]byte("GET / HTTP/1.1\r\n"), valid...), 100, ErrProtocol, nil, []string{"bad magic", `"GET "`}},
-		{"version 0", withVersion(0), 100, ErrProtocol, nil, []string{"unsupported version 0, want 1"}},
-		{"version 2", withVersion(2), 100, ErrProtocol, nil, []string{"unsupported version 2, want 1"}},
+		{"version 0", withVersion(0), 100, ErrProtocol, nil, []string{"unsupported version 0, want 2"}},
+		{"version 1 (before error codes)", withVersion(1), 100, ErrProtocol, nil, []string{"unsupported version 1, want 2"}},
+		{"version 3", withVersion(3), 100, ErrProtocol, nil, []string{"unsupported version 3, want 2"}},
 		{"kind 0", withKind(0), 100, ErrProtocol, nil, []string{"unknown frame kind 0"}},
 		{"kind 4", withKind(4), 100, ErrProtocol, nil, []string{"unknown frame kind 4"}},
 		{"truncated payload", valid[:len(valid)-3], 100, ErrProtocol, io.ErrUnexpectedEOF, []string{"truncated payload", "got 8 of 11"}},
@@ -75,7 +76,7 @@ func TestDecodeFrameErrors(t *testing.T) {
 		{"negative limit", valid, -5, ErrFrameTooLarge, ErrProtocol, []string{"limit is 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := DecodeFrame(bytes.NewReader(tc.in), tc.max)
+			f, err := decodeFrame(bytes.NewReader(tc.in), tc.max)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tc.want)
 			if tc.notWant == ErrProtocol {
@@ -83,25 +84,25 @@ func TestDecodeFrameErrors(t *testing.T) {
 			} else if tc.notWant != nil {
 				assert.ErrorIs(t, err, tc.notWant)
 			}
-			assert.Equal(t, Frame{}, f)
+			assert.Equal(t, frame{}, f)
 			for _, m := range tc.msg {
 				assert.Contains(t, err.Error(), m)
 			}
-			assert.Regexp(t, "^exchange: ", err.Error())
+			assertInnerError(t, err, tc.want)
 		})
 	}
 	t.Run("empty wraps EOF", func(t *testing.T) {
-		_, err := DecodeFrame(bytes.NewReader(nil), 10)
+		_, err := decodeFrame(bytes.NewReader(nil), 10)
 		assert.ErrorIs(t, err, io.EOF)
 	})
 }
 
 func TestDecodeFrameReaderError(t *testing.T) {
 	boom := errors.New("boom")
-	valid := frameBytes(t, Frame{Kind: KindHello, Rank: 1, World: 2, Payload: []byte("payload")})
-	for _, n := range []int{0, 2, 10, HeaderSize + 3} {
+	valid := frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: []byte("payload")})
+	for _, n := range []int{0, 2, 10, headerSize + 3} {
 		r := io.MultiReader(bytes.NewReader(valid[:n]), iotest.ErrReader(boom))
-		_, err := DecodeFrame(r, 100)
+		_, err := decodeFrame(r, 100)
 		require.ErrorIs(t, err, boom, "after %d bytes", n)
 		assert.NotErrorIs(t, err, ErrProtocol, "a reader failure is not the peer's fault")
 	}
@@ -110,7 +111,7 @@ func TestDecodeFrameReaderError(t *testing.T) {
 // TestDecodeFrameHugeLength checks that a 4 GiB length field with a tiny
 // body neither allocates the announced size nor panics, whatever the limit.
 func TestDecodeFrameHugeLength(t *testing.T) {
-	hdr := header(KindHello, 1, 2, math.MaxUint32)
+	hdr := header(kindHello, 1, 2, math.MaxUint32)
 	for _, tc := range []struct {
 		max  int
 		want error
@@ -123,12 +124,12 @@ func TestDecodeFrameHugeLength(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := DecodeFrame(r, tc.max)
+		_, err := decodeFrame(r, tc.max)
 		runtime.ReadMemStats(&after)
 		require.ErrorIs(t, err, tc.want)
 		assert.Contains(t, err.Error(), tc.msg)
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20),
-			"DecodeFrame allocated %d bytes for a 4-byte body", after.TotalAlloc-before.TotalAlloc)
+			"decodeFrame allocated %d bytes for a 4-byte body", after.TotalAlloc-before.TotalAlloc)
 	}
 }
 
@@ -138,9 +139,10 @@ func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
 
 func TestEncodeFrameWriteError(t *testing.T) {
 	boom := errors.New("boom")
-	err := EncodeFrame(failWriter{boom}, Frame{Kind: KindHello, Payload: []byte("x")})
+	err := encodeFrame(failWriter{boom}, frame{kind: kindHello, payload: []byte("x")})
 	require.ErrorIs(t, err, boom)
-	assert.Regexp(t, "^exchange: ", err.Error())
+	assertInnerError(t, err, boom)
+	assert.Contains(t, err.Error(), "write frame (kind 1, 21 bytes)")
 }
 
 func TestBlobsRoundTrip(t *testing.T) {
@@ -150,13 +152,13 @@ func TestBlobsRoundTrip(t *testing.T) {
 		{{}, {}, {}},
 		{[]byte("a"), {}, randBytes(1000), randBytes(64)},
 	} {
-		p := EncodeBlobs(blobs)
+		p := encodeBlobs(blobs)
 		want := 0
 		for _, b := range blobs {
 			want += 4 + len(b)
 		}
 		require.Len(t, p, want)
-		got, err := DecodeBlobs(p, len(blobs))
+		got, err := decodeBlobs(p, len(blobs))
 		require.NoError(t, err)
 		requireBlobs(t, blobs, got)
 
@@ -171,11 +173,11 @@ func TestBlobsRoundTrip(t *testing.T) {
 			requireBlobs(t, blobs, got)
 		}
 	}
-	assert.Equal(t, []byte{0, 0, 0, 2, 'h', 'i', 0, 0, 0, 0}, EncodeBlobs([][]byte{[]byte("hi"), nil}))
+	assert.Equal(t, []byte{0, 0, 0, 2, 'h', 'i', 0, 0, 0, 0}, encodeBlobs([][]byte{[]byte("hi"), nil}))
 }
 
 func TestDecodeBlobsErrors(t *testing.T) {
-	two := EncodeBlobs([][]byte{[]byte("ab"), []byte("cde")})
+	two := encodeBlobs([][]byte{[]byte("ab"), []byte("cde")})
 	for _, tc := range []struct {
 		name string
 		p    []byte
@@ -192,13 +194,14 @@ func TestDecodeBlobsErrors(t *testing.T) {
 		{"length overflow", []byte{0xff, 0xff, 0xff, 0xff}, 1, "claims 4294967295 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DecodeBlobs(tc.p, tc.want)
+			got, err := decodeBlobs(tc.p, tc.want)
 			require.ErrorIs(t, err, ErrProtocol)
+			assertInnerError(t, err, ErrProtocol)
 			assert.Nil(t, got)
 			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}
-	got, err := DecodeBlobs(nil, 0)
+	got, err := decodeBlobs(nil, 0)
 	require.NoError(t, err)
 	assert.Empty(t, got)
 }

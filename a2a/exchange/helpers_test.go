@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -129,18 +131,23 @@ func requireBlobs(t *testing.T, want, got [][]byte, msgAndArgs ...any) {
 }
 
 // frameBytes encodes f.
-func frameBytes(t *testing.T, f Frame) []byte {
+func frameBytes(t *testing.T, f frame) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	require.NoError(t, EncodeFrame(&b, f))
+	require.NoError(t, encodeFrame(&b, f))
 	return b.Bytes()
 }
 
 // header builds a raw frame header with an arbitrary length field.
 func header(kind uint16, rank, world, length uint32) []byte {
-	h := make([]byte, HeaderSize)
-	copy(h, Magic)
-	binary.BigEndian.PutUint16(h[4:], Version)
+	return headerVersion(protocolVersion, kind, rank, world, length)
+}
+
+// headerVersion is header with an arbitrary protocol version.
+func headerVersion(version, kind uint16, rank, world, length uint32) []byte {
+	h := make([]byte, headerSize)
+	copy(h, magic)
+	binary.BigEndian.PutUint16(h[4:], version)
 	binary.BigEndian.PutUint16(h[6:], kind)
 	binary.BigEndian.PutUint32(h[8:], rank)
 	binary.BigEndian.PutUint32(h[12:], world)
@@ -172,7 +179,7 @@ func waitPeerClose(t *testing.T, c net.Conn) {
 
 // fakeRoot listens on 127.0.0.1 and, for the first connection, reads the
 // hello and hands it to behave. It returns the address.
-func fakeRoot(t *testing.T, behave func(c net.Conn, hello Frame)) string {
+func fakeRoot(t *testing.T, behave func(c net.Conn, hello frame)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -185,7 +192,7 @@ func fakeRoot(t *testing.T, behave func(c net.Conn, hello Frame)) string {
 		}
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		hello, err := DecodeFrame(c, 1<<20)
+		hello, err := decodeFrame(c, 1<<20)
 		if err != nil {
 			return
 		}
@@ -206,4 +213,29 @@ func deadAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	return addr
+}
+
+// assertExchangeError checks that err, returned by the package's API,
+// follows its error scheme: "exchange: <what happened>: <cause>", with a
+// single "exchange:" and, if cause is not nil, cause's text last.
+func assertExchangeError(t *testing.T, err error, cause error) {
+	t.Helper()
+	require.Error(t, err)
+	msg := err.Error()
+	assert.True(t, strings.HasPrefix(msg, "exchange: "), "error does not start with %q: %s", "exchange: ", msg)
+	assert.Equal(t, 1, strings.Count(msg, "exchange:"), "stutter: %s", msg)
+	if cause != nil {
+		assert.True(t, strings.HasSuffix(msg, ": "+cause.Error()), "error does not end with its cause %q: %s", cause, msg)
+	}
+}
+
+// assertInnerError checks that err, from an unexported helper whose
+// callers add the "exchange: ..." context, has no prefix and ends with
+// cause's text.
+func assertInnerError(t *testing.T, err error, cause error) {
+	t.Helper()
+	require.Error(t, err)
+	msg := err.Error()
+	assert.NotContains(t, msg, "exchange:")
+	assert.True(t, strings.HasSuffix(msg, ": "+cause.Error()), "error does not end with its cause %q: %s", cause, msg)
 }

@@ -49,7 +49,7 @@ func TestNewTCPValidation(t *testing.T) {
 				assert.ErrorIs(t, err, tc.want)
 			}
 			assert.Contains(t, err.Error(), tc.msg)
-			assert.Regexp(t, "^exchange: ", err.Error())
+			assertExchangeError(t, err, tc.want)
 		})
 	}
 	for _, cfg := range []TCPConfig{
@@ -132,6 +132,7 @@ func TestAllGatherRejectsOversizedLocal(t *testing.T) {
 	for r, x := range xs {
 		_, err := x.AllGather(context.Background(), make([]byte, 17))
 		require.ErrorIs(t, err, ErrFrameTooLarge, "rank %d", r)
+		assertExchangeError(t, err, ErrFrameTooLarge)
 		assert.Contains(t, err.Error(), "17 bytes, MaxPayload is 16")
 	}
 }
@@ -144,6 +145,7 @@ func TestAllGatherContextAlreadyDone(t *testing.T) {
 	for _, x := range xs {
 		_, err := x.AllGather(ctx, []byte("x"))
 		require.ErrorIs(t, err, context.Canceled)
+		assertExchangeError(t, err, context.Canceled)
 	}
 }
 
@@ -158,6 +160,7 @@ func TestListenOnDemand(t *testing.T) {
 	_, err := x0.AllGather(ctx, []byte("zero"))
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assertExchangeError(t, err, context.DeadlineExceeded)
 	addr := x0.Addr()
 	require.NotEqual(t, "127.0.0.1:0", addr)
 	assert.Contains(t, err.Error(), addr)
@@ -192,21 +195,23 @@ var garbageCases = []struct {
 	}, "bad magic"},
 	{"empty", func(*testing.T) []byte { return nil }, "closed before a frame header"},
 	{"truncated header", func(t *testing.T) []byte {
-		return frameBytes(t, Frame{Kind: KindHello, Rank: 1, World: 2, Payload: []byte("x")})[:10]
+		return frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: []byte("x")})[:10]
 	}, "truncated frame header"},
 	{"truncated payload", func(*testing.T) []byte {
-		return append(header(KindHello, 1, 2, 100), make([]byte, 10)...)
+		return append(header(kindHello, 1, 2, 100), make([]byte, 10)...)
 	}, "truncated payload: got 10 of 100"},
 	{"oversized length", func(*testing.T) []byte {
-		return header(KindHello, 1, 2, math.MaxUint32)
+		return header(kindHello, 1, 2, math.MaxUint32)
 	}, "frame too large"},
-	{"wrong version", func(t *testing.T) []byte {
-		b := frameBytes(t, Frame{Kind: KindHello, Rank: 1, World: 2, Payload: []byte("x")})
-		b[5] = 2
-		return b
-	}, "unsupported version 2"},
+	{"older version", func(t *testing.T) []byte {
+		// A version-1 peer (error frames without codes).
+		return append(headerVersion(1, kindHello, 1, 2, 1), 'x')
+	}, "unsupported version 1, want 2"},
+	{"newer version", func(t *testing.T) []byte {
+		return append(headerVersion(protocolVersion+1, kindHello, 1, 2, 1), 'x')
+	}, "unsupported version 3, want 2"},
 	{"wrong kind", func(t *testing.T) []byte {
-		return frameBytes(t, Frame{Kind: KindResult, Rank: 1, World: 2, Payload: []byte("x")})
+		return frameBytes(t, frame{kind: kindResult, rank: 1, world: 2, payload: []byte("x")})
 	}, "want hello"},
 }
 
@@ -271,6 +276,7 @@ func TestRootReportsGarbageOnDeadline(t *testing.T) {
 			sendGarbage(t, x0.Addr(), tc.data(t))
 			err := <-done
 			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assertExchangeError(t, err, context.DeadlineExceeded)
 			assert.Contains(t, err.Error(), "missing ranks [1]")
 			assert.Contains(t, err.Error(), tc.msg)
 			assert.Contains(t, err.Error(), x0.Addr())
@@ -319,6 +325,7 @@ func TestPeerRootNeverUp(t *testing.T) {
 	_, err := x1.AllGather(ctx, []byte("one"))
 	elapsed := time.Since(start)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assertExchangeError(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), addr)
 	assert.Contains(t, err.Error(), "cannot reach rank 0")
 	assert.Less(t, elapsed, time.Second)
@@ -375,6 +382,7 @@ func TestWrongWorldSize(t *testing.T) {
 	elapsed := time.Since(start)
 	for r, err := range errs {
 		require.ErrorIs(t, err, ErrWorldSize, "rank %d", r)
+		assertExchangeError(t, err, ErrWorldSize)
 	}
 	assert.Contains(t, errs[0].Error(), "reports world size 5")
 	assert.Contains(t, errs[0].Error(), "has 4")
@@ -396,6 +404,7 @@ func TestDuplicateRank(t *testing.T) {
 	elapsed := time.Since(start)
 	for i, err := range errs {
 		require.ErrorIs(t, err, ErrRank, "participant %d", i)
+		assertExchangeError(t, err, ErrRank)
 	}
 	assert.Contains(t, errs[0].Error(), "reports rank 1, already claimed by")
 	assert.Contains(t, errs[1].Error(), "already claimed by")
@@ -418,18 +427,23 @@ func TestOutOfRangeRank(t *testing.T) {
 				done <- err
 			}()
 			c := rawConn(t, x0.Addr())
-			_, err := c.Write(frameBytes(t, Frame{Kind: KindHello, Rank: rank, World: 2, Payload: []byte("evil")}))
+			_, err := c.Write(frameBytes(t, frame{kind: kindHello, rank: rank, world: 2, payload: []byte("evil")}))
 			require.NoError(t, err)
 			err = <-done
 			require.ErrorIs(t, err, ErrRank)
+			assertExchangeError(t, err, ErrRank)
 			assert.Contains(t, err.Error(), fmt.Sprintf("reports rank %d, want 1..1", rank))
 
 			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
-			f, err := DecodeFrame(c, 1<<16)
+			f, err := decodeFrame(c, 1<<16)
 			require.NoError(t, err)
-			assert.Equal(t, KindError, f.Kind)
-			assert.Equal(t, uint32(2), f.World)
-			assert.Contains(t, string(f.Payload), ErrRank.Error())
+			assert.Equal(t, kindError, f.kind)
+			assert.Equal(t, uint32(2), f.world)
+			require.NotEmpty(t, f.payload)
+			assert.Equal(t, byte(codeRank), f.payload[0], "the error frame carries ErrRank's code")
+			remote := decodeError(f.payload)
+			assert.ErrorIs(t, remote, ErrRank)
+			assert.Contains(t, remote.Error(), fmt.Sprintf("reports rank %d, want 1..1", rank))
 		})
 	}
 }
@@ -452,44 +466,73 @@ func TestRootAbortNotifiesPeers(t *testing.T) {
 	_, err := xs[1].AllGather(ctx1, nil)
 	assert.Less(t, time.Since(start), 3*time.Second)
 	require.Error(t, err)
+	assertExchangeError(t, err, nil)
 	assert.Contains(t, err.Error(), "abandoned the round")
 	assert.Contains(t, err.Error(), "ranks [2]")
+	for _, s := range []error{ErrProtocol, ErrRank, ErrWorldSize, ErrFrameTooLarge, ErrClosed, context.DeadlineExceeded} {
+		assert.NotErrorIs(t, err, s, "rank 0's reason is text only")
+	}
 	err0 := <-done
 	require.ErrorIs(t, err0, context.DeadlineExceeded)
+	assertExchangeError(t, err0, context.DeadlineExceeded)
 	assert.Contains(t, err0.Error(), "missing ranks [2] (2 of 3 present)")
 }
 
 // TestPeerValidatesAnswer drives a peer against a fake rank 0.
 func TestPeerValidatesAnswer(t *testing.T) {
-	reply := func(f Frame) func(net.Conn, Frame) {
-		return func(c net.Conn, _ Frame) { _ = EncodeFrame(c, f) }
+	reply := func(f frame) func(net.Conn, frame) {
+		return func(c net.Conn, _ frame) { _ = encodeFrame(c, f) }
 	}
 	for _, tc := range []struct {
 		name   string
-		behave func(c net.Conn, hello Frame)
+		behave func(c net.Conn, hello frame)
 		want   error
 		msg    string
 	}{
-		{"result with other world", reply(Frame{Kind: KindResult, World: 3, Payload: EncodeBlobs([][]byte{{}, []byte("one"), {}})}),
+		{"result with other world", reply(frame{kind: kindResult, world: 3, payload: encodeBlobs([][]byte{{}, []byte("one"), {}})}),
 			ErrWorldSize, "reports world size 3, want 2"},
-		{"result from rank 1", reply(Frame{Kind: KindResult, Rank: 1, World: 2, Payload: EncodeBlobs([][]byte{{}, []byte("one")})}),
+		{"result from rank 1", reply(frame{kind: kindResult, rank: 1, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one")})}),
 			ErrProtocol, "claims to come from rank 1"},
-		{"result with wrong blob", reply(Frame{Kind: KindResult, World: 2, Payload: EncodeBlobs([][]byte{{}, []byte("two")})}),
+		{"result with wrong blob", reply(frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("two")})}),
 			ErrProtocol, "blob for this rank"},
-		{"result with too many blobs", reply(Frame{Kind: KindResult, World: 2, Payload: EncodeBlobs([][]byte{{}, []byte("one"), {}})}),
+		{"result with too many blobs", reply(frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one"), {}})}),
 			ErrProtocol, "trailing bytes"},
-		{"hello instead of result", reply(Frame{Kind: KindHello, World: 2}), ErrProtocol, "want result"},
-		{"garbage", func(c net.Conn, _ Frame) { _, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) },
+		{"hello instead of result", reply(frame{kind: kindHello, world: 2}), ErrProtocol, "want result"},
+		{"garbage", func(c net.Conn, _ frame) { _, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) },
 			ErrProtocol, "bad magic"},
-		{"oversized result", func(c net.Conn, _ Frame) { _, _ = c.Write(header(KindResult, 0, 2, math.MaxUint32)) },
+		{"oversized result", func(c net.Conn, _ frame) { _, _ = c.Write(header(kindResult, 0, 2, math.MaxUint32)) },
 			ErrFrameTooLarge, "4294967295"},
-		{"closed without answer", func(net.Conn, Frame) {}, ErrProtocol, "closed before a frame header"},
-		{"error frame: rank", reply(Frame{Kind: KindError, World: 2, Payload: []byte("exchange: bad rank: rank 1 is taken")}),
-			ErrRank, "rank 1 is taken"},
-		{"error frame: world", reply(Frame{Kind: KindError, World: 2, Payload: []byte("exchange: world size mismatch: nope")}),
-			ErrWorldSize, "nope"},
-		{"error frame: other", reply(Frame{Kind: KindError, World: 2, Payload: []byte("out of cheese")}),
-			nil, "failed the round: out of cheese"},
+		{"closed without answer", func(net.Conn, frame) {}, ErrProtocol, "closed before a frame header"},
+		{"error frame: rank", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrRank, "rank 1 is taken")}),
+			ErrRank, "error from rank 0 at 127.0.0.1:"},
+		{"error frame: world", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrWorldSize, "nope")}),
+			ErrWorldSize, "nope: bad world size"},
+		{"error frame: protocol", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrProtocol, "what was that")}),
+			ErrProtocol, "what was that"},
+		{"error frame: too large", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrFrameTooLarge, "too big")}),
+			ErrFrameTooLarge, "too big"},
+		{"error frame: other", reply(frame{kind: kindError, world: 2, payload: encodeError(nil, "out of cheese")}),
+			nil, "out of cheese"},
+		// The code decides, not the text.
+		{"error frame: sentinel text without its code", reply(frame{kind: kindError, world: 2, payload: encodeError(nil, "bad rank")}),
+			nil, "bad rank"},
+		{"error frame: unknown code", reply(frame{kind: kindError, world: 2, payload: append([]byte{200}, "from the future"...)}),
+			ErrProtocol, "from the future (unknown error code 200)"},
+		{"error frame: no code", reply(frame{kind: kindError, world: 2, payload: []byte{}}),
+			ErrProtocol, "error frame without an error code"},
+		{"error frame: truncated", func(c net.Conn, _ frame) {
+			_, _ = c.Write(append(header(kindError, 0, 2, 50), byte(codeRank), 'a', 'b'))
+		}, ErrProtocol, "truncated payload: got 3 of 50 bytes"},
+		// A version-1 rank 0 put the sentinel's text in the message and
+		// had no code; a version-2 peer must not read that as ErrRank.
+		{"error frame of version 1", func(c net.Conn, _ frame) {
+			msg := "exchange: bad rank: rank 1 is taken"
+			_, _ = c.Write(append(headerVersion(1, kindError, 0, 2, uint32(len(msg))), msg...))
+		}, ErrProtocol, "unsupported version 1, want 2"},
+		{"result of version 1", func(c net.Conn, _ frame) {
+			p := encodeBlobs([][]byte{{}, []byte("one")})
+			_, _ = c.Write(append(headerVersion(1, kindResult, 0, 2, uint32(len(p))), p...))
+		}, ErrProtocol, "unsupported version 1, want 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
@@ -503,11 +546,13 @@ func TestPeerValidatesAnswer(t *testing.T) {
 			assert.Less(t, time.Since(start), 3*time.Second)
 			if tc.want != nil {
 				require.ErrorIs(t, err, tc.want)
-			} else {
-				for _, s := range []error{ErrProtocol, ErrRank, ErrWorldSize, ErrFrameTooLarge, ErrClosed} {
+			}
+			for _, s := range []error{ErrProtocol, ErrRank, ErrWorldSize, ErrFrameTooLarge, ErrClosed} {
+				if s != tc.want {
 					assert.NotErrorIs(t, err, s)
 				}
 			}
+			assertExchangeError(t, err, tc.want)
 			assert.Contains(t, err.Error(), tc.msg)
 			assert.Contains(t, err.Error(), addr)
 			assert.Contains(t, err.Error(), "rank 1")
@@ -517,29 +562,30 @@ func TestPeerValidatesAnswer(t *testing.T) {
 
 func TestPeerHelloOnTheWire(t *testing.T) {
 	checkLeaks(t)
-	hellos := make(chan Frame, 1)
-	addr := fakeRoot(t, func(c net.Conn, hello Frame) {
+	hellos := make(chan frame, 1)
+	addr := fakeRoot(t, func(c net.Conn, hello frame) {
 		hellos <- hello
-		_ = EncodeFrame(c, Frame{Kind: KindResult, World: 3, Payload: EncodeBlobs([][]byte{[]byte("a"), {}, []byte("blob")})})
+		_ = encodeFrame(c, frame{kind: kindResult, world: 3, payload: encodeBlobs([][]byte{[]byte("a"), {}, []byte("blob")})})
 	})
 	x := newX(t, TCPConfig{Addr: addr, Rank: 2, WorldSize: 3})
 	res, err := x.AllGather(context.Background(), []byte("blob"))
 	require.NoError(t, err)
 	requireBlobs(t, [][]byte{[]byte("a"), {}, []byte("blob")}, res)
 	hello := <-hellos
-	assert.Equal(t, Frame{Kind: KindHello, Rank: 2, World: 3, Payload: []byte("blob")}, hello)
+	assert.Equal(t, frame{kind: kindHello, rank: 2, world: 3, payload: []byte("blob")}, hello)
 }
 
 // TestPeerDeadlineWaitingForResult: rank 0 accepts but never answers.
 func TestPeerDeadlineWaitingForResult(t *testing.T) {
 	checkLeaks(t)
-	addr := fakeRoot(t, func(c net.Conn, _ Frame) { _, _ = io.Copy(io.Discard, c) })
+	addr := fakeRoot(t, func(c net.Conn, _ frame) { _, _ = io.Copy(io.Discard, c) })
 	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, err := x1.AllGather(ctx, []byte("one"))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assertExchangeError(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "waiting for the result from rank 0 at "+addr)
 	assert.Less(t, time.Since(start), time.Second)
 }
@@ -547,7 +593,7 @@ func TestPeerDeadlineWaitingForResult(t *testing.T) {
 // TestPeerCanceled: cancellation without a deadline interrupts the wait.
 func TestPeerCanceled(t *testing.T) {
 	checkLeaks(t)
-	addr := fakeRoot(t, func(c net.Conn, _ Frame) { _, _ = io.Copy(io.Discard, c) })
+	addr := fakeRoot(t, func(c net.Conn, _ frame) { _, _ = io.Copy(io.Discard, c) })
 	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -576,10 +622,13 @@ func TestClose(t *testing.T) {
 		start := time.Now()
 		_, err := xs[0].AllGather(context.Background(), []byte("zero"))
 		require.ErrorIs(t, err, ErrClosed)
+		assertExchangeError(t, err, ErrClosed)
 		assert.Less(t, time.Since(start), 2*time.Second)
 		_, err = xs[0].AllGather(context.Background(), []byte("zero"))
 		require.ErrorIs(t, err, ErrClosed)
+		assertExchangeError(t, err, ErrClosed)
 		require.ErrorIs(t, xs[0].Listen(), ErrClosed)
+		assertExchangeError(t, xs[0].Listen(), ErrClosed)
 		require.NoError(t, xs[0].Close())
 		require.NoError(t, xs[0].Close())
 	})
@@ -589,14 +638,16 @@ func TestClose(t *testing.T) {
 		closeSoon(x1)
 		_, err := x1.AllGather(context.Background(), []byte("one"))
 		require.ErrorIs(t, err, ErrClosed)
+		assertExchangeError(t, err, ErrClosed)
 	})
 	t.Run("peer waiting for result", func(t *testing.T) {
 		checkLeaks(t)
-		addr := fakeRoot(t, func(c net.Conn, _ Frame) { _, _ = io.Copy(io.Discard, c) })
+		addr := fakeRoot(t, func(c net.Conn, _ frame) { _, _ = io.Copy(io.Discard, c) })
 		x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
 		closeSoon(x1)
 		_, err := x1.AllGather(context.Background(), []byte("one"))
 		require.ErrorIs(t, err, ErrClosed)
+		assertExchangeError(t, err, ErrClosed)
 		require.NoError(t, x1.Close())
 	})
 	t.Run("listener released", func(t *testing.T) {

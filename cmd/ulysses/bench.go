@@ -236,9 +236,15 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	plan, err := o.plan()
+	if err == nil {
+		err = o.group.validate()
+	}
+	if err == nil && o.group.world > 0 && o.heads%o.group.world != 0 {
+		err = fmt.Errorf("--heads %d is not divisible by --world %d", o.heads, o.group.world)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	sys, err := a2a.System()
 	if err != nil {
@@ -250,12 +256,12 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	dir, err := os.MkdirTemp("", "ulysses-bench-")
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 1
+		return exitFailed
 	}
 	defer os.RemoveAll(dir)
 	resultsPath := filepath.Join(dir, "results.json")
@@ -266,12 +272,12 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "bench: %d ranks on %d GPUs, B=%d H=%d D=%d\n", world, len(sys.Devices), o.batch, o.heads, o.headDim)
 	if _, err := startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, stderr); err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 1
+		return exitFailed
 	}
 	res, err := readResults(resultsPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: reading rank 0's results: %s\n", oneLine(err))
-		return 1
+		return exitFailed
 	}
 	for i := range res.Rows {
 		res.Rows[i].finish(res.PeerBandwidth)
@@ -294,7 +300,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if o.json != "" {
 		if err := writeJSONFile(o.json, rep); err != nil {
 			fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-			return 1
+			return exitFailed
 		}
 	}
 	return code

@@ -24,18 +24,18 @@ func benchWorker(args []string, stdout, stderr io.Writer) int {
 	plan, err := o.plan()
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	m, err := joinGroup()
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	defer m.ex.Close()
 	res, err := benchRun(m, o, plan, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
-		return 1
+		return exitFailed
 	}
 	if m.rank != 0 {
 		return 0
@@ -47,7 +47,7 @@ func benchWorker(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return 1
+		return exitFailed
 	}
 	return 0
 }

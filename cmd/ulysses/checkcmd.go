@@ -37,9 +37,16 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	if _, err := parseDTypes(o.dtypes); err != nil {
+	_, err := parseDTypes(o.dtypes)
+	if err == nil {
+		err = o.group.validate()
+	}
+	if err == nil && o.sms < 0 {
+		err = fmt.Errorf("--sms %d is negative", o.sms)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	sys, err := a2a.System()
 	if err != nil {
@@ -48,7 +55,7 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	world, devices, err := o.group.layout(len(sys.Devices))
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs\n", world, len(sys.Devices))
 	ctx, stop := signalContext()
@@ -60,7 +67,7 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "check: %d passed, %d failed\n", passed, failed)
 	if err != nil || failed > 0 {
-		return 1
+		return exitFailed
 	}
 	return 0
 }
@@ -88,12 +95,12 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 	dtypes, err := parseDTypes(o.dtypes)
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	m, err := joinGroup()
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
-		return 2
+		return exitUsage
 	}
 	defer m.ex.Close()
 	passed := true
@@ -101,12 +108,12 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 		ok, err := checkDType(m, dt, o.seed, o.sms, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "check: rank %d: %s\n", m.rank, oneLine(err))
-			return 1
+			return exitFailed
 		}
 		passed = passed && ok
 	}
 	if !passed {
-		return 1
+		return exitFailed
 	}
 	return 0
 }

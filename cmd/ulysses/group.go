@@ -51,11 +51,11 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		fs.Usage()
-		return 2, false
+		return exitUsage, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return 2, false
+		return exitUsage, false
 	}
 	return 0, true
 }
@@ -71,21 +71,33 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.ranksPerGPU, "ranks-per-gpu", 1, "ranks per GPU when --world is not given")
 }
 
+// validate checks what can be checked without the GPUs: a bad flag is a
+// usage error before the driver is loaded.
+func (g groupFlags) validate() error {
+	if g.ranksPerGPU < 1 {
+		return fmt.Errorf("--ranks-per-gpu %d must be at least 1", g.ranksPerGPU)
+	}
+	if g.world < 0 || g.world > a2a.MaxWorldSize {
+		return fmt.Errorf("--world %d not in 1..%d (0: one rank per GPU times --ranks-per-gpu)", g.world, a2a.MaxWorldSize)
+	}
+	return nil
+}
+
 // layout returns the world size and each rank's device for a machine with
 // gpus GPUs.
 func (g groupFlags) layout(gpus int) (int, []int, error) {
 	if gpus < 1 {
 		return 0, nil, fmt.Errorf("no GPUs: %w", a2a.ErrNoDevice)
 	}
-	if g.ranksPerGPU < 1 {
-		return 0, nil, fmt.Errorf("--ranks-per-gpu %d must be at least 1", g.ranksPerGPU)
+	if err := g.validate(); err != nil {
+		return 0, nil, err
 	}
 	world := g.world
 	if world == 0 {
 		world = gpus * g.ranksPerGPU
 	}
-	if world < 1 || world > a2a.MaxWorldSize {
-		return 0, nil, fmt.Errorf("world size %d not in 1..%d", world, a2a.MaxWorldSize)
+	if world > a2a.MaxWorldSize {
+		return 0, nil, fmt.Errorf("%d GPUs x %d ranks per GPU is over %d ranks: set --world", gpus, g.ranksPerGPU, a2a.MaxWorldSize)
 	}
 	devices := make([]int, world)
 	for r := range devices {

@@ -36,7 +36,7 @@ func infoMain(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(newInfoReport(sys)); err != nil {
 			fmt.Fprintf(stderr, "ulysses: info: %s\n", oneLine(err))
-			return 1
+			return exitFailed
 		}
 		return 0
 	}
@@ -54,8 +54,9 @@ func systemError(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "ulysses: no GPU: %s\n", oneLine(err))
 	default:
 		fmt.Fprintf(stderr, "ulysses: %s\n", oneLine(err))
+		return exitFailed
 	}
-	return 1
+	return exitNoGPU
 }
 
 // driverVersion formats the driver's CUDA version: 13000 -> "13.0", 12040 -> "12.4".

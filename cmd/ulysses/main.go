@@ -29,6 +29,9 @@
 // also runs bench/nccl_bench.py (PyTorch + NCCL) on the same shapes and
 // prints NCCL's time next to ulysses'.
 //
+// Exit status: 0 success; 1 a check or benchmark failed; 2 bad usage (every
+// flag is checked before the driver is loaded); 3 no CUDA driver or no GPU.
+//
 // check and bench start one process per rank (this same executable, as the
 // hidden subcommand "worker"), rank r on GPU r modulo the number of GPUs;
 // by default one rank per GPU (--ranks-per-gpu to share GPUs, --world to set
@@ -61,12 +64,18 @@ func commands() []command {
 	}
 }
 
-// run is the whole program: it returns the exit status (0 success, 1
-// failure, 2 bad usage).
+// Exit statuses (see the package comment).
+const (
+	exitFailed = 1
+	exitUsage  = 2
+	exitNoGPU  = 3
+)
+
+// run is the whole program: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
-		return 2
+		return exitUsage
 	}
 	name, rest := args[0], args[1:]
 	switch name {
@@ -82,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ulysses: unknown command %q\n", name)
 	usage(stderr)
-	return 2
+	return exitUsage
 }
 
 func usage(w io.Writer) {
@@ -108,7 +117,7 @@ func helpMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ulysses: help: unknown command %q\n", args[0])
 	usage(stderr)
-	return 2
+	return exitUsage
 }
 
 // workerMain is one rank of check or bench, started by the parent through
@@ -116,7 +125,7 @@ func helpMain(args []string, stdout, stderr io.Writer) int {
 func workerMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "ulysses: worker: want check or bench")
-		return 2
+		return exitUsage
 	}
 	switch args[0] {
 	case "check":
@@ -125,7 +134,7 @@ func workerMain(args []string, stdout, stderr io.Writer) int {
 		return benchWorker(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "ulysses: worker: unknown command %q\n", args[0])
-	return 2
+	return exitUsage
 }
 
 // oneLine flattens an error into a single line.

@@ -22,7 +22,7 @@ func TestInfoWithoutGPU(t *testing.T) {
 		t.Skip("this machine has a CUDA driver and a GPU")
 	}
 	code, stdout, stderr := runArgs("info")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitNoGPU, code)
 	assert.Empty(t, stdout)
 	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 	require.Len(t, lines, 1, "stderr: %q", stderr)
@@ -66,12 +66,18 @@ func TestBadFlags(t *testing.T) {
 		{"bench", "--sms", "-1"},
 		{"bench", "--compare", "mpi"},
 		{"bench", "--iters", "0"},
+		{"check", "--world", "9"},
+		{"check", "--ranks-per-gpu", "0"},
+		{"check", "--sms", "-2"},
+		{"bench", "--world", "9"},
+		{"bench", "--world", "3", "--heads", "32"},
 		{"worker"},
 		{"worker", "nope"},
 	} {
 		code, _, stderr := runArgs(args...)
-		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, stderr)
 		assert.NotEmpty(t, stderr, "%v", args)
+		assert.NotContains(t, stderr, "no CUDA driver", "%v: a usage error is found before the driver is loaded", args)
 	}
 	code, _, _ := runArgs("bench", "-h")
 	assert.Equal(t, 0, code)

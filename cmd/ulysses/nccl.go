@@ -223,7 +223,7 @@ func compareNCCL(ctx context.Context, stdout, stderr io.Writer, rep *benchReport
 	if err != nil {
 		rep.NCCLNote = oneLine(err)
 		fmt.Fprintf(stderr, "bench: nccl comparison failed: %s\n", oneLine(err))
-		return 1
+		return exitFailed
 	}
 	return 0
 }

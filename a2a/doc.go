@@ -1,0 +1,50 @@
+// Package a2a moves attention activations between the GPUs of one machine
+// for sequence-parallel ("Ulysses") attention. Each operation is one CUDA
+// kernel that writes straight into the peers' memory over CUDA IPC, with
+// the head/sequence layout change folded into the copy.
+//
+// # Operations
+//
+// Rank r of P holds T_r tokens (any count, zero included); T is their sum.
+//
+//	SendRecvHeads  [B, T_r, H, D]    -> [B, T, H/P, D]  this rank's heads of every token
+//	GatherHeads    [B, T, H/P, D]    -> [B, T_r, H, D]  the inverse
+//	AllGather      [B, T_r, H, D]    -> [B, T, H, D]    the same on every rank
+//
+// They only move bytes: bf16, fp16 and both fp8 formats, bit-exact.
+// Package a2a/ref is the CPU reference of all three.
+//
+// # Lifecycle
+//
+// New allocates a rank's buffer; Connect maps every peer's (Join does both
+// with an Exchanger, such as a2a/exchange's TCP one); SetRankTokens sets
+// the token counts of the operations that follow; the operations enqueue
+// on the Comm's stream and return at once; Sync waits for them; Close says
+// goodbye to the peers and releases everything. Every rank must run the
+// same operations, on the same shapes and counts, in the same order.
+//
+// # Views
+//
+// An operation returns a view: a Tensor inside the Comm's buffer, valid
+// until the next operation on the Comm is enqueued. It may be passed to
+// the next operation directly (GatherHeads(SendRecvHeads(x)) needs no
+// copy). The Into forms copy the result to a tensor of the caller's.
+//
+// # Errors
+//
+// Bad input gets an error that errors.Is matches to a sentinel (ErrShape,
+// ErrTokens, ...) and enqueues nothing. A failure on the device (a peer
+// that never arrives, a peer that closed, ranks that ran different
+// operations) comes back from Sync or the next operation as a
+// *TimeoutError, *PeerClosedError or *MismatchError, never as a result;
+// the Comm is then broken and returns ErrBroken until closed. No wait is
+// unbounded: Config.Timeout bounds every one.
+//
+// # Concurrency
+//
+// A Comm's methods are safe for concurrent use. A process may hold many
+// Comms, on one GPU or several, and use them at once from any goroutines:
+// no call on one waits for another's kernels. The memory helpers of
+// Device wait for their own copies and for the Comm whose buffer they
+// touch, nothing else. docs/RELIABILITY.md lists what each call waits for.
+package a2a

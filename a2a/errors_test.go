@@ -1,0 +1,48 @@
+package a2a
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// Every error the package returns names the package once, at the start,
+// and still matches its sentinel.
+func TestErrorsReadOnce(t *testing.T) {
+	bad := goodConfig()
+	bad.WorldSize = 9
+	var st statusWord
+	broken := &Comm{statusHost: unsafe.Pointer(&st), closed: false}
+	broken.failure = &TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 3}
+	broken.reported = true
+	_, handleErr := decodeHandle(make([]byte, 3))
+	_, planErr := planOp(ptx.OpSendRecvHeads, Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: BFloat16}, BFloat16, 0, 2, newTokenSet([]int{2, 2}), 1<<20, []int{16})
+	cases := []struct {
+		err      error
+		sentinel error
+	}{
+		{bad.validate(), ErrConfig},
+		{handleErr, ErrHandle},
+		{wrapErr(handleErr, "handle %d", 1), ErrHandle},
+		{planErr, ErrTokens},
+		{broken.usable(true), ErrBroken},
+		{broken.usable(true), ErrTimeout},
+		{prefixed(ErrClosed), ErrClosed},
+		{wrapErr(&PeerClosedError{Peer: 1}, "reading a view"), ErrPeerClosed},
+	}
+	for _, c := range cases {
+		require.Error(t, c.err)
+		msg := c.err.Error()
+		assert.True(t, strings.HasPrefix(msg, "a2a: "), "%q", msg)
+		assert.Equal(t, 1, strings.Count(msg, "a2a:"), "%q names the package more than once", msg)
+		assert.True(t, errors.Is(c.err, c.sentinel), "%q does not match %v", msg, c.sentinel)
+	}
+	var te *TimeoutError
+	assert.True(t, errors.As(broken.usable(true), &te), "a broken Comm's error wraps the first failure")
+}

@@ -1,0 +1,95 @@
+package a2a
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// usable returns nil when an operation may be enqueued: not closed, not
+// broken (a failure recorded by the device counts), and connected if
+// needConnect. The first failure is returned as itself once, then wrapped
+// in ErrBroken.
+func (c *Comm) usable(needConnect bool) error {
+	if c.closed {
+		return prefixed(ErrClosed)
+	}
+	if c.failure == nil {
+		if f := c.failureFromDevice(); f != nil {
+			c.failure = f
+		}
+	}
+	if c.failure != nil {
+		if !c.reported {
+			c.reported = true
+			return c.failure
+		}
+		return &brokenError{first: c.failure}
+	}
+	if needConnect && !c.connected {
+		return prefixed(ErrNotConnected)
+	}
+	return nil
+}
+
+// fail records err as the Comm's failure (if it is the first) and returns
+// it for the caller to report: later calls get ErrBroken.
+func (c *Comm) fail(err error) error {
+	if c.failure == nil {
+		c.failure = err
+		c.reported = true
+	}
+	return err
+}
+
+// failureFromDevice decodes the status word a failed kernel wrote, or nil.
+func (c *Comm) failureFromDevice() error {
+	st := (*statusWord)(c.statusHost)
+	code := atomic.LoadUint32(&st.Code)
+	if code == statusOK {
+		return nil
+	}
+	rank, peer := int(atomic.LoadUint32(&st.Rank)), int(atomic.LoadUint32(&st.Peer))
+	phase, epoch := Phase(atomic.LoadUint32(&st.Phase)), atomic.LoadUint32(&st.Epoch)
+	block := int(atomic.LoadUint32(&st.Block))
+	switch code {
+	case statusPeerClosed:
+		return &PeerClosedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
+	case statusMismatch:
+		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
+			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
+	}
+	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(c.args.TimeoutNs)}
+}
+
+// driverError is a driver failure seen from this package: its text says
+// what a2a was doing and keeps the driver's own words, and errors.Is
+// matches both the driver error and this package's sentinel for it.
+type driverError struct {
+	what     string
+	sentinel error // ErrNoDriver, ErrNoDevice or nil
+	err      error
+}
+
+func (e *driverError) Error() string { return "a2a: " + e.what + ": " + e.err.Error() }
+
+func (e *driverError) Unwrap() []error {
+	if e.sentinel == nil {
+		return []error{e.err}
+	}
+	return []error{e.sentinel, e.err}
+}
+
+// wrapDriver gives a driver error this package's prefix and sentinels.
+func wrapDriver(what string, err error) error {
+	e := &driverError{what: what, err: err}
+	switch {
+	case errors.Is(err, driver.ErrNoDriver):
+		e.sentinel = ErrNoDriver
+	case errors.Is(err, driver.ErrNoDevice):
+		e.sentinel = ErrNoDevice
+	}
+	return e
+}

@@ -1,0 +1,156 @@
+package a2a
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// opPlan is what one operation launches: checked against the token counts
+// and the capacity before anything is enqueued.
+type opPlan struct {
+	op       ptx.Op
+	out      [4]int // output shape on this rank
+	outBytes int64
+	chunk    int64 // bytes moved as one piece: a head group of one token, or a whole token row
+	width    int   // vector width in bytes (may differ across ranks: it depends on local alignment)
+	vectors  int64 // vectors this rank's kernel walks
+	// groupBytes is the most input bytes any rank's kernel walks: it sets
+	// the number of active blocks, which every rank must compute alike.
+	groupBytes int64
+	sig        uint32 // opSignature: the same on every rank
+}
+
+// maxDim bounds every dimension of a tensor, so that products of a few of
+// them cannot overflow int64 before they are checked.
+const maxDim = math.MaxInt32
+
+// mulChecked multiplies non-negative factors, reporting false on overflow.
+func mulChecked(factors ...int64) (int64, bool) {
+	p := uint64(1)
+	for _, f := range factors {
+		if f < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(p, uint64(f))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		p = lo
+	}
+	return int64(p), true
+}
+
+// planOp checks input x of op on rank against the token counts, the world
+// size and the capacity, and picks the widest vector width that the chunk
+// size and x's alignment allow among widths (widest first). Everything that
+// decides whether the operation runs depends only on values every rank
+// shares (the token counts, the shape), so either every rank launches or
+// none does; only a local error (a wrong pointer, dtype or token count on
+// this rank) can split the group, and then the peers time out.
+func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacity int64, widths []int) (opPlan, error) {
+	if !dt.Valid() {
+		return opPlan{}, fmt.Errorf("a2a: %v: %w", dt, ErrDType)
+	}
+	for _, n := range x.Shape {
+		if n > maxDim {
+			return opPlan{}, fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, maxDim, ErrShape)
+		}
+	}
+	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	if b < 1 || h < 1 || d < 1 || t < 0 {
+		return opPlan{}, fmt.Errorf("a2a: %s input shape %v: batch, heads and head size must be positive: %w", op, x.Shape, ErrShape)
+	}
+	if err := checkTensor("input", x, dt, x.Shape); err != nil {
+		return opPlan{}, err
+	}
+	es := int64(dt.Size())
+	maxTokens := 0
+	for _, n := range ts.counts {
+		maxTokens = max(maxTokens, n)
+	}
+	B, T, H, D, P := int64(b), int64(ts.total()), int64(h), int64(d), int64(world)
+	Tr, Tmax := int64(ts.counts[rank]), int64(maxTokens)
+	p := opPlan{op: op}
+	var chunks, groupChunks, maxOut int64 // this rank's chunks, the most any rank has, the largest output
+	var ok [4]bool
+	switch op {
+	case ptx.OpSendRecvHeads, ptx.OpAllGather:
+		if int64(t) != Tr {
+			return opPlan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", op, t, rank, Tr, ErrTokens)
+		}
+		if op == ptx.OpSendRecvHeads {
+			if h%world != 0 {
+				return opPlan{}, fmt.Errorf("a2a: %d heads not divisible by world size %d: %w", h, world, ErrShape)
+			}
+			p.out = [4]int{b, int(T), h / world, d}
+			p.chunk, ok[0] = mulChecked(H/P, D, es)
+			chunks, ok[1] = mulChecked(B, Tr, P)
+			groupChunks, ok[2] = mulChecked(B, Tmax, P)
+		} else {
+			p.out = [4]int{b, int(T), h, d}
+			p.chunk, ok[0] = mulChecked(H, D, es)
+			chunks, ok[1] = mulChecked(B, Tr)
+			groupChunks, ok[2] = mulChecked(B, Tmax)
+		}
+		maxOut, ok[3] = mulChecked(int64(p.out[0]), int64(p.out[1]), int64(p.out[2]), int64(p.out[3]), es)
+	case ptx.OpGatherHeads:
+		if int64(t) != T {
+			return opPlan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", op, t, T, ErrTokens)
+		}
+		p.out = [4]int{b, int(Tr), h * world, d}
+		p.chunk, ok[0] = mulChecked(H, D, es)
+		// The kernel walks every (b, k, r) with k < the largest count.
+		chunks, ok[1] = mulChecked(B, Tmax, P)
+		groupChunks, ok[2] = chunks, ok[1]
+		// Every rank's output must fit, or a peer would write past this
+		// rank's buffer while this rank refused the operation.
+		maxOut, ok[3] = mulChecked(B, Tmax, H*P, D, es)
+	default:
+		return opPlan{}, fmt.Errorf("a2a: unknown operation %q: %w", op, ErrNotSupported)
+	}
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return opPlan{}, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", op, x.Shape, T, ErrCapacity)
+	}
+	if maxOut > capacity {
+		return opPlan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, maxOut, capacity, ErrCapacity)
+	}
+	p.outBytes, _ = mulChecked(int64(p.out[0]), int64(p.out[1]), int64(p.out[2]), int64(p.out[3]), es)
+	p.width = int(es)
+	for _, w := range widths {
+		if p.chunk%int64(w) == 0 && x.Ptr%uintptr(w) == 0 {
+			p.width = w
+			break
+		}
+	}
+	p.vectors, ok[0] = mulChecked(chunks, p.chunk/int64(p.width))
+	p.groupBytes, ok[1] = mulChecked(groupChunks, p.chunk)
+	fullHeads := h
+	if op == ptx.OpGatherHeads {
+		fullHeads = h * world
+	}
+	p.sig = opSignature(op, b, fullHeads, d, int(es), ts)
+	if !ok[0] || !ok[1] || p.vectors > math.MaxInt32 {
+		return opPlan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.vectors, p.width, ErrCapacity)
+	}
+	return p, nil
+}
+
+// threadsFor is the block size for a grid of blocks on a device of sms SMs.
+func threadsFor(blocks, sms int) int {
+	if blocks >= sms {
+		return 256
+	}
+	return maxThreadsPerBlock
+}
+
+// activeBlocks is how many of the launched blocks take part in an
+// operation that walks up to groupBytes of input on a rank: enough for
+// every thread to have a full set of loads in flight, at least one.
+func activeBlocks(groupBytes int64, blocks int) int {
+	perBlock := int64(activeGranule)
+	n := (groupBytes + perBlock - 1) / perBlock
+	return int(max(1, min(n, int64(blocks))))
+}
