@@ -2,10 +2,6 @@ package a2a
 
 import "errors"
 
-// farewellThreads is the block size of the one-block kernels (start
-// barrier, farewell): one thread per peer is enough.
-const farewellThreads = 32
-
 // Close waits for queued operations, then tells every peer that this rank
 // is leaving and, unless the Comm broke on a timeout (its peer is likely
 // dead), waits until every peer has said the same (bounded by the
@@ -25,12 +21,11 @@ func (c *Comm) Close() error {
 	var errs []error
 	brokenBefore := c.failure != nil || c.failureFromDevice() != nil
 	if c.connected {
+		// After a timeout, say goodbye but do not wait for a peer that may
+		// be gone.
 		var te *TimeoutError
-		c.args.Active = 1
-		if errors.As(c.failure, &te) || errors.As(c.failureFromDevice(), &te) {
-			c.args.Active = 0 // say goodbye, but do not wait for a peer that may be gone
-		}
-		if err := c.launch(c.k.close, 1, farewellThreads); err != nil {
+		wait := !errors.As(c.failure, &te) && !errors.As(c.failureFromDevice(), &te)
+		if err := c.t.goodbye(wait); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -62,18 +57,14 @@ func (c *Comm) release() error {
 		keep("releasing the device", c.dev.Close())
 		return errors.Join(errs...)
 	}
-	ctx := c.share.ctx
-	c.buryPeers()
-	var graves []release
+	if c.t != nil {
+		c.t.release()
+	}
 	if buf := c.buf; buf != 0 {
-		graves = append(graves, release{"freeing the buffer", func() error { return ctx.MemFree(buf) }})
+		ctx := c.share.ctx
+		c.share.bury(release{"freeing the buffer", func() error { return ctx.MemFree(buf) }})
 		c.buf = 0
 	}
-	if host := c.statusHost; host != nil {
-		graves = append(graves, release{"freeing the status word", func() error { return ctx.HostFree(host) }})
-		c.statusHost = nil
-	}
-	c.share.bury(graves...)
 	if c.stream != 0 {
 		keep("destroying the stream", c.dev.ctx.StreamDestroy(c.stream))
 		c.stream = 0
@@ -83,22 +74,4 @@ func (c *Comm) release() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// buryPeers forgets the peer mappings, handing what unmaps them to the
-// share's graveyard.
-func (c *Comm) buryPeers() {
-	ctx := c.share.ctx
-	var graves []release
-	for i := range c.peers {
-		m := c.peers[i]
-		if m.ipcOpened {
-			graves = append(graves, release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(m.ptr) }})
-		}
-		if m.peerCtx != nil {
-			graves = append(graves, release{"releasing a peer context", m.peerCtx.Release})
-		}
-		c.peers[i] = peerMapping{}
-	}
-	c.share.bury(graves...)
 }

@@ -36,23 +36,17 @@ type Comm struct {
 	cfg    Config
 	dev    *Device
 	share  *deviceShare // what the process's Comms on this device share
-	k      *kernelSet   // the kernels of the Comm's element width
 	stream driver.Stream
+	t      transport
+	sm     *smTransport // t, for what only it has (blocks)
 
-	layout     bufferLayout
-	buf        driver.DevicePtr
-	statusHost unsafe.Pointer // *statusWord in pinned host memory
-	statusDev  driver.DevicePtr
-	self       handle
-	selfBytes  []byte
-	blocks     int    // this rank's wish until Connect, the group's after
-	threads    int    // per block: see maxThreadsPerBlock
-	launches   uint64 // operations launched: the device epoch of the last one
+	layout    bufferLayout
+	buf       driver.DevicePtr
+	self      handle
+	selfBytes []byte
+	launches  uint64 // operations launched: the device epoch of the last one
 
-	peers     [MaxWorldSize]peerMapping
 	tokens    tokenSet
-	args      kernelArgs
-	params    [1]unsafe.Pointer // &args, reused by every launch
 	connected bool
 	closed    bool
 	failure   error // first failure; the Comm is broken once it is set
@@ -86,7 +80,6 @@ func (c *Comm) init() error {
 	if c.share, err = acquireShare(c.dev.drv, c.dev.info.Ordinal); err != nil {
 		return err
 	}
-	c.k = c.share.kernels[c.cfg.DType.Size()]
 	ctx := c.dev.ctx
 	if c.stream, err = ctx.StreamCreate(true); err != nil {
 		return wrapDriver("creating stream", err)
@@ -95,10 +88,6 @@ func (c *Comm) init() error {
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
 		return wrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
 	}
-	if c.statusHost, c.statusDev, err = ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{}))); err != nil {
-		return wrapDriver("allocating the status word", err)
-	}
-	*(*statusWord)(c.statusHost) = statusWord{}
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
 	zeroWords := uint64(c.layout.total-c.layout.signalOff) / 4
@@ -113,28 +102,19 @@ func (c *Comm) init() error {
 	if err != nil {
 		return wrapDriver("exporting the buffer", err)
 	}
+	if c.sm, err = newSMTransport(c.dev, c.share, c.stream, c.buf, c.layout, c.cfg); err != nil {
+		return err
+	}
+	c.t = c.sm
 	c.initHandle(ipc)
-	c.args.Rank = uint32(c.cfg.Rank)
-	c.args.World = uint32(c.cfg.WorldSize)
-	c.args.State = uint64(c.buf) + uint64(c.layout.stateOff)
-	c.args.Status = uint64(c.statusDev)
-	c.args.TimeoutNs = uint64(c.cfg.timeout().Nanoseconds())
-	c.args.HalfBytes = uint64(c.layout.halfBytes)
-	c.args.Capacity = uint64(c.layout.dataBytes)
-	c.params[0] = unsafe.Pointer(&c.args)
 	return nil
 }
 
 // initHandle fills the handle peers need to map the buffer.
 func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
-	blocks := c.cfg.NumSMs
-	if blocks == 0 {
-		blocks = c.dev.info.SMs
-	}
-	c.blocks = min(blocks, maxBlocks)
 	c.self = handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
-		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
+		Blocks: uint32(c.sm.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
 		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
@@ -172,7 +152,7 @@ func (c *Comm) Device() *Device { return c.dev }
 func (c *Comm) Blocks() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.blocks
+	return c.sm.blocks
 }
 
 // Buffer returns the region of the Comm's buffer that the last operation's

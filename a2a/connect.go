@@ -2,16 +2,7 @@ package a2a
 
 import (
 	"fmt"
-
-	"github.com/ulysses-go/ulysses/internal/driver"
 )
-
-// peerMapping is how this process reaches one peer's buffer.
-type peerMapping struct {
-	ptr       driver.DevicePtr
-	ipcOpened bool            // close with cuIpcCloseMemHandle
-	peerCtx   *driver.Context // retained for a same-process peer on another device
-}
 
 // Connect maps every peer's buffer. handles[i] is rank i's Handle(); every
 // rank must pass the same list. It checks that the group agrees on world
@@ -30,31 +21,9 @@ func (c *Comm) Connect(handles [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := c.checkPeerAccess(hs); err != nil {
+	if err := c.t.connect(hs); err != nil {
 		return err
 	}
-	blocks := c.blocks
-	for _, h := range hs {
-		blocks = min(blocks, int(h.Blocks))
-	}
-	for i, h := range hs {
-		if i == c.cfg.Rank {
-			c.peers[i] = peerMapping{ptr: c.buf}
-			continue
-		}
-		m, err := c.mapPeer(h)
-		if err != nil {
-			c.buryPeers() // unmapping may wait for the device: see deviceShare
-			return wrapErr(err, "rank %d mapping rank %d's buffer", c.cfg.Rank, i)
-		}
-		c.peers[i] = m
-	}
-	for i := 0; i < c.cfg.WorldSize; i++ {
-		c.args.Data[i] = uint64(c.peers[i].ptr)
-		c.args.Signal[i] = uint64(c.peers[i].ptr) + uint64(c.layout.signalOff)
-	}
-	c.blocks = blocks
-	c.threads = threadsFor(blocks, c.dev.info.SMs)
 	c.connected = true
 	return nil
 }
@@ -87,66 +56,4 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
 		return nil, fmt.Errorf("a2a: handle %d is not this rank's own: %w", c.cfg.Rank, ErrHandle)
 	}
 	return hs, nil
-}
-
-// checkPeerAccess decides for the whole group: every pair of distinct GPUs
-// that this process can see is checked, in rank order, so every rank that
-// sees the same GPUs names the same pair.
-func (c *Comm) checkPeerAccess(hs []handle) error {
-	ordinals := make([]int, len(hs))
-	for i, h := range hs {
-		ordinals[i] = c.dev.ordinalOfBusID(h.busID())
-	}
-	for i := range hs {
-		for j := i + 1; j < len(hs); j++ {
-			a, b := ordinals[i], ordinals[j]
-			if a < 0 || b < 0 || a == b {
-				continue
-			}
-			ok, err := c.dev.drv.CanAccessPeer(a, b)
-			if err != nil {
-				return wrapDriver("checking peer access", err)
-			}
-			ok2, err := c.dev.drv.CanAccessPeer(b, a)
-			if err != nil {
-				return wrapDriver("checking peer access", err)
-			}
-			if !ok || !ok2 {
-				return fmt.Errorf("a2a: rank %d (GPU %s) and rank %d (GPU %s) cannot access each other's memory: %w",
-					i, hs[i].busID(), j, hs[j].busID(), ErrNoPeerAccess)
-			}
-		}
-	}
-	return nil
-}
-
-func (c *Comm) mapPeer(h handle) (peerMapping, error) {
-	if h.Nonce != processNonce() {
-		p, err := c.dev.ctx.IpcOpenMemHandle(h.IPC)
-		if err != nil {
-			return peerMapping{}, wrapDriver("opening IPC handle", err)
-		}
-		return peerMapping{ptr: p, ipcOpened: true}, nil
-	}
-	// The same process: CUDA refuses to IPC-open its own allocations, but
-	// with unified addressing the pointer is valid as it is, given peer
-	// access when it lives on another device.
-	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr)}
-	if h.busID() == c.dev.info.BusID {
-		return m, nil
-	}
-	ord := c.dev.ordinalOfBusID(h.busID())
-	if ord < 0 {
-		return peerMapping{}, fmt.Errorf("a2a: device %s not visible: %w", h.busID(), ErrNoPeerAccess)
-	}
-	pc, err := c.dev.drv.RetainPrimaryContext(ord)
-	if err != nil {
-		return peerMapping{}, wrapDriver("retaining peer context", err)
-	}
-	if err := c.dev.ctx.EnablePeerAccess(pc); err != nil {
-		pc.Release()
-		return peerMapping{}, wrapDriver("enabling peer access", err)
-	}
-	m.peerCtx = pc
-	return m, nil
 }

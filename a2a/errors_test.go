@@ -18,7 +18,7 @@ func TestErrorsReadOnce(t *testing.T) {
 	bad := goodConfig()
 	bad.WorldSize = 9
 	var st statusWord
-	broken := &Comm{statusHost: unsafe.Pointer(&st), closed: false}
+	broken := &Comm{t: &smTransport{statusHost: unsafe.Pointer(&st)}}
 	broken.failure = &TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 3}
 	broken.reported = true
 	_, handleErr := decodeHandle(make([]byte, 3))

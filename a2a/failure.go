@@ -2,8 +2,6 @@ package a2a
 
 import (
 	"errors"
-	"sync/atomic"
-	"time"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
@@ -44,24 +42,13 @@ func (c *Comm) fail(err error) error {
 	return err
 }
 
-// failureFromDevice decodes the status word a failed kernel wrote, or nil.
+// failureFromDevice is what the transport says failed on the device, or
+// nil (also for a Comm that never got a transport).
 func (c *Comm) failureFromDevice() error {
-	st := (*statusWord)(c.statusHost)
-	code := atomic.LoadUint32(&st.Code)
-	if code == statusOK {
+	if c.t == nil {
 		return nil
 	}
-	rank, peer := int(atomic.LoadUint32(&st.Rank)), int(atomic.LoadUint32(&st.Peer))
-	phase, epoch := Phase(atomic.LoadUint32(&st.Phase)), atomic.LoadUint32(&st.Epoch)
-	block := int(atomic.LoadUint32(&st.Block))
-	switch code {
-	case statusPeerClosed:
-		return &PeerClosedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
-	case statusMismatch:
-		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
-			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
-	}
-	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(c.args.TimeoutNs)}
+	return c.t.failure()
 }
 
 // driverError is a driver failure seen from this package: its text says

@@ -64,7 +64,7 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 	if c.tokens.counts == nil {
 		return Tensor{}, prefixed(ErrTokensNotSet)
 	}
-	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.k.widths)
+	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.t.widths())
 	if err != nil {
 		return Tensor{}, err
 	}
@@ -83,18 +83,8 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 			return Tensor{}, fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", op, *dst, ErrAliased)
 		}
 	}
-	c.args.Input = uint64(x.Ptr)
-	c.args.Batch = uint32(x.Shape[0])
-	c.args.Units = uint32(p.chunk / int64(p.width))
-	c.args.Active = uint32(activeBlocks(p.groupBytes, c.blocks))
-	c.args.Sig = p.sig
-	if c.cfg.SingleBuffer {
-		if err := c.launch(c.k.start, 1, farewellThreads); err != nil {
-			return Tensor{}, err
-		}
-	}
-	if err := c.launch(c.k.ops[op][p.width], c.blocks, c.threads); err != nil {
-		return Tensor{}, err
+	if err := c.t.enqueue(op, p, x); err != nil {
+		return Tensor{}, c.fail(err)
 	}
 	c.launches++
 	if dst != nil && p.outBytes > 0 {
@@ -111,4 +101,9 @@ func overlaps(ptr uintptr, n int64, lo uintptr, size int64) bool {
 		return false
 	}
 	return uint64(ptr) < uint64(lo)+uint64(size) && uint64(ptr)+uint64(n) > uint64(lo)
+}
+
+// halfOffset is where operation number epoch writes its output.
+func (c *Comm) halfOffset(epoch uint64) int64 {
+	return int64(epoch&1) * c.layout.halfBytes
 }

@@ -16,7 +16,7 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 		return prefixed(ErrClosed)
 	}
 	c.cfg.Timeout = d
-	c.args.TimeoutNs = uint64(d.Nanoseconds())
+	c.t.setTimeout(d)
 	return nil
 }
 

@@ -26,14 +26,7 @@ func (c *Comm) SetRankTokens(counts []int) error {
 		return fmt.Errorf("a2a: %d tokens in all, over 2^30: %w", total, ErrTokens)
 	}
 	ts := newTokenSet(counts)
-	c.args.Tokens = [MaxWorldSize]int32{}
-	c.args.Prefix = [MaxWorldSize + 1]int32{}
-	for i, n := range ts.counts {
-		c.args.Tokens[i] = int32(n)
-	}
-	for i, n := range ts.prefix {
-		c.args.Prefix[i] = int32(n)
-	}
+	c.t.setTokens(ts)
 	c.tokens = ts
 	return nil
 }

@@ -1,0 +1,121 @@
+package a2a
+
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// peerMapping is how this process reaches one peer's buffer.
+type peerMapping struct {
+	ptr       driver.DevicePtr
+	ipcOpened bool            // close with cuIpcCloseMemHandle
+	peerCtx   *driver.Context // retained for a same-process peer on another device
+}
+
+// ipcPeers maps the buffers of a group's ranks into this process: over
+// CUDA IPC from other processes, directly (with peer access) from this one.
+// Transports that write into the peers' memory share it.
+type ipcPeers struct {
+	dev   *Device
+	share *deviceShare
+	m     [MaxWorldSize]peerMapping
+}
+
+// checkAccess decides for the whole group: every pair of distinct GPUs
+// that this process can see is checked, in rank order, so every rank that
+// sees the same GPUs names the same pair.
+func (p *ipcPeers) checkAccess(hs []handle) error {
+	ordinals := make([]int, len(hs))
+	for i, h := range hs {
+		ordinals[i] = p.dev.ordinalOfBusID(h.busID())
+	}
+	for i := range hs {
+		for j := i + 1; j < len(hs); j++ {
+			a, b := ordinals[i], ordinals[j]
+			if a < 0 || b < 0 || a == b {
+				continue
+			}
+			ok, err := p.dev.drv.CanAccessPeer(a, b)
+			if err != nil {
+				return wrapDriver("checking peer access", err)
+			}
+			ok2, err := p.dev.drv.CanAccessPeer(b, a)
+			if err != nil {
+				return wrapDriver("checking peer access", err)
+			}
+			if !ok || !ok2 {
+				return fmt.Errorf("a2a: rank %d (GPU %s) and rank %d (GPU %s) cannot access each other's memory: %w",
+					i, hs[i].busID(), j, hs[j].busID(), ErrNoPeerAccess)
+			}
+		}
+	}
+	return nil
+}
+
+// mapAll maps every rank's buffer; self is this rank, whose own buffer is
+// own. On failure nothing stays mapped.
+func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr) error {
+	for i, h := range hs {
+		if i == self {
+			p.m[i] = peerMapping{ptr: own}
+			continue
+		}
+		m, err := p.mapOne(h)
+		if err != nil {
+			p.bury() // unmapping may wait for the device: see deviceShare
+			return wrapErr(err, "rank %d mapping rank %d's buffer", self, i)
+		}
+		p.m[i] = m
+	}
+	return nil
+}
+
+func (p *ipcPeers) mapOne(h handle) (peerMapping, error) {
+	if h.Nonce != processNonce() {
+		ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
+		if err != nil {
+			return peerMapping{}, wrapDriver("opening IPC handle", err)
+		}
+		return peerMapping{ptr: ptr, ipcOpened: true}, nil
+	}
+	// The same process: CUDA refuses to IPC-open its own allocations, but
+	// with unified addressing the pointer is valid as it is, given peer
+	// access when it lives on another device.
+	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr)}
+	if h.busID() == p.dev.info.BusID {
+		return m, nil
+	}
+	ord := p.dev.ordinalOfBusID(h.busID())
+	if ord < 0 {
+		return peerMapping{}, fmt.Errorf("a2a: device %s not visible: %w", h.busID(), ErrNoPeerAccess)
+	}
+	pc, err := p.dev.drv.RetainPrimaryContext(ord)
+	if err != nil {
+		return peerMapping{}, wrapDriver("retaining peer context", err)
+	}
+	if err := p.dev.ctx.EnablePeerAccess(pc); err != nil {
+		pc.Release()
+		return peerMapping{}, wrapDriver("enabling peer access", err)
+	}
+	m.peerCtx = pc
+	return m, nil
+}
+
+// bury forgets the mappings, handing what unmaps them to the share's
+// graveyard.
+func (p *ipcPeers) bury() {
+	ctx := p.share.ctx
+	var graves []release
+	for i := range p.m {
+		m := p.m[i]
+		if m.ipcOpened {
+			graves = append(graves, release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(m.ptr) }})
+		}
+		if m.peerCtx != nil {
+			graves = append(graves, release{"releasing a peer context", m.peerCtx.Release})
+		}
+		p.m[i] = peerMapping{}
+	}
+	p.share.bury(graves...)
+}

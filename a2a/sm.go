@@ -1,0 +1,165 @@
+package a2a
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// farewellThreads is the block size of the one-block kernels (start
+// barrier, farewell): one thread per peer is enough.
+const farewellThreads = 32
+
+// smTransport moves bytes with the kernels of gen/kernels: each operation
+// is one kernel whose blocks store straight into the peers' buffers over
+// CUDA IPC and signal through the signal area after the data (the
+// protocol: docs/DESIGN.md). What it holds besides the Comm's buffer: the
+// kernels of the element width, the by-value kernel argument, the pinned
+// status word the kernels report failures in, and the peer mappings.
+type smTransport struct {
+	dev    *Device
+	share  *deviceShare
+	stream driver.Stream // the Comm's
+	k      *kernelSet
+	peers  ipcPeers
+
+	buf        driver.DevicePtr
+	layout     bufferLayout
+	statusHost unsafe.Pointer // *statusWord in pinned host memory
+	blocks     int            // this rank's wish until connect, the group's after
+	threads    int            // per block: see maxThreadsPerBlock
+	args       kernelArgs
+	params     [1]unsafe.Pointer // &args, reused by every launch
+}
+
+// newSMTransport prepares the transport of a Comm whose buffer is buf with
+// layout l, on stream: it allocates the status word (pinned host memory,
+// which waits for nothing). numSMs is Config.NumSMs.
+func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l bufferLayout, cfg Config) (*smTransport, error) {
+	t := &smTransport{dev: dev, share: share, stream: stream, k: share.kernels[cfg.DType.Size()],
+		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l}
+	host, status, err := dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
+	if err != nil {
+		return nil, wrapDriver("allocating the status word", err)
+	}
+	t.statusHost = host
+	*(*statusWord)(host) = statusWord{}
+	blocks := cfg.NumSMs
+	if blocks == 0 {
+		blocks = dev.info.SMs
+	}
+	t.blocks = min(blocks, maxBlocks)
+	t.args.Rank = uint32(cfg.Rank)
+	t.args.World = uint32(cfg.WorldSize)
+	t.args.State = uint64(buf) + uint64(l.stateOff)
+	t.args.Status = uint64(status)
+	t.args.TimeoutNs = uint64(cfg.timeout().Nanoseconds())
+	t.args.HalfBytes = uint64(l.halfBytes)
+	t.args.Capacity = uint64(l.dataBytes)
+	t.params[0] = unsafe.Pointer(&t.args)
+	return t, nil
+}
+
+func (t *smTransport) connect(hs []handle) error {
+	if err := t.peers.checkAccess(hs); err != nil {
+		return err
+	}
+	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf); err != nil {
+		return err
+	}
+	for i := range hs {
+		t.args.Data[i] = uint64(t.peers.m[i].ptr)
+		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.signalOff)
+		t.blocks = min(t.blocks, int(hs[i].Blocks))
+	}
+	t.threads = threadsFor(t.blocks, t.dev.info.SMs)
+	return nil
+}
+
+func (t *smTransport) setTokens(ts tokenSet) {
+	t.args.Tokens = [MaxWorldSize]int32{}
+	t.args.Prefix = [MaxWorldSize + 1]int32{}
+	for i, n := range ts.counts {
+		t.args.Tokens[i] = int32(n)
+	}
+	for i, n := range ts.prefix {
+		t.args.Prefix[i] = int32(n)
+	}
+}
+
+func (t *smTransport) setTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
+
+func (t *smTransport) widths() []int { return t.k.widths }
+
+// enqueue launches the operation's kernel (after the start barrier's with
+// a single buffer). Allocation-free.
+func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor) error {
+	t.args.Input = uint64(x.Ptr)
+	t.args.Batch = uint32(x.Shape[0])
+	t.args.Units = uint32(p.chunk / int64(p.width))
+	t.args.Active = uint32(activeBlocks(p.groupBytes, t.blocks))
+	t.args.Sig = p.sig
+	if t.args.HalfBytes == 0 {
+		if err := t.launch(t.k.start, 1, farewellThreads); err != nil {
+			return err
+		}
+	}
+	return t.launch(t.k.ops[op][p.width], t.blocks, t.threads)
+}
+
+// failure decodes the status word a failed kernel wrote, or nil.
+func (t *smTransport) failure() error {
+	if t.statusHost == nil {
+		return nil // released
+	}
+	st := (*statusWord)(t.statusHost)
+	code := atomic.LoadUint32(&st.Code)
+	if code == statusOK {
+		return nil
+	}
+	rank, peer := int(atomic.LoadUint32(&st.Rank)), int(atomic.LoadUint32(&st.Peer))
+	phase, epoch := Phase(atomic.LoadUint32(&st.Phase)), atomic.LoadUint32(&st.Epoch)
+	block := int(atomic.LoadUint32(&st.Block))
+	switch code {
+	case statusPeerClosed:
+		return &PeerClosedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
+	case statusMismatch:
+		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
+			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
+	}
+	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
+}
+
+// goodbye launches ulysses_close: the bye words, and with wait the wait
+// for the peers'.
+func (t *smTransport) goodbye(wait bool) error {
+	t.args.Active = 0
+	if wait {
+		t.args.Active = 1
+	}
+	return t.launch(t.k.close, 1, farewellThreads)
+}
+
+func (t *smTransport) release() {
+	t.peers.bury()
+	if host := t.statusHost; host != nil {
+		ctx := t.share.ctx
+		t.share.bury(release{"freeing the status word", func() error { return ctx.HostFree(host) }})
+		t.statusHost = nil
+	}
+}
+
+// launch enqueues one kernel with the current args, holding the share's
+// launch gate so that no graveyard release starts while it may run.
+func (t *smTransport) launch(f driver.Function, grid, threads int) error {
+	t.share.gate.RLock()
+	err := t.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, t.stream, t.params[:])
+	t.share.gate.RUnlock()
+	if err != nil {
+		return wrapDriver("launching kernel", err)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package a2a
+
+import (
+	"time"
+
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// transport moves the bytes of planned operations between the ranks of a
+// group. The Comm owns everything else, and the same for every transport:
+// validation, the plan of each operation (shapes, token counts, capacity,
+// the verdict every rank shares), the buffer's data halves and the views
+// into them, the Into copies, the failure bookkeeping and the order of
+// Close. smTransport (SM kernels writing into the peers over CUDA IPC) is
+// the one there is; a copy-engine or NCCL transport implements the same
+// methods. Calls come with the Comm's lock held.
+type transport interface {
+	// connect joins the group: hs are every rank's validated handles, in
+	// rank order, the same on every rank.
+	connect(hs []handle) error
+	// setTokens and setTimeout change what the operations enqueued after
+	// them carry; they touch no device memory.
+	setTokens(ts tokenSet)
+	setTimeout(d time.Duration)
+	// widths lists the vector widths in bytes the transport copies with,
+	// widest first; planning picks the widest the operation allows.
+	widths() []int
+	// enqueue moves the bytes of the planned operation p on input x into
+	// every rank's data half for this operation, on the Comm's stream,
+	// without waiting for anything.
+	enqueue(op ptx.Op, p opPlan, x Tensor) error
+	// failure returns what the device reported (a *TimeoutError,
+	// *PeerClosedError or *MismatchError), or nil.
+	failure() error
+	// goodbye enqueues telling the peers that this rank leaves and, with
+	// wait, waiting (bounded by the timeout) until each has said the same.
+	goodbye(wait bool) error
+	// release hands what the transport holds to the share's graveyard.
+	release()
+}
