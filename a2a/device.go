@@ -29,8 +29,13 @@ func OpenDevice(ordinal int) (*Device, error) {
 	return openDevice(&ordinal, 0)
 }
 
+// loadDriver opens the CUDA driver: driver.Load, the process's one driver.
+// It is a variable for the tests, which give the package a stub driver of
+// their own through it (export_test.go).
+var loadDriver = driver.Load
+
 func openDevice(ordinal *int, rank int) (*Device, error) {
-	drv, err := driver.Load()
+	drv, err := loadDriver()
 	if err != nil {
 		return nil, wrapDriver("loading the CUDA driver", err)
 	}

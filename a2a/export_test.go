@@ -4,10 +4,37 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"testing"
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
+
+// UseDriver makes the package open d, or fail with err, instead of the
+// process's driver (driver.Load) until tb ends. No Comm of the process may
+// be live then, nor when tb ends: what the Comms of a device share (its
+// context, the loaded kernels) belongs to the driver it came from.
+func UseDriver(tb testing.TB, d *driver.Driver, err error) {
+	tb.Helper()
+	if n := liveShares(); n != 0 {
+		tb.Fatalf("a2a.UseDriver: Comms of an earlier test are live on %d devices", n)
+	}
+	old := loadDriver
+	loadDriver = func() (*driver.Driver, error) { return d, err }
+	tb.Cleanup(func() {
+		loadDriver = old
+		if n := liveShares(); n != 0 {
+			tb.Errorf("a2a.UseDriver: the test left Comms live on %d devices", n)
+		}
+	})
+}
+
+// liveShares counts the devices where the process has Comms.
+func liveShares() int {
+	shares.mu.Lock()
+	defer shares.mu.Unlock()
+	return len(shares.m)
+}
 
 // DebugDump describes the Comm's device-side protocol state for a test
 // that failed: the epoch, the arrival count, the claim, the end flags its

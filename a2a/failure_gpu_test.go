@@ -19,6 +19,7 @@ import (
 	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
 func init() {
@@ -240,8 +241,8 @@ func workerKilledPeer(rk launch.Rank) error {
 	// Regroup: the survivors and a replacement for the dead rank.
 	addr2 := os.Getenv(envAddr2)
 	if rk.Rank == 0 {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envScenario+"=replacement", launch.EnvRank+"="+strconv.Itoa(victim),
+		cmd := exec.Command(os.Args[0], testutil.ScenarioArgs()...)
+		cmd.Env = append(append(os.Environ(), testutil.ScenarioEnv("replacement")...), launch.EnvRank+"="+strconv.Itoa(victim),
 			launch.EnvWorld+"="+strconv.Itoa(rk.World), launch.EnvAddr+"="+addr2)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Start(); err != nil {
@@ -289,8 +290,8 @@ func TestKilledPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	res, err := launch.Run(ctx, launch.Spec{
-		Exe: os.Args[0], Args: []string{"-test.run=^$"}, World: 3,
-		Env: []string{envScenario + "=killed-peer", envAddr2 + "=" + addr2}, Output: testWriter{t}, Grace: 3 * time.Minute,
+		Exe: os.Args[0], Args: testutil.ScenarioArgs(), World: 3,
+		Env: append(testutil.ScenarioEnv("killed-peer"), envAddr2+"="+addr2), Output: testWriter{t}, Grace: 3 * time.Minute,
 	})
 	require.Error(t, err, "the victim must die")
 	var exitErr *exec.ExitError

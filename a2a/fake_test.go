@@ -1,20 +1,19 @@
 package a2a_test
 
 // Tests against the stub CUDA driver of internal/fakecuda: no GPU needed,
-// only a C compiler. driver.Load opens the library once per process, so
-// each TestFake* parent builds the stub and re-executes this test binary to
-// run one TestFakeChild* test with ULYSSES_LIBCUDA pointing at the stub;
-// the child does the work and the parent checks that it passed. The stub
-// moves memory for real but its kernels do nothing, so these tests cover
-// the host side: validation, state, errors, resources, allocations.
+// only a C compiler. Each test gives a2a a fresh copy of the stub of its
+// own, in this process (fakeDriver, through a2a.UseDriver); the stub reads
+// its FAKECUDA_* settings at every call, so the tests set them with
+// t.Setenv and are not parallel. Only TestFakeLoad starts a child process:
+// it checks that a2a finds its driver with driver.Load, which reads
+// ULYSSES_LIBCUDA once per process. The stub moves memory for real but its
+// kernels do nothing, so these tests cover the host side: validation,
+// state, errors, resources, allocations.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,74 +27,29 @@ import (
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// envFakeChild marks a re-executed test binary: it names the one
-// TestFakeChild* test that runs there. (Not ULYSSES_TEST_SCENARIO, which
-// TestMain dispatches on.)
-const envFakeChild = "ULYSSES_FAKE_CHILD"
-
-// fakeLibrary builds the stub into a temporary directory. A missing cc
-// skips the test, except under CI=true where it fails.
-func fakeLibrary(t *testing.T) string {
+// fakeDriver gives a2a a fresh copy of the stub for the rest of the test,
+// with env ("KEY=value", FAKECUDA_* settings) set, and returns the copy's
+// path, for fakecuda.Read.
+func fakeDriver(t *testing.T, env ...string) string {
 	t.Helper()
-	lib, err := fakecuda.Build(t.TempDir())
-	if errors.Is(err, fakecuda.ErrNoCompiler) && os.Getenv("CI") != "true" {
-		t.Skipf("cannot build the stub CUDA driver: %v", err)
+	lib := testutil.FakeCUDA(t)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
 	}
+	d, err := driver.LoadLibrary(lib)
 	require.NoError(t, err)
+	a2a.UseDriver(t, d, nil)
 	return lib
 }
 
-// runFakeChild runs TestFakeChild<name> in a child process against lib,
-// with env (FAKECUDA_* settings) added, and returns its output after
-// checking that it passed.
-func runFakeChild(t *testing.T, lib, name string, env ...string) string {
+// fakeCounters reads the stub's counters.
+func fakeCounters(t *testing.T, lib string) fakecuda.Counters {
 	t.Helper()
-	out, err := runFakeChildResult(t, lib, name, env...)
-	t.Logf("TestFakeChild%s %s:\n%s", name, strings.Join(env, " "), out)
-	require.NoError(t, err, "child TestFakeChild%s failed", name)
-	require.Contains(t, out, "--- PASS: TestFakeChild"+name)
-	require.NotContains(t, out, "--- FAIL")
-	return out
-}
-
-// runFakeChildResult runs the child and returns its output and exit error.
-func runFakeChildResult(t *testing.T, lib, name string, env ...string) (string, error) {
-	t.Helper()
-	child := "TestFakeChild" + name
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+child+"$", "-test.v", "-test.count=1", "-test.timeout=2m")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "FAKECUDA_") && !strings.HasPrefix(kv, envScenario+"=") &&
-			!strings.HasPrefix(kv, driver.EnvLibrary+"=") && !strings.HasPrefix(kv, envFakeChild+"=") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, driver.EnvLibrary+"="+lib, envFakeChild+"="+child)
-	if gorace := os.Getenv("GORACE"); !strings.Contains(gorace, "atexit_sleep_ms") {
-		// A -race child would otherwise sleep 1 s at exit.
-		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
-	}
-	cmd.Env = append(cmd.Env, env...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// fakeChild skips the test unless this process is the child started to
-// run it.
-func fakeChild(t *testing.T) {
-	t.Helper()
-	if os.Getenv(envFakeChild) != t.Name() {
-		t.Skip("runs in a child process started by its TestFake* parent")
-	}
-}
-
-// fakeCounters reads the stub's counters in this (child) process.
-func fakeCounters(t *testing.T) fakecuda.Counters {
-	t.Helper()
-	n, err := fakecuda.Read(os.Getenv(driver.EnvLibrary))
+	n, err := fakecuda.Read(lib)
 	require.NoError(t, err)
 	return n
 }
@@ -104,9 +58,9 @@ func fakeCounters(t *testing.T) fakecuda.Counters {
 // that no call that waits for the whole device (freeing, unmapping,
 // loading kernels) was ever made while a kernel was queued: it would have
 // waited for that kernel (see TestFakeNoDeviceWideWaitWhileCommsLive).
-func requireReleased(t *testing.T) {
+func requireReleased(t *testing.T, lib string) {
 	t.Helper()
-	n := fakeCounters(t)
+	n := fakeCounters(t, lib)
 	require.Empty(t, n.Live(), "left allocated")
 	require.Zero(t, n.BusyDeviceWaits, "device-wide waits made with kernels queued")
 }
@@ -171,30 +125,22 @@ func fakeCalls(c *a2a.Comm, x, dst a2a.Tensor) []fakeOp {
 // ---- peer access -----------------------------------------------------------
 
 func TestFakePeerAccess(t *testing.T) {
-	t.Parallel()
-	lib := fakeLibrary(t)
 	t.Run("denied", func(t *testing.T) {
-		t.Parallel()
-		out := runFakeChild(t, lib, "PeerDenied", fakecuda.EnvDevices+"=3", fakecuda.EnvNoPeer+"=1-2")
-		require.Contains(t, out, "rank 1 (GPU 0000:01:00.0) and rank 2 (GPU 0000:02:00.0) cannot access each other's memory")
+		checkPeerDenied(t, fakeDriver(t, fakecuda.EnvDevices+"=3", fakecuda.EnvNoPeer+"=1-2"))
 	})
 	t.Run("allowed", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=3")
+		checkPeerAllowed(t, fakeDriver(t, fakecuda.EnvDevices+"=3"))
 	})
 	t.Run("allowed-unused-pair", func(t *testing.T) {
-		t.Parallel()
 		// Only the GPUs the group uses matter: device 3 is in no rank.
-		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=4", fakecuda.EnvNoPeer+"=0-3")
+		checkPeerAllowed(t, fakeDriver(t, fakecuda.EnvDevices+"=4", fakecuda.EnvNoPeer+"=0-3"))
 	})
 	t.Run("allowed-shared-gpu", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=2") // ranks on GPUs 0, 1, 0
+		checkPeerAllowed(t, fakeDriver(t, fakecuda.EnvDevices+"=2")) // ranks on GPUs 0, 1, 0
 	})
 	t.Run("allowed-one-gpu", func(t *testing.T) {
-		t.Parallel()
 		// Every rank on GPU 0: no pair to check (device 1 does not exist).
-		runFakeChild(t, lib, "PeerAllowed", fakecuda.EnvDevices+"=1", fakecuda.EnvNoPeer+"=0-1")
+		checkPeerAllowed(t, fakeDriver(t, fakecuda.EnvDevices+"=1", fakecuda.EnvNoPeer+"=0-1"))
 	})
 }
 
@@ -229,8 +175,7 @@ func fakeGroup(t *testing.T) ([]*a2a.Comm, [][]byte, []int) {
 	return comms, handles, devices
 }
 
-func TestFakeChildPeerDenied(t *testing.T) {
-	fakeChild(t)
+func checkPeerDenied(t *testing.T, lib string) {
 	comms, handles, devices := fakeGroup(t)
 	var msgs []string
 	for r, c := range comms {
@@ -242,10 +187,8 @@ func TestFakeChildPeerDenied(t *testing.T) {
 	for r := range msgs {
 		require.Equal(t, msgs[0], msgs[r], "rank %d names another pair", r)
 	}
-	for _, want := range []string{"rank 1", "rank 2", "0000:01:00.0", "0000:02:00.0"} {
-		require.Contains(t, msgs[0], want)
-	}
-	n := fakeCounters(t)
+	require.Contains(t, msgs[0], "rank 1 (GPU 0000:01:00.0) and rank 2 (GPU 0000:02:00.0) cannot access each other's memory")
+	n := fakeCounters(t, lib)
 	require.Zero(t, n.IPCMappings)
 	// Each Comm's Device retains its context once, and the process's Comms
 	// on one device share one more retain (the kernels' share): 3 + 3 on
@@ -257,11 +200,10 @@ func TestFakeChildPeerDenied(t *testing.T) {
 		require.ErrorIs(t, err, a2a.ErrNotConnected, "a refused Connect leaves the Comm unconnected")
 		require.NoError(t, c.Close())
 	}
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
-func TestFakeChildPeerAllowed(t *testing.T) {
-	fakeChild(t)
+func checkPeerAllowed(t *testing.T, lib string) {
 	comms, handles, devices := fakeGroup(t)
 	var wg sync.WaitGroup
 	errs := make([]error, len(comms))
@@ -279,7 +221,7 @@ func TestFakeChildPeerAllowed(t *testing.T) {
 			}
 		}
 	}
-	n := fakeCounters(t)
+	n := fakeCounters(t, lib)
 	require.Zero(t, n.IPCMappings, "same-process peers use the raw pointer, not IPC")
 	// One retain per Comm's Device, one per device for the Comms' shared
 	// kernels, and on top one peer context per peer on another GPU.
@@ -308,27 +250,17 @@ func TestFakeChildPeerAllowed(t *testing.T) {
 	for _, c := range comms {
 		require.NoError(t, c.Close())
 	}
-	n = fakeCounters(t)
+	n = fakeCounters(t, lib)
 	// Not single-buffer: one kernel per operation, and the farewell kernel
 	// in Close.
 	require.EqualValues(t, 3*4, n.Launches, "three operations and the farewell per rank")
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
 // ---- allocations -----------------------------------------------------------
 
 func TestFakeAllocations(t *testing.T) {
-	t.Parallel()
-	out := runFakeChild(t, fakeLibrary(t), "Allocations")
-	lines := regexp.MustCompile(`allocs/op \w+: [0-9.]+`).FindAllString(out, -1)
-	require.Len(t, lines, 6, "one line per operation")
-	for _, l := range lines {
-		t.Log(l)
-	}
-}
-
-func TestFakeChildAllocations(t *testing.T) {
-	fakeChild(t)
+	lib := fakeDriver(t)
 	c, x, dst := fakeComm(t, true, true)
 	for _, op := range fakeOps(c, x, dst) {
 		require.NoError(t, op.run())
@@ -337,7 +269,7 @@ func TestFakeChildAllocations(t *testing.T) {
 				panic(err)
 			}
 		})
-		fmt.Printf("allocs/op %s: %v\n", op.name, n)
+		t.Logf("allocs/op %s: %v", op.name, n)
 		if fakecuda.RaceEnabled() {
 			// The race detector makes sync.Pool drop a quarter of what is
 			// put back, so internal/driver's pooled call buffers get
@@ -348,25 +280,20 @@ func TestFakeChildAllocations(t *testing.T) {
 	}
 	require.NoError(t, c.Sync())
 	require.NoError(t, closeFake(t, c, x, dst))
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
 // ---- errors ----------------------------------------------------------------
 
 func TestFakeErrors(t *testing.T) {
-	t.Parallel()
-	lib := fakeLibrary(t)
 	t.Run("launch-failure", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "LaunchFailure", fakecuda.EnvFailLaunchAfter+"=0")
+		checkLaunchFailure(t, fakeDriver(t, fakecuda.EnvFailLaunchAfter+"=0"))
 	})
 	t.Run("validation-first", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "Validation", fakecuda.EnvFailLaunchAfter+"=0")
+		checkValidation(t, fakeDriver(t, fakecuda.EnvFailLaunchAfter+"=0"))
 	})
 	t.Run("sync-error", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "SyncError", fakecuda.EnvSyncError+"=700")
+		checkSyncError(t, fakeDriver(t, fakecuda.EnvSyncError+"=700"))
 	})
 }
 
@@ -381,8 +308,7 @@ func requireBrokenAfter(t *testing.T, calls []fakeOp, cause string) {
 	}
 }
 
-func TestFakeChildLaunchFailure(t *testing.T) {
-	fakeChild(t)
+func checkLaunchFailure(t *testing.T, lib string) {
 	c, x, dst := fakeComm(t, true, true)
 	_, err := c.SendRecvHeads(x)
 	require.Error(t, err)
@@ -390,7 +316,7 @@ func TestFakeChildLaunchFailure(t *testing.T) {
 	require.NotErrorIs(t, err, a2a.ErrBroken, "the failure itself is returned first")
 	t.Logf("launch: %v", err)
 	requireBrokenAfter(t, fakeCalls(c, x, dst), "CUDA_ERROR_LAUNCH_FAILED")
-	n := fakeCounters(t)
+	n := fakeCounters(t, lib)
 	require.EqualValues(t, 1, n.LaunchFailures, "nothing launched once broken")
 	require.Zero(t, n.Launches)
 	require.NotPanics(t, func() { err = closeFake(t, c, x, dst) })
@@ -399,15 +325,14 @@ func TestFakeChildLaunchFailure(t *testing.T) {
 	// launches its one farewell kernel, which the stub fails as well, and
 	// reports that.
 	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "Close reports its failed farewell: %v", err)
-	n = fakeCounters(t)
+	n = fakeCounters(t, lib)
 	require.EqualValues(t, 2, n.LaunchFailures, "the operation, then Close's farewell")
 	require.Zero(t, n.Launches)
 	require.NoError(t, c.Close(), "second Close")
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
-func TestFakeChildValidation(t *testing.T) {
-	fakeChild(t)
+func checkValidation(t *testing.T, lib string) {
 	c, x, dst := fakeComm(t, true, true)
 	buf := c.Buffer()
 	fp16 := x
@@ -449,23 +374,22 @@ func TestFakeChildValidation(t *testing.T) {
 		require.NotContains(t, err.Error(), "LAUNCH_FAILED", tc.name)
 		t.Logf("%s: %v", tc.name, err)
 	}
-	n := fakeCounters(t)
+	n := fakeCounters(t, lib)
 	require.Zero(t, n.Launches+n.LaunchFailures, "validation errors enqueue nothing")
 
 	// Not broken: a valid call goes on to the launch, which the stub fails.
 	_, err := c.AllGather(x)
 	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "%v", err)
 	require.NotErrorIs(t, err, a2a.ErrBroken)
-	require.EqualValues(t, 1, fakeCounters(t).LaunchFailures)
+	require.EqualValues(t, 1, fakeCounters(t, lib).LaunchFailures)
 	_ = closeFake(t, c, x, dst)
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
-// TestFakeChildSyncError: a synchronisation that fails after a launch (the
+// checkSyncError: a synchronisation that fails after a launch (the
 // stub fails cuStreamSynchronize only on a stream that has run a kernel, so
 // New's own wait still works) breaks the Comm, whichever call waited.
-func TestFakeChildSyncError(t *testing.T) {
-	fakeChild(t)
+func checkSyncError(t *testing.T, lib string) {
 	for _, tc := range []struct {
 		name string
 		wait func(c *a2a.Comm, view a2a.Tensor) error
@@ -475,7 +399,7 @@ func TestFakeChildSyncError(t *testing.T) {
 		{"Download", func(c *a2a.Comm, view a2a.Tensor) error { _, err := c.Device().Download(view); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := fakeCounters(t).Launches
+			before := fakeCounters(t, lib).Launches
 			c, x, dst := fakeComm(t, true, true)
 			require.NoError(t, c.Sync(), "nothing launched yet: the wait works")
 			view, err := c.SendRecvHeads(x)
@@ -489,8 +413,8 @@ func TestFakeChildSyncError(t *testing.T) {
 			require.True(t, driver.IsCode(err, driver.ErrorIllegalAddress), "Close reports the failed wait: %v", err)
 			// The operation, then Close's farewell: a broken Comm still says
 			// goodbye, and nothing else is launched once broken.
-			require.EqualValues(t, before+2, fakeCounters(t).Launches)
-			requireReleased(t)
+			require.EqualValues(t, before+2, fakeCounters(t, lib).Launches)
+			requireReleased(t, lib)
 		})
 	}
 }
@@ -498,20 +422,11 @@ func TestFakeChildSyncError(t *testing.T) {
 // ---- life cycle ------------------------------------------------------------
 
 func TestFakeLifecycle(t *testing.T) {
-	t.Parallel()
-	lib := fakeLibrary(t)
-	t.Run("sequential", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "Lifecycle")
-	})
-	t.Run("concurrent", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "Concurrent")
-	})
+	t.Run("sequential", func(t *testing.T) { checkLifecycle(t, fakeDriver(t)) })
+	t.Run("concurrent", func(t *testing.T) { checkConcurrent(t, fakeDriver(t)) })
 }
 
-func TestFakeChildLifecycle(t *testing.T) {
-	fakeChild(t)
+func checkLifecycle(t *testing.T, lib string) {
 	cfg := a2a.Config{Rank: 0, WorldSize: 2, Device: a2a.DeviceOrdinal(0), MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16}
 	newRank := func(mod func(*a2a.Config)) *a2a.Comm {
 		cfg := cfg
@@ -565,7 +480,7 @@ func TestFakeChildLifecycle(t *testing.T) {
 		require.Contains(t, err.Error(), tc.want, tc.name)
 		t.Logf("%s: %v", tc.name, err)
 	}
-	n := fakeCounters(t)
+	n := fakeCounters(t, lib)
 	// Seven Comms on two devices: one retain per Comm's Device, one per
 	// device for the share, and the kernels of both element widths loaded
 	// once per device (fp8 uses the 1-byte ones, loaded with the first Comm).
@@ -574,7 +489,7 @@ func TestFakeChildLifecycle(t *testing.T) {
 	for _, c := range []*a2a.Comm{other0, bigger, single, fp8, world3} {
 		require.NoError(t, c.Close(), "closing a Comm never connected")
 	}
-	n = fakeCounters(t)
+	n = fakeCounters(t, lib)
 	require.Zero(t, n.IPCMappings)
 	require.Zero(t, n.Launches, "a Comm never connected launches nothing, in Close neither")
 	// c0 and c1's Devices and the two devices' shares: no peer context.
@@ -611,7 +526,7 @@ func TestFakeChildLifecycle(t *testing.T) {
 	require.NoError(t, c0.Close(), "second Close")
 	require.NoError(t, c1.Close())
 	require.NoError(t, c1.Close())
-	requireReleased(t)
+	requireReleased(t, lib)
 
 	// Single-buffer: each operation launches a one-block start barrier,
 	// then the copy; Close launches the farewell.
@@ -621,23 +536,22 @@ func TestFakeChildLifecycle(t *testing.T) {
 	require.NoError(t, sb.SetRankTokens([]int{8}))
 	x, err = sb.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
 	require.NoError(t, err)
-	before := fakeCounters(t).Launches
+	before := fakeCounters(t, lib).Launches
 	_, err = sb.AllGather(x)
 	require.NoError(t, err)
-	require.EqualValues(t, before+2, fakeCounters(t).Launches, "two kernels per single-buffer operation")
+	require.EqualValues(t, before+2, fakeCounters(t, lib).Launches, "two kernels per single-buffer operation")
 	require.NoError(t, sb.Sync())
 	require.NoError(t, sb.Device().Free(x))
 	require.NoError(t, sb.Close())
-	require.EqualValues(t, before+3, fakeCounters(t).Launches, "and one farewell")
-	requireReleased(t)
+	require.EqualValues(t, before+3, fakeCounters(t, lib).Launches, "and one farewell")
+	requireReleased(t, lib)
 }
 
-// TestFakeChildConcurrent runs operations and the other methods from
+// checkConcurrent runs operations and the other methods from
 // several goroutines while one of them closes the Comm: every call either
 // works or returns ErrClosed, and everything is released (run it with
 // -race).
-func TestFakeChildConcurrent(t *testing.T) {
-	fakeChild(t)
+func checkConcurrent(t *testing.T, lib string) {
 	c, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16})
 	require.NoError(t, err)
 	require.NoError(t, c.Connect([][]byte{c.Handle()}))
@@ -703,55 +617,30 @@ func TestFakeChildConcurrent(t *testing.T) {
 	require.NoError(t, d.Free(x))
 	require.NoError(t, d.Free(dst))
 	require.NoError(t, d.Close())
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
-// knownBugTimeOpsClose: a2a's timeEvents (TimeOps, TimeBackToBack) works
-// on the device context outside the Comm's lock, so a Close during the
-// timed run releases the context under it: the next event record fails
-// with a driver error instead of ErrClosed, and the events leak (their
-// destruction on the released context fails, unreported). Set it to false
-// once a2a/timing.go is fixed; TestFakeTimeOpsClose then must pass.
-const knownBugTimeOpsClose = false
-
+// TestFakeTimeOpsClose runs a timing method whose first operation closes
+// the Comm: the timing returns ErrClosed, and nothing is left allocated.
 func TestFakeTimeOpsClose(t *testing.T) {
-	t.Parallel()
-	lib := fakeLibrary(t)
-	for _, name := range []string{"TimeOpsClose", "TimeBackToBackClose"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			if !knownBugTimeOpsClose {
-				runFakeChild(t, lib, name)
-				return
-			}
-			out, err := runFakeChildResult(t, lib, name)
-			if err == nil {
-				t.Fatalf("TestFakeChild%s passes: set knownBugTimeOpsClose = false", name)
-			}
-			t.Skipf("known a2a bug, see knownBugTimeOpsClose:\n%s", out)
+	for _, tc := range []struct {
+		name   string
+		timing func(c *a2a.Comm, op func(int) error) error
+	}{
+		{"TimeOpsClose", func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeOps(2, op); return err }},
+		{"TimeBackToBackClose", func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeBackToBack(2, op); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lib := fakeDriver(t)
+			c, x, dst := fakeComm(t, true, true)
+			require.NoError(t, c.Device().Free(x))
+			require.NoError(t, c.Device().Free(dst))
+			err := tc.timing(c, func(int) error { return c.Close() })
+			t.Logf("timing: %v", err)
+			assert.ErrorIs(t, err, a2a.ErrClosed, "a Close during the timed run")
+			assert.Empty(t, fakeCounters(t, lib).Live(), "left allocated")
 		})
 	}
-}
-
-// timeOpsClose runs a timing method whose first operation closes the Comm.
-func timeOpsClose(t *testing.T, timing func(c *a2a.Comm, op func(int) error) error) {
-	c, x, dst := fakeComm(t, true, true)
-	require.NoError(t, c.Device().Free(x))
-	require.NoError(t, c.Device().Free(dst))
-	err := timing(c, func(int) error { return c.Close() })
-	t.Logf("timing: %v", err)
-	assert.ErrorIs(t, err, a2a.ErrClosed, "a Close during the timed run")
-	assert.Empty(t, fakeCounters(t).Live(), "left allocated")
-}
-
-func TestFakeChildTimeOpsClose(t *testing.T) {
-	fakeChild(t)
-	timeOpsClose(t, func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeOps(2, op); return err })
-}
-
-func TestFakeChildTimeBackToBackClose(t *testing.T) {
-	fakeChild(t)
-	timeOpsClose(t, func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeBackToBack(2, op); return err })
 }
 
 // ---- device-wide waits -------------------------------------------------------
@@ -765,24 +654,19 @@ func TestFakeChildTimeBackToBackClose(t *testing.T) {
 // first Comm arrives, when no Comm has work queued, or when the last one
 // leaves.
 func TestFakeNoDeviceWideWaitWhileCommsLive(t *testing.T) {
-	t.Parallel()
-	runFakeChild(t, fakeLibrary(t), "NoDeviceWideWaitWhileCommsLive")
-}
-
-func TestFakeChildNoDeviceWideWaitWhileCommsLive(t *testing.T) {
-	fakeChild(t)
+	lib := fakeDriver(t)
 	// A, in use: made (loading the kernels), connected, given tokens, one
 	// operation, synchronised.
 	a, xa, dsta := fakeComm(t, true, true)
 	_, err := a.SendRecvHeads(xa)
 	require.NoError(t, err)
 	require.NoError(t, a.Sync())
-	base := fakeCounters(t)
+	base := fakeCounters(t, lib)
 	t.Logf("baseline: %+v", base)
 	require.Zero(t, base.BusyDeviceWaits, "the kernels were loaded with nothing queued")
 	noWait := func(what string) {
 		t.Helper()
-		n := fakeCounters(t)
+		n := fakeCounters(t, lib)
 		require.Equal(t, base.DeviceWaits, n.DeviceWaits, "%s: a device-wide wait while A is alive", what)
 		require.Equal(t, base.BusyDeviceWaits, n.BusyDeviceWaits, "%s: a device-wide wait for queued work", what)
 	}
@@ -800,7 +684,7 @@ func TestFakeChildNoDeviceWideWaitWhileCommsLive(t *testing.T) {
 	b, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16})
 	require.NoError(t, err)
 	noWait("New")
-	require.Equal(t, base.Modules, fakeCounters(t).Modules, "B uses the kernels A's arrival loaded")
+	require.Equal(t, base.Modules, fakeCounters(t, lib).Modules, "B uses the kernels A's arrival loaded")
 	require.NoError(t, b.Connect([][]byte{b.Handle()}))
 	require.NoError(t, a.SetRankTokens([]int{8}))
 	require.NoError(t, b.SetRankTokens([]int{8}))
@@ -855,7 +739,7 @@ func TestFakeChildNoDeviceWideWaitWhileCommsLive(t *testing.T) {
 	require.NoError(t, b.Device().Free(dstb))
 	require.NoError(t, b.Close())
 	noWait("closing B")
-	n := fakeCounters(t)
+	n := fakeCounters(t, lib)
 	require.Equal(t, base.Streams, n.Streams, "B's streams are gone")
 	require.Equal(t, base.ContextRetains, n.ContextRetains, "B's Device is released")
 	require.Equal(t, base.Modules, n.Modules, "the kernels stay for A")
@@ -864,7 +748,7 @@ func TestFakeChildNoDeviceWideWaitWhileCommsLive(t *testing.T) {
 	// A idle, no Comm has work queued: the graveyard is released now, while
 	// A lives on (without waiting for anything).
 	require.NoError(t, a.Sync())
-	n = fakeCounters(t)
+	n = fakeCounters(t, lib)
 	require.Greater(t, n.DeviceWaits, base.DeviceWaits, "released once every Comm is idle")
 	require.Equal(t, base.BusyDeviceWaits, n.BusyDeviceWaits, "with nothing queued")
 	require.Equal(t, base.DeviceAllocs, n.DeviceAllocs, "everything B and the helpers freed is released")
@@ -873,41 +757,30 @@ func TestFakeChildNoDeviceWideWaitWhileCommsLive(t *testing.T) {
 	// The last Comm leaves: its memory and the kernels go, and the waits
 	// that takes come after its farewell was waited for.
 	require.NoError(t, closeFake(t, a, xa, dsta))
-	n = fakeCounters(t)
+	n = fakeCounters(t, lib)
 	require.Equal(t, base.BusyDeviceWaits, n.BusyDeviceWaits, "no device-wide wait ever found work queued")
 	require.Zero(t, n.Modules)
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
 // ---- System and devices ------------------------------------------------------
 
 func TestFakeSystem(t *testing.T) {
-	t.Parallel()
-	lib := fakeLibrary(t)
-	t.Run("default", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "System")
-	})
+	t.Run("default", func(t *testing.T) { checkSystem(t, fakeDriver(t)) })
 	t.Run("no-peer", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "System", fakecuda.EnvDevices+"=3", fakecuda.EnvNoPeer+"=0-2")
+		checkSystem(t, fakeDriver(t, fakecuda.EnvDevices+"=3", fakecuda.EnvNoPeer+"=0-2"))
 	})
-	t.Run("two-no-peer", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "System", fakecuda.EnvNoPeer+"=0-1")
-	})
-	t.Run("no-device", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, lib, "System", fakecuda.EnvDevices+"=0")
-	})
+	t.Run("two-no-peer", func(t *testing.T) { checkSystem(t, fakeDriver(t, fakecuda.EnvNoPeer+"=0-1")) })
+	t.Run("no-device", func(t *testing.T) { checkSystem(t, fakeDriver(t, fakecuda.EnvDevices+"=0")) })
 	t.Run("no-driver", func(t *testing.T) {
-		t.Parallel()
-		runFakeChild(t, "/nonexistent/libcuda.so.1", "NoDriver")
+		const lib = "/nonexistent/libcuda.so.1"
+		d, err := driver.LoadLibrary(lib)
+		a2a.UseDriver(t, d, err)
+		checkNoDriver(t, lib)
 	})
 }
 
-func TestFakeChildSystem(t *testing.T) {
-	fakeChild(t)
+func checkSystem(t *testing.T, lib string) {
 	n := 2
 	if s := os.Getenv(fakecuda.EnvDevices); s != "" {
 		var err error
@@ -932,7 +805,7 @@ func TestFakeChildSystem(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("%+v", info)
 	require.Equal(t, 13000, info.DriverVersion)
-	require.Equal(t, os.Getenv(driver.EnvLibrary), info.Library)
+	require.Equal(t, lib, info.Library)
 	require.Len(t, info.Devices, n)
 	for i, d := range info.Devices {
 		require.Equal(t, a2a.DeviceInfo{
@@ -951,24 +824,39 @@ func TestFakeChildSystem(t *testing.T) {
 	require.ErrorIs(t, err, a2a.ErrConfig)
 }
 
-func TestFakeChildNoDriver(t *testing.T) {
-	fakeChild(t)
+func checkNoDriver(t *testing.T, lib string) {
 	_, err := a2a.System()
 	require.ErrorIs(t, err, a2a.ErrNoDriver)
-	require.Contains(t, err.Error(), "/nonexistent/libcuda.so.1")
+	require.Contains(t, err.Error(), lib)
 	_, err = a2a.New(a2a.Config{WorldSize: 1, MaxTokens: 1, HiddenDim: 1, DType: a2a.BFloat16})
 	require.ErrorIs(t, err, a2a.ErrNoDriver)
 	_, err = a2a.OpenDevice(0)
 	require.ErrorIs(t, err, a2a.ErrNoDriver)
 }
 
-func TestFakeDevice(t *testing.T) {
-	t.Parallel()
-	runFakeChild(t, fakeLibrary(t), "Device")
+// TestFakeLoad checks that a2a opens the process's driver with
+// driver.Load, which finds the stub through ULYSSES_LIBCUDA: in a child
+// process, since Load reads it once per process.
+func TestFakeLoad(t *testing.T) {
+	testutil.RunChild(t, "TestFakeLoadChild", driver.EnvLibrary+"="+testutil.FakeCUDA(t))
 }
 
-func TestFakeChildDevice(t *testing.T) {
-	fakeChild(t)
+func TestFakeLoadChild(t *testing.T) {
+	testutil.SkipUnlessChild(t)
+	lib := os.Getenv(driver.EnvLibrary)
+	info, err := a2a.System()
+	require.NoError(t, err)
+	require.Equal(t, lib, info.Library)
+	require.Len(t, info.Devices, 2)
+	c, x, dst := fakeComm(t, true, true)
+	_, err = c.AllGather(x)
+	require.NoError(t, err)
+	require.NoError(t, closeFake(t, c, x, dst))
+	requireReleased(t, lib)
+}
+
+func TestFakeDevice(t *testing.T) {
+	lib := fakeDriver(t)
 	d, err := a2a.OpenDevice(1)
 	require.NoError(t, err)
 	require.Equal(t, 1, d.Info().Ordinal)
@@ -1004,11 +892,8 @@ func TestFakeChildDevice(t *testing.T) {
 	mean, err := c.TimeBackToBack(4, func(int) error { _, err := c.SendRecvHeads(x); return err })
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Nanosecond, mean.Round(10*time.Nanosecond))
-	bw, err := a2a.PeerCopyBandwidth(0, 1, 1<<20, 3)
-	require.NoError(t, err)
-	require.InEpsilon(t, 3*float64(1<<20)/1e-6, bw, 1e-3)
 	require.NoError(t, closeFake(t, c, x, dst))
-	requireReleased(t)
+	requireReleased(t, lib)
 }
 
 func roundAll(ds []time.Duration) []time.Duration {

@@ -2,8 +2,6 @@ package a2a_test
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -16,38 +14,22 @@ import (
 	"github.com/ulysses-go/ulysses/a2a/exchange"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// envRequireGPU turns every GPU skip into a failure: GPU runs set it, so a
-// GPU run can never pass by skipping.
-const envRequireGPU = "ULYSSES_REQUIRE_GPU"
-
-// envScenario names the worker scenario a re-executed test binary runs.
-const envScenario = "ULYSSES_TEST_SCENARIO"
-
-// requireGPU skips the test when there is no driver or no GPU, unless
-// ULYSSES_REQUIRE_GPU=1; any other error fails it.
+// requireGPU reads the system; without a driver or a GPU the test is
+// skipped (or fails under ULYSSES_REQUIRE_GPU=1, see testutil.RequireGPU).
 func requireGPU(t testing.TB) a2a.SystemInfo {
 	t.Helper()
 	info, err := a2a.System()
-	if err != nil {
-		if errors.Is(err, a2a.ErrNoDriver) || errors.Is(err, a2a.ErrNoDevice) {
-			if os.Getenv(envRequireGPU) == "1" {
-				t.Fatalf("%s=1 but: %v", envRequireGPU, err)
-			}
-			t.Skipf("no GPU: %v", err)
-		}
-		t.Fatalf("reading the system: %v", err)
-	}
+	testutil.RequireGPU(t, err, a2a.ErrNoDriver, a2a.ErrNoDevice)
 	return info
 }
 
+// TestMain lets this test binary serve as a rank process that runs a
+// scenario (runGroup starts them).
 func TestMain(m *testing.M) {
-	if sc := os.Getenv(envScenario); sc != "" {
-		flag.Parse() // m.Run would; the worker reads -test.short
-		os.Exit(runWorker(sc))
-	}
-	os.Exit(m.Run())
+	testutil.Main(m, runWorker)
 }
 
 // scenarios are what a rank process can run; each returns nil on success.
@@ -79,27 +61,15 @@ func runGroup(t *testing.T, scenario string, world int, devices []int, env ...st
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	var out strings.Builder
 	res, err := launch.Run(ctx, launch.Spec{
-		Exe: os.Args[0], Args: workerArgs(), World: world, Devices: devices,
-		Env: append([]string{envScenario + "=" + scenario}, env...), Output: testWriter{t},
+		Exe: os.Args[0], Args: testutil.ScenarioArgs(), World: world, Devices: devices,
+		Env: append(testutil.ScenarioEnv(scenario), env...), Output: testWriter{t},
 	})
-	_ = out
 	require.NoError(t, err)
 	for _, r := range res {
 		require.Contains(t, r.Output, fmt.Sprintf("OK rank %d", r.Rank))
 	}
 	return res
-}
-
-// workerArgs are the arguments of a re-executed rank process: no tests of
-// its own, and -test.short passed on.
-func workerArgs() []string {
-	args := []string{"-test.run=^$"}
-	if testing.Short() {
-		args = append(args, "-test.short")
-	}
-	return args
 }
 
 // backToBackIters is how many back-to-back operations the race test runs
@@ -150,16 +120,10 @@ func exchangerFor(rk launch.Rank) (*exchange.TCP, error) {
 
 // joinFor builds a Comm big enough for every case; opts adjust its Config.
 func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case, single bool, opts ...func(*a2a.Config)) (*a2a.Comm, error) {
-	var elems int64
-	hidden := 1
-	for _, c := range cases {
-		s := c.Shape()
-		elems = max(elems, int64(s.GatheredBytes()/s.ElemSize))
-		hidden = max(hidden, c.Heads*c.HeadDim)
-	}
+	maxTokens, hidden := check.Capacity(cases...)
 	cfg := a2a.Config{
 		Rank: rk.Rank, WorldSize: rk.World, Device: rk.Device, DType: dt,
-		HiddenDim: hidden, MaxTokens: int((elems + int64(hidden) - 1) / int64(hidden)), SingleBuffer: single,
+		HiddenDim: hidden, MaxTokens: maxTokens, SingleBuffer: single,
 	}
 	for _, o := range opts {
 		o(&cfg)

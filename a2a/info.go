@@ -30,7 +30,7 @@ type SystemInfo struct {
 // System reads the driver's view of the machine. On a machine without the
 // driver it returns an error matching ErrNoDriver; without GPUs, ErrNoDevice.
 func System() (SystemInfo, error) {
-	drv, err := driver.Load()
+	drv, err := loadDriver()
 	if err != nil {
 		return SystemInfo{}, wrapDriver("loading the CUDA driver", err)
 	}

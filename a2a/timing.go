@@ -1,7 +1,6 @@
 package a2a
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -89,80 +88,6 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 		times[i] = d
 	}
 	return times, nil
-}
-
-// PeerCopyBandwidth measures the one-way copy rate from device src to
-// device dst in bytes per second: iters copies of n bytes by the copy
-// engines (cuMemcpyPeerAsync), timed with device events after two warm-up
-// copies. Benchmarks divide NVLink bytes by it to get their floor. It
-// allocates n bytes on each device for the duration of the call.
-func PeerCopyBandwidth(src, dst int, n int64, iters int) (float64, error) {
-	if n < 1 || iters < 1 {
-		return 0, fmt.Errorf("a2a: PeerCopyBandwidth(%d bytes, %d iterations): %w", n, iters, ErrConfig)
-	}
-	sd, err := OpenDevice(src)
-	if err != nil {
-		return 0, err
-	}
-	defer sd.Close()
-	dd, err := OpenDevice(dst)
-	if err != nil {
-		return 0, err
-	}
-	defer dd.Close()
-	if src != dst {
-		if err := sd.ctx.EnablePeerAccess(dd.ctx); err != nil {
-			return 0, wrapDriver("enabling peer access", err)
-		}
-	}
-	from, err := sd.Alloc([4]int{1, 1, 1, int(n)}, Float8E4M3)
-	if err != nil {
-		return 0, err
-	}
-	defer sd.Free(from)
-	to, err := dd.Alloc([4]int{1, 1, 1, int(n)}, Float8E4M3)
-	if err != nil {
-		return 0, err
-	}
-	defer dd.Free(to)
-	if err := sd.Fill(from, 0x3C); err != nil {
-		return 0, err
-	}
-	ctx := sd.ctx
-	stream, err := ctx.StreamCreate(true)
-	if err != nil {
-		return 0, wrapDriver("creating a stream", err)
-	}
-	defer ctx.StreamDestroy(stream)
-	var start, end driver.Event
-	if start, err = ctx.EventCreate(true); err != nil {
-		return 0, wrapDriver("creating events", err)
-	}
-	defer ctx.EventDestroy(start)
-	if end, err = ctx.EventCreate(true); err != nil {
-		return 0, wrapDriver("creating events", err)
-	}
-	defer ctx.EventDestroy(end)
-	copyOnce := func() error {
-		return ctx.MemcpyPeerAsync(driver.DevicePtr(to.Ptr), dd.ctx, driver.DevicePtr(from.Ptr), sd.ctx, uint64(n), stream)
-	}
-	var errs []error
-	for i := 0; i < 2; i++ {
-		errs = append(errs, copyOnce())
-	}
-	errs = append(errs, ctx.EventRecord(start, stream))
-	for i := 0; i < iters; i++ {
-		errs = append(errs, copyOnce())
-	}
-	errs = append(errs, ctx.EventRecord(end, stream), ctx.EventSynchronize(end))
-	if err := errors.Join(errs...); err != nil {
-		return 0, wrapDriver("timing peer copies", err)
-	}
-	d, err := ctx.EventElapsed(start, end)
-	if err != nil {
-		return 0, wrapDriver("reading events", err)
-	}
-	return float64(n) * float64(iters) / d.Seconds(), nil
 }
 
 // TimeBackToBack enqueues op(0), ..., op(n-1) back to back on the Comm's

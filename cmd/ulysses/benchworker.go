@@ -10,12 +10,6 @@ import (
 	"github.com/ulysses-go/ulysses/a2a/ref"
 )
 
-// peerCopyBytes and peerCopyIters size the peer copy rate measurement.
-const (
-	peerCopyBytes = 256 << 20
-	peerCopyIters = 20
-)
-
 func benchWorker(args []string, stdout, stderr io.Writer) int {
 	fs, o := newBenchFlags(true)
 	if code, ok := parseFlags(fs, args, stderr); !ok {
@@ -67,7 +61,7 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 	res := &benchResults{}
 	if lead {
 		// Before any Comm exists; the others wait in the round below.
-		res.PeerBandwidth, res.PeerPair, res.PeerNote = measurePeerCopy()
+		res.PeerBandwidth, res.PeerPair, res.PeerNote = measurePeerCopy(peerCopyBytes, peerCopyIters)
 		if res.PeerNote != "" {
 			fmt.Fprintf(stderr, "bench: %s\n", res.PeerNote)
 		} else {
@@ -109,24 +103,6 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 		}
 	}
 	return res, nil
-}
-
-// measurePeerCopy measures the one-way copy rate from GPU 0 to GPU 1 (or
-// GPU 0 to itself on a one-GPU machine). A failure is a note, not fatal.
-func measurePeerCopy() (bw float64, pair, note string) {
-	src, dst := 0, 0
-	if sys, err := a2a.System(); err == nil && len(sys.Devices) >= 2 {
-		dst = 1
-	}
-	pair = fmt.Sprintf("GPU %d -> GPU %d", src, dst)
-	if src == dst {
-		pair += " (one GPU: a local copy)"
-	}
-	bw, err := a2a.PeerCopyBandwidth(src, dst, peerCopyBytes, peerCopyIters)
-	if err != nil {
-		return 0, pair, fmt.Sprintf("peer copy rate unknown, no floor: %s", oneLine(err))
-	}
-	return bw, pair, ""
 }
 
 // benchComm times every size on one Comm; after each size the ranks send

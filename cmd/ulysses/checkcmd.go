@@ -125,8 +125,8 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 func checkDType(m *member, dt a2a.DType, seed uint64, sms int, stdout io.Writer) (bool, error) {
 	cases := checkCases(m.world, dt)
 	b2b := backToBackCase(m.world, dt)
-	cfg := capacityFor(append(cases, b2b))
-	cfg.NumSMs = sms
+	maxTokens, hidden := check.Capacity(append(cases, b2b)...)
+	cfg := a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: dt, NumSMs: sms}
 	comm, err := m.join(cfg)
 	if err != nil {
 		return false, err
@@ -254,19 +254,4 @@ func zeroRankSplit(total, world int) []int {
 	z := world / 2
 	rest := splitTokens(total, world-1)
 	return append(append(append([]int(nil), rest[:z]...), 0), rest[z:]...)
-}
-
-// capacityFor is the Comm configuration (capacity and dtype) that holds
-// the largest output of every case.
-func capacityFor(cases []check.Case) a2a.Config {
-	hidden, elems := 1, 1
-	for _, c := range cases {
-		hidden = max(hidden, c.Heads*c.HeadDim)
-		t := 0
-		for _, n := range c.Tokens {
-			t += n
-		}
-		elems = max(elems, c.Batch*t*c.Heads*c.HeadDim)
-	}
-	return a2a.Config{MaxTokens: (elems + hidden - 1) / hidden, HiddenDim: hidden, DType: cases[0].DType}
 }

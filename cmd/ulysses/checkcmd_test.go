@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
 )
 
@@ -76,9 +77,9 @@ func TestCheckCases(t *testing.T) {
 			assert.GreaterOrEqual(t, zero, 1, "some case has a rank without tokens")
 			b2b := backToBackCase(world, dt)
 			require.NoError(t, b2b.Shape().Validate())
-			cfg := capacityFor(append(cases, b2b))
+			maxTokens, hidden := check.Capacity(append(cases, b2b)...)
 			for _, c := range append(cases, b2b) {
-				assert.LessOrEqual(t, c.Shape().GatheredBytes(), cfg.MaxTokens*cfg.HiddenDim*dt.Size(), "%v", c)
+				assert.LessOrEqual(t, c.Shape().GatheredBytes(), maxTokens*hidden*dt.Size(), "%v", c)
 			}
 		}
 	}

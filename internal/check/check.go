@@ -40,11 +40,17 @@ func (c Case) Shape() ref.Shape {
 	return ref.Shape{Batch: c.Batch, Heads: c.Heads, HeadDim: c.HeadDim, ElemSize: c.DType.Size(), Tokens: c.Tokens}
 }
 
-// CapacityTokens is the MaxTokens (at hidden size Heads*HeadDim) that the
-// case's largest output needs.
-func (c Case) CapacityTokens() int {
-	s := c.Shape()
-	return max(s.Batch*s.TotalTokens(), 1)
+// Capacity is the smallest Comm capacity that holds the largest output of
+// every case: as HiddenDim the largest Heads*HeadDim, and as MaxTokens the
+// tokens of that size it takes to hold the most elements a case gathers
+// (B*T*H*D); at least 1 of each.
+func Capacity(cases ...Case) (maxTokens, hiddenDim int) {
+	hiddenDim, elems := 1, 1
+	for _, c := range cases {
+		hiddenDim = max(hiddenDim, c.Heads*c.HeadDim)
+		elems = max(elems, c.Batch*c.Shape().TotalTokens()*c.Heads*c.HeadDim)
+	}
+	return (elems + hiddenDim - 1) / hiddenDim, hiddenDim
 }
 
 // inputs makes every rank's input of the case from seed, so every process

@@ -28,9 +28,18 @@ func TestCaseShapeAndCapacity(t *testing.T) {
 	require.NoError(t, s.Validate())
 	require.Equal(t, 7, s.TotalTokens())
 	require.Equal(t, 2, s.ElemSize)
-	require.Equal(t, 21, c.CapacityTokens())
 	require.Contains(t, c.String(), "misaligned+1")
-	require.Equal(t, 1, Case{Batch: 1, Tokens: []int{0, 0}, Heads: 2, HeadDim: 1, DType: a2a.BFloat16}.CapacityTokens())
+	tokens, hidden := Capacity(c)
+	require.Equal(t, [2]int{21, 24}, [2]int{tokens, hidden}, "B*T tokens of H*D")
+	tokens, hidden = Capacity(Case{Batch: 1, Tokens: []int{0, 0}, Heads: 2, HeadDim: 1, DType: a2a.BFloat16})
+	require.Equal(t, [2]int{1, 2}, [2]int{tokens, hidden}, "room for one token even with none")
+	tokens, hidden = Capacity()
+	require.Equal(t, [2]int{1, 1}, [2]int{tokens, hidden})
+	// The widest hidden size and the most elements need not be one case's:
+	// 1*7*(6*4) = 168 elements, 32 wide, take 6 tokens of 32.
+	wide := Case{Batch: 1, Tokens: []int{1, 0, 0}, Heads: 2, HeadDim: 16, DType: a2a.BFloat16}
+	tokens, hidden = Capacity(Case{Batch: 1, Tokens: c.Tokens, Heads: 6, HeadDim: 4, DType: a2a.Float16}, wide)
+	require.Equal(t, [2]int{6, 32}, [2]int{tokens, hidden})
 }
 
 func TestInputsAreDeterministicPerRankAndNeverZero(t *testing.T) {

@@ -6,35 +6,26 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// requireDriver loads the real CUDA driver, skipping the test when there is
-// no driver or no device unless ULYSSES_REQUIRE_GPU=1, which makes that a
-// failure.
+// requireDriver loads the real CUDA driver; without a driver or a device
+// the test is skipped (or fails under ULYSSES_REQUIRE_GPU=1, see
+// testutil.RequireGPU).
 func requireDriver(t *testing.T) *Driver {
 	t.Helper()
 	d, err := Load()
 	if err == nil {
 		_, err = d.RequireDevices()
 	}
-	switch {
-	case err == nil:
-		return d
-	case errors.Is(err, ErrNoDriver) || errors.Is(err, ErrNoDevice):
-		if os.Getenv("ULYSSES_REQUIRE_GPU") == "1" {
-			t.Fatalf("ULYSSES_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("no GPU: %v", err)
-	default:
-		t.Fatal(err)
-	}
-	return nil
+	testutil.RequireGPU(t, err, ErrNoDriver, ErrNoDevice)
+	return d
 }
 
 // gpuContext retains a device's primary context for the test.
@@ -488,19 +479,15 @@ func TestGPUIpc(t *testing.T) {
 	if h == (IpcMemHandle{}) {
 		t.Fatal("IpcGetMemHandle returned a zero handle")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestGPUIpcChild$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), ipcHandleEnv+"="+hex.EncodeToString(h[:]), ipcLenEnv+"="+strconv.Itoa(n))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "IPC-OK") {
-		t.Fatalf("child: %v\n%s", err, out)
+	out := testutil.RunChild(t, "TestGPUIpcChild", ipcHandleEnv+"="+hex.EncodeToString(h[:]), ipcLenEnv+"="+strconv.Itoa(n))
+	if !strings.Contains(out, "IPC-OK") {
+		t.Fatalf("the child did not read the memory:\n%s", out)
 	}
 }
 
 func TestGPUIpcChild(t *testing.T) {
+	testutil.SkipUnlessChild(t)
 	hs := os.Getenv(ipcHandleEnv)
-	if hs == "" {
-		t.Skip("run by TestGPUIpc")
-	}
 	n, _ := strconv.Atoi(os.Getenv(ipcLenEnv))
 	var h IpcMemHandle
 	if b, err := hex.DecodeString(hs); err != nil || len(b) != len(h) {

@@ -2,216 +2,124 @@
 
 package driver
 
+// Tests against internal/fakecuda's stub driver, compiled by the system C
+// compiler: they check that arguments reach C as C expects them (the
+// by-value IPC handle, the eleven arguments of a launch, device handles,
+// flags), through the stub's checks and its record of the latest calls
+// (fakecuda.ReadCalls). Each test opens a fresh copy of the stub.
+
 import (
 	"errors"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// fakeCUDA implements the driver entry points the tests inspect; every other
-// symbol of the binding table gets a stub returning CUDA_SUCCESS. Compiled
-// by the system C compiler, it checks the argument passing (notably the
-// by-value IPC handle) against what C really expects.
-const fakeCUDA = `
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-typedef struct { char reserved[64]; } CUipcMemHandle;
-static int init_result;
-void fake_set_init_result(int r) { init_result = r; }
-int cuInit(unsigned flags) { return flags ? 1 : init_result; }
-int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-int cuDeviceGetCount(int *n) { *n = 2; return 0; }
-int cuDeviceGet(int *d, int ord) { if (ord < 0 || ord >= 2) return 101; *d = ord + 10; return 0; }
-int cuDeviceGetName(char *b, int len, int dev) { snprintf(b, len, "Fake GPU %d", dev); return 0; }
-int cuDeviceGetAttribute(int *v, int attr, int dev) { *v = attr * 1000 + dev; return 0; }
-int cuDeviceTotalMem_v2(size_t *n, int dev) { *n = ((size_t)80 << 30) + dev; return 0; }
-int cuDeviceGetPCIBusId(char *b, int len, int dev) { snprintf(b, len, "0000:%02x:00.0", dev); return 0; }
-int cuDeviceCanAccessPeer(int *v, int a, int b) { *v = (a == 10 && b == 11); return 0; }
-int cuDeviceGetUuid_v2(unsigned char *u, int dev) { for (int i = 0; i < 16; i++) u[i] = dev + i; return 0; }
-int cuGetErrorName(int r, const char **p) {
-	switch (r) {
-	case 2: *p = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
-	case 100: *p = "CUDA_ERROR_NO_DEVICE"; return 0;
-	case 218: *p = "CUDA_ERROR_INVALID_PTX"; return 0;
-	}
-	*p = 0; return 1;
-}
-int cuGetErrorString(int r, const char **p) {
-	switch (r) {
-	case 2: *p = "out of memory"; return 0;
-	case 100: *p = "no CUDA-capable device is detected"; return 0;
-	}
-	*p = 0; return 1;
-}
-int cuDevicePrimaryCtxRetain(uintptr_t *c, int dev) { *c = 0xC0DE00 + dev; return 0; }
-static int released;
-int cuDevicePrimaryCtxRelease_v2(int dev) { released++; return 0; }
-int fake_released(void) { return released; }
-static __thread uintptr_t current;
-int cuCtxSetCurrent(uintptr_t c) { current = c; return 0; }
-int cuCtxGetCurrent(uintptr_t *c) { *c = current; return 0; }
-int cuCtxEnablePeerAccess(uintptr_t peer, unsigned flags) { return 704; }
-int cuMemGetInfo_v2(size_t *f, size_t *t) { *f = 1 << 20; *t = 2 << 20; return 0; }
-int cuMemAlloc_v2(uint64_t *p, size_t n) { if (n > ((size_t)1 << 40)) return 2; *p = 0x7f0000000000ull + n; return 0; }
-static unsigned char mem[4096];
-int cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) { if (n > sizeof mem) return 1; memcpy(mem, src, n); return 0; }
-int cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) { if (n > sizeof mem) return 1; memcpy(dst, mem, n); return 0; }
-int cuMemHostAlloc(void **p, size_t n, unsigned flags) { if (flags != 3) return 1; *p = malloc(n); return 0; }
-int cuMemHostGetDevicePointer_v2(uint64_t *d, void *p, unsigned flags) { *d = (uint64_t)(uintptr_t)p + 1; return 0; }
-int cuMemFreeHost(void *p) { free(p); return 0; }
-static CUipcMemHandle last_handle;
-static unsigned last_flags;
-int cuIpcGetMemHandle(CUipcMemHandle *h, uint64_t p) { for (int i = 0; i < 64; i++) h->reserved[i] = (char)(p + i); return 0; }
-int cuIpcOpenMemHandle_v2(uint64_t *p, CUipcMemHandle h, unsigned flags) {
-	last_handle = h; last_flags = flags; *p = 0xABCD00; return 0;
-}
-unsigned fake_last_ipc(CUipcMemHandle *out) { *out = last_handle; return last_flags; }
-int cuModuleLoadDataEx(uintptr_t *m, const char *img, unsigned n, int *opts, void **vals) {
-	char *buf = 0; size_t size = 0;
-	if (strncmp(img, "good", 4) == 0) { *m = 0x5000 + strlen(img); return 0; }
-	for (unsigned i = 0; i < n; i++) {
-		if (opts[i] == 5) buf = vals[i];
-		if (opts[i] == 6) size = (size_t)vals[i];
-	}
-	if (buf && size > 0) snprintf(buf, size, "  ptxas fatal : fake error, buffer %zu\n", size);
-	return 218;
-}
-int cuModuleGetFunction(uintptr_t *f, uintptr_t m, const char *name) {
-	if (strcmp(name, "kern") != 0) return 500;
-	*f = m + 1; return 0;
-}
-static uint64_t launch[13];
-int cuLaunchKernel(uintptr_t f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-		unsigned shared, uintptr_t stream, void **params, void **extra) {
-	uint64_t a[13] = {f, gx, gy, gz, bx, by, bz, shared, stream, (uint64_t)(uintptr_t)extra, 0, 0, params != 0};
-	if (params) { a[10] = *(unsigned *)params[0]; a[11] = *(uint64_t *)params[1]; }
-	memcpy(launch, a, sizeof a);
-	return 0;
-}
-void fake_last_launch(uint64_t *out) { memcpy(out, launch, sizeof launch); }
-int cuStreamQuery(uintptr_t s) { return s == 0 ? 0 : 600; }
-int cuStreamCreate(uintptr_t *s, unsigned flags) { *s = 0x5100 + flags; return 0; }
-int cuEventCreate(uintptr_t *e, unsigned flags) { *e = 0xE000 + flags; return 0; }
-int cuEventElapsedTime_v2(float *ms, uintptr_t a, uintptr_t b) { *ms = 1.5f; return 0; }
-int cuEventElapsedTime(float *ms, uintptr_t a, uintptr_t b) { *ms = 99.0f; return 0; }
-`
-
-var (
-	fakeOnce sync.Once
-	fakeDir  string
-	fakePath string
-	fakeErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if fakeDir != "" {
-		_ = os.RemoveAll(fakeDir)
-	}
-	os.Exit(code)
-}
-
-// fakeLibrary compiles fakeCUDA (plus stubs) into a shared library once per
-// test binary and returns its path; the test is skipped without a C compiler.
-func fakeLibrary(t *testing.T) string {
+// fakeContext opens a fresh copy of the stub, with env ("KEY=value",
+// FAKECUDA_* settings) set for the test, and retains device 0's primary
+// context until the test ends. It returns the copy's path, for
+// fakecuda.Read and fakecuda.ReadCalls.
+func fakeContext(t *testing.T, env ...string) (string, *Driver, *Context) {
 	t.Helper()
-	fakeOnce.Do(func() {
-		cc, err := exec.LookPath("cc")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		var src strings.Builder
-		src.WriteString(fakeCUDA)
-		var f funcs
-		for _, s := range f.table() {
-			for _, n := range s.names {
-				if !strings.Contains(fakeCUDA, " "+n+"(") {
-					src.WriteString("int " + n + "(void) { return 0; }\n")
-				}
-			}
-		}
-		dir, err := os.MkdirTemp("", "fakecuda")
-		if err != nil {
-			fakeErr = err
-			return
-		}
-		fakeDir = dir
-		c := filepath.Join(dir, "fakecuda.c")
-		if fakeErr = os.WriteFile(c, []byte(src.String()), 0o644); fakeErr != nil {
-			return
-		}
-		fakePath = filepath.Join(dir, "libfakecuda.so")
-		out, err := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", fakePath, c).CombinedOutput()
-		if err != nil {
-			fakeErr = errors.New(err.Error() + ": " + string(out))
-		}
-	})
-	if fakeErr != nil {
-		t.Skipf("cannot build the fake driver: %v", fakeErr)
+	lib := testutil.FakeCUDA(t)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
 	}
-	return fakePath
-}
-
-// fakeCall calls a helper function of the fake library.
-func fakeCall(t *testing.T, name string, args ...uintptr) uintptr {
-	t.Helper()
-	h, err := purego.Dlopen(fakeLibrary(t), purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	d, err := LoadLibrary(lib)
 	if err != nil {
-		t.Fatal(err)
-	}
-	fn, err := purego.Dlsym(h, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, _ := purego.SyscallN(fn, args...)
-	return r
-}
-
-func fakeContext(t *testing.T) (*Driver, *Context) {
-	t.Helper()
-	d, err := LoadLibrary(fakeLibrary(t))
-	if err != nil {
-		t.Fatalf("LoadLibrary(fake): %v", err)
+		t.Fatalf("LoadLibrary(stub): %v", err)
 	}
 	c, err := d.RetainPrimaryContext(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Release() })
-	return d, c
+	return lib, d, c
 }
 
+// fakeCounters reads the stub's counters.
+func fakeCounters(t *testing.T, lib string) fakecuda.Counters {
+	t.Helper()
+	n, err := fakecuda.Read(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// fakeCalls reads the stub's record of its latest calls.
+func fakeCalls(t *testing.T, lib string) fakecuda.Calls {
+	t.Helper()
+	calls, err := fakecuda.ReadCalls(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return calls
+}
+
+// fakeKernel loads a module and returns a kernel of it and a stream, all
+// released at the end of the test.
+func fakeKernel(t *testing.T, c *Context) (Function, Stream) {
+	t.Helper()
+	m, err := c.LoadModule([]byte("// PTX"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.UnloadModule(m) })
+	f, err := c.Function(m, "kern")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.StreamCreate(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.StreamDestroy(s) })
+	return f, s
+}
+
+// fakeAlloc allocates device memory freed at the end of the test.
+func fakeAlloc(t *testing.T, c *Context, n uint64) DevicePtr {
+	t.Helper()
+	p, err := c.MemAlloc(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.MemFree(p) })
+	return p
+}
+
+// TestFakeDevice runs with device handles apart from the ordinals (ordinal
+// + 10) and device 1 unable to reach device 0 but not the reverse, so an
+// ordinal passed for a handle, or arguments swapped, give a wrong answer
+// or an error.
 func TestFakeDevice(t *testing.T) {
-	d, _ := fakeContext(t)
+	_, d, _ := fakeContext(t, fakecuda.EnvDeviceBase+"=10", fakecuda.EnvNoPeer+"=1>0")
 	if v, err := d.Version(); v != 13000 || err != nil {
 		t.Errorf("Version = %d, %v", v, err)
 	}
 	if n, err := d.RequireDevices(); n != 2 || err != nil {
 		t.Errorf("RequireDevices = %d, %v", n, err)
 	}
-	if s, err := d.DeviceName(1); s != "Fake GPU 11" || err != nil {
+	if s, err := d.DeviceName(1); s != "Fake CUDA Device 1" || err != nil {
 		t.Errorf("DeviceName = %q, %v", s, err)
 	}
-	if v, err := d.DeviceAttribute(1, AttrMultiprocessorCount); v != 16011 || err != nil {
-		t.Errorf("DeviceAttribute = %d, %v", v, err)
+	if v, err := d.DeviceAttribute(1, AttrMultiprocessorCount); v != 132 || err != nil {
+		t.Errorf("DeviceAttribute(SMs) = %d, %v", v, err)
 	}
-	if v, err := d.DeviceTotalMem(0); v != 80<<30+10 || err != nil {
+	if v, err := d.DeviceAttribute(1, AttrPCIBusID); v != 1 || err != nil {
+		t.Errorf("DeviceAttribute(1, PCI bus) = %d, %v", v, err)
+	}
+	if v, err := d.DeviceTotalMem(0); v != 141<<30 || err != nil {
 		t.Errorf("DeviceTotalMem = %d, %v", v, err)
 	}
-	if s, err := d.DevicePCIBusID(1); s != "0000:0b:00.0" || err != nil {
+	if s, err := d.DevicePCIBusID(1); s != "0000:01:00.0" || err != nil {
 		t.Errorf("DevicePCIBusID = %q, %v", s, err)
 	}
 	if ok, err := d.CanAccessPeer(0, 1); !ok || err != nil {
@@ -220,8 +128,13 @@ func TestFakeDevice(t *testing.T) {
 	if ok, err := d.CanAccessPeer(1, 0); ok || err != nil {
 		t.Errorf("CanAccessPeer(1, 0) = %v, %v", ok, err)
 	}
-	if u, err := d.DeviceUUID(0); u[0] != 10 || u[15] != 25 || err != nil {
-		t.Errorf("DeviceUUID = %x, %v", u, err)
+	for ord := range 2 {
+		u, err := d.DeviceUUID(ord)
+		for i := range u {
+			if u[i] != byte(0xFA+16*ord+i) || err != nil {
+				t.Fatalf("DeviceUUID(%d) = %x, %v", ord, u, err)
+			}
+		}
 	}
 	_, err := d.DeviceName(5)
 	if !errors.Is(err, ErrNoDevice) || !IsCode(err, ErrorInvalidDevice) {
@@ -236,9 +149,9 @@ func TestFakeDevice(t *testing.T) {
 }
 
 func TestFakeInitNoDevice(t *testing.T) {
-	fakeCall(t, "fake_set_init_result", uintptr(ErrorNoDevice))
-	defer fakeCall(t, "fake_set_init_result", 0)
-	_, err := LoadLibrary(fakeLibrary(t))
+	lib := testutil.FakeCUDA(t)
+	t.Setenv(fakecuda.EnvInitError, "100")
+	_, err := LoadLibrary(lib)
 	if !errors.Is(err, ErrNoDevice) || errors.Is(err, ErrNoDriver) {
 		t.Fatalf("cuInit NO_DEVICE: err = %v", err)
 	}
@@ -248,42 +161,50 @@ func TestFakeInitNoDevice(t *testing.T) {
 }
 
 func TestFakeContext(t *testing.T) {
-	d, c := fakeContext(t)
+	lib, d, c := fakeContext(t)
 	if c.Ordinal() != 0 || c.Driver() != d {
 		t.Error("Ordinal/Driver wrong")
 	}
 	err := c.Do(func() error {
 		cur, err := d.current()
-		if cur != 0xC0DE0A {
-			t.Errorf("current context in Do = %#x", cur)
+		if cur == 0 || cur != c.ctx {
+			t.Errorf("current context in Do = %#x, want %#x", cur, c.ctx)
 		}
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.EnablePeerAccess(c); err != nil {
-		t.Errorf("EnablePeerAccess with ALREADY_ENABLED: %v", err)
+	c1, err := d.RetainPrimaryContext(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	before := fakeCall(t, "fake_released")
+	defer c1.Release()
+	for range 2 { // the second time is ALREADY_ENABLED, reported as success
+		if err := c.EnablePeerAccess(c1); err != nil {
+			t.Errorf("EnablePeerAccess: %v", err)
+		}
+	}
+	before := fakeCounters(t, lib).ContextRetains
 	if err := c.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if n := fakeCall(t, "fake_released") - before; n != 1 {
+	if n := before - fakeCounters(t, lib).ContextRetains; n != 1 {
 		t.Errorf("Release twice released %d times", n)
 	}
 }
 
 func TestFakeMemory(t *testing.T) {
-	_, c := fakeContext(t)
-	if f, tot, err := c.MemGetInfo(); f != 1<<20 || tot != 2<<20 || err != nil {
-		t.Errorf("MemGetInfo = %d, %d, %v", f, tot, err)
+	lib, _, c := fakeContext(t)
+	p := fakeAlloc(t, c, 1000)
+	if p == 0 {
+		t.Error("MemAlloc returned a null pointer")
 	}
-	if p, err := c.MemAlloc(256); p != 0x7f0000000100 || err != nil {
-		t.Errorf("MemAlloc = %#x, %v", p, err)
+	if f, tot, err := c.MemGetInfo(); tot != 141<<30 || f != tot-1000 || err != nil {
+		t.Errorf("MemGetInfo = %d, %d, %v", f, tot, err)
 	}
 	_, err := c.MemAlloc(1 << 41)
 	var e *Error
@@ -296,121 +217,162 @@ func TestFakeMemory(t *testing.T) {
 		src[i] = byte(rand.Uint32())
 	}
 	dst := make([]byte, len(src))
-	if err := c.MemcpyHtoD(0, src); err != nil {
+	if err := c.MemcpyHtoD(p, src); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.MemcpyDtoH(dst, 0); err != nil {
+	if err := c.MemcpyDtoH(dst, p); err != nil {
 		t.Fatal(err)
 	}
 	if string(dst) != string(src) {
 		t.Error("HtoD/DtoH round trip differs")
 	}
 	host, dev, err := c.HostAllocMapped(64)
-	if err != nil || host == nil || dev != DevicePtr(uintptr(host))+1 {
+	// The stub maps host memory at its own address.
+	if err != nil || host == nil || dev != DevicePtr(uintptr(host)) {
 		t.Errorf("HostAllocMapped = %p, %#x, %v", host, dev, err)
+	}
+	if flags := fakeCalls(t, lib).HostAllocFlags; flags != memHostAllocPortable|memHostAllocDeviceMap {
+		t.Errorf("cuMemHostAlloc got flags %#x, want PORTABLE|DEVICEMAP", flags)
 	}
 	if err := c.HostFree(host); err != nil {
 		t.Error(err)
 	}
 }
 
+// TestFakeIpcByValue opens the handles of allocations of several sizes:
+// the stub opens a handle only with all 64 bytes intact and with
+// CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, so each open shows the handle went by
+// value as C expects.
 func TestFakeIpcByValue(t *testing.T) {
-	_, c := fakeContext(t)
-	h, err := c.IpcGetMemHandle(0x40)
-	if err != nil || h[0] != 0x40 || h[63] != 0x7f {
-		t.Fatalf("IpcGetMemHandle = %x, %v", h, err)
+	lib, _, c := fakeContext(t)
+	for i := range 10 {
+		p := fakeAlloc(t, c, uint64(256*(i+1)+i))
+		h, err := c.IpcGetMemHandle(p + DevicePtr(i))
+		if err != nil || string(h[:8]) != "FAKECUDA" {
+			t.Fatalf("IpcGetMemHandle = %x, %v", h, err)
+		}
+		q, err := c.IpcOpenMemHandle(h)
+		if q != p || err != nil {
+			t.Fatalf("IpcOpenMemHandle(%x) = %#x, %v; want %#x", h, q, err, p)
+		}
+		if err := c.IpcCloseMemHandle(q); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for range 10 {
-		for i := range h {
-			h[i] = byte(rand.Uint32())
-		}
-		p, err := c.IpcOpenMemHandle(h)
-		if p != 0xABCD00 || err != nil {
-			t.Fatalf("IpcOpenMemHandle = %#x, %v", p, err)
-		}
-		var got IpcMemHandle
-		flags := fakeCall(t, "fake_last_ipc", uintptr(unsafe.Pointer(&got)))
-		if got != h || uint32(flags) != ipcLazyEnablePeerAccess {
-			t.Fatalf("C saw handle %x flags %d; sent %x", got, uint32(flags), h)
-		}
+	if n := fakeCounters(t, lib).IPCMappings; n != 0 {
+		t.Errorf("%d IPC mappings left open", n)
 	}
 }
 
 func TestFakeModule(t *testing.T) {
-	_, c := fakeContext(t)
-	m, err := c.LoadModule([]byte("good ptx"))
-	if m != 0x5008 || err != nil {
+	_, _, c := fakeContext(t, fakecuda.EnvMissingFuncs+"=nope")
+	m, err := c.LoadModule([]byte("// good ptx"))
+	if m == 0 || err != nil {
 		t.Fatalf("LoadModule(good) = %#x, %v", m, err)
 	}
-	if f, err := c.Function(m, "kern"); f != 0x5009 || err != nil {
+	defer c.UnloadModule(m)
+	if f, err := c.Function(m, "kern"); f == 0 || err != nil {
 		t.Errorf("Function = %#x, %v", f, err)
 	}
 	if _, err := c.Function(m, "nope"); !IsCode(err, ErrorNotFound) || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("Function(nope): %v", err)
 	}
 	_, err = c.LoadModule([]byte("bad ptx"))
+	const log = `ptxas fatal   : fakecuda: image does not start with "//", not PTX (error log buffer of 8192 bytes)`
 	var e *Error
-	if !errors.As(err, &e) || e.Code != ErrorInvalidPTX || e.Log != "ptxas fatal : fake error, buffer 8192" {
+	if !errors.As(err, &e) || e.Code != ErrorInvalidPTX || e.Log != log {
 		t.Fatalf("LoadModule(bad): %#v", err)
 	}
-	if !strings.HasSuffix(err.Error(), "(218)\nptxas fatal : fake error, buffer 8192") {
-		t.Errorf("error text %q", err)
+	if want := "driver: cuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation failed\n" + log; err.Error() != want {
+		t.Errorf("error text %q, want %q", err, want)
 	}
 }
 
 func TestFakeStreamEvent(t *testing.T) {
-	_, c := fakeContext(t)
-	if s, err := c.StreamCreate(true); s != 0x5101 || err != nil {
-		t.Errorf("StreamCreate(true) = %#x, %v", s, err)
+	lib, d, c := fakeContext(t)
+	f, s := fakeKernel(t, c)
+	if flags := fakeCalls(t, lib).StreamFlags; flags != streamNonBlocking {
+		t.Errorf("StreamCreate(true) passed flags %#x", flags)
 	}
+	blocking, err := c.StreamCreate(false)
+	if flags := fakeCalls(t, lib).StreamFlags; blocking == 0 || flags != 0 || err != nil {
+		t.Errorf("StreamCreate(false) = %#x, %v, passing flags %#x", blocking, err, flags)
+	}
+	c.StreamDestroy(blocking)
 	if done, err := c.StreamDone(0); !done || err != nil {
-		t.Errorf("StreamDone(0) = %v, %v", done, err)
+		t.Errorf("StreamDone(idle) = %v, %v", done, err)
 	}
-	if done, err := c.StreamDone(7); done || err != nil {
+	if err := c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, s, nil); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := c.StreamDone(s); done || err != nil {
 		t.Errorf("StreamDone(busy) = %v, %v", done, err)
 	}
-	if e, err := c.EventCreate(false); e != 0xE002 || err != nil {
-		t.Errorf("EventCreate(false) = %#x, %v", e, err)
+	for _, timing := range []bool{false, true} {
+		e, err := c.EventCreate(timing)
+		flags := fakeCalls(t, lib).EventFlags
+		if want := map[bool]uint32{false: eventDisableTiming, true: 0}[timing]; e == 0 || flags != want || err != nil {
+			t.Errorf("EventCreate(%v) = %#x, %v, passing flags %#x, want %#x", timing, e, err, flags, want)
+		}
+		c.EventDestroy(e)
 	}
-	if e, err := c.EventCreate(true); e != 0xE000 || err != nil {
-		t.Errorf("EventCreate(true) = %#x, %v", e, err)
+	start, _ := c.EventCreate(true)
+	defer c.EventDestroy(start)
+	end, _ := c.EventCreate(true)
+	defer c.EventDestroy(end)
+	if err := errors.Join(c.EventRecord(start, s), c.EventRecord(end, s), c.EventSynchronize(end)); err != nil {
+		t.Fatal(err)
 	}
-	if d, err := c.EventElapsed(1, 2); d != 1500*time.Microsecond || err != nil {
-		t.Errorf("EventElapsed = %v, %v (the _v2 symbol must be preferred)", d, err)
+	if el, err := c.EventElapsed(start, end); el != time.Microsecond || err != nil {
+		t.Errorf("EventElapsed = %v, %v", el, err)
+	}
+	if d.fn.eventElapsedTimeName != "cuEventElapsedTime_v2" {
+		t.Errorf("bound %s; the _v2 symbol must be preferred", d.fn.eventElapsedTimeName)
 	}
 }
 
 func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
-	_, c := fakeContext(t)
-	val := uint32(0xfeed)
-	ptr := uint64(0x1122334455667788)
-	params := []unsafe.Pointer{unsafe.Pointer(&val), unsafe.Pointer(&ptr)}
-	grid, block := [3]uint32{1, 2, 3}, [3]uint32{128, 4, 5}
-	if err := c.Launch(0xF00, grid, block, 4096, 0x77, params); err != nil {
+	lib, _, c := fakeContext(t, fakecuda.EnvRecordParams+"=2")
+	f, s := fakeKernel(t, c)
+	a, b := uint64(0xfeed), uint64(0x1122334455667788)
+	params := []unsafe.Pointer{unsafe.Pointer(&a), unsafe.Pointer(&b)}
+	grid, block := [3]uint32{1, 2, 3}, [3]uint32{32, 4, 5}
+	if err := c.Launch(f, grid, block, 4096, s, params); err != nil {
 		t.Fatal(err)
 	}
-	var got [13]uint64
-	fakeCall(t, "fake_last_launch", uintptr(unsafe.Pointer(&got)))
-	want := [13]uint64{0xF00, 1, 2, 3, 128, 4, 5, 4096, 0x77, 0, 0xfeed, 0x1122334455667788, 1}
-	if got != want {
-		t.Errorf("C saw launch %x, want %x", got, want)
+	got := fakeCalls(t, lib).Launch
+	want := fakecuda.Launch{Function: uintptr(f), Grid: grid, Block: block, SharedBytes: 4096, Stream: uintptr(s),
+		Params: got.Params, Args: [fakecuda.MaxRecordedParams]uint64{0xfeed, 0x1122334455667788}}
+	if got != want || got.Params == 0 {
+		t.Errorf("C saw launch %+v, want %+v", got, want)
 	}
-	if err := c.Launch(0xF00, grid, block, 0, 0, nil); err != nil {
+	if err := c.Launch(f, grid, block, 0, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	fakeCall(t, "fake_last_launch", uintptr(unsafe.Pointer(&got)))
-	if got[12] != 0 {
-		t.Error("empty params not passed as NULL")
+	if got := fakeCalls(t, lib).Launch; got.Params != 0 || got.Stream != 0 {
+		t.Errorf("empty params not passed as NULL: %+v", got)
 	}
 
+	p := fakeAlloc(t, c, 64)
+	e, err := c.EventCreate(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.EventDestroy(e)
 	allocs := testing.AllocsPerRun(200, func() {
-		_ = c.Launch(0xF00, grid, block, 0, 0x77, params)
-		_ = c.MemsetD32Async(0x10, 1, 4, 0x77)
-		_ = c.MemsetD8Async(0x10, 1, 4, 0x77)
-		_ = c.MemcpyDtoDAsync(0x10, 0x20, 4, 0x77)
-		_ = c.MemcpyPeerAsync(0x10, c, 0x20, c, 4, 0x77)
-		_ = c.EventRecord(1, 0x77)
+		_ = c.Launch(f, grid, block, 0, s, params)
+		_ = c.MemsetD32Async(p, 1, 4, s)
+		_ = c.MemsetD8Async(p, 1, 4, s)
+		_ = c.MemcpyDtoDAsync(p+32, p, 4, s)
+		_ = c.MemcpyPeerAsync(p+32, c, p, c, 4, s)
+		_ = c.EventRecord(e, s)
 	})
+	if err := c.StreamSynchronize(s); err != nil {
+		t.Fatal(err)
+	}
+	if n := fakeCounters(t, lib).Launches; n != 2+201 {
+		t.Errorf("%d launches, want 203: a hot-path call failed", n)
+	}
 	if allocs != 0 {
 		if fakecuda.RaceEnabled() {
 			// The race detector makes sync.Pool drop a quarter of what is

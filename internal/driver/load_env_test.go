@@ -1,51 +1,30 @@
 package driver
 
 import (
-	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// envLoadChild marks a re-executed test binary running one of the
-// TestLoadEnvChild tests; its value is the library Load must report.
-const envLoadChild = "ULYSSES_DRIVER_LOAD_CHILD"
+// envLoadWant is the library a TestLoadEnvChild child must report having
+// opened: ULYSSES_LIBCUDA as its parent set it.
+const envLoadWant = "ULYSSES_DRIVER_TEST_LOAD_WANT"
 
-// runLoadChild re-executes the test binary to run TestLoadEnvChild with
-// ULYSSES_LIBCUDA=lib, since Load caches its result per process. The child
-// inherits the environment and sets nothing else.
+// runLoadChild runs TestLoadEnvChild in a child process with
+// ULYSSES_LIBCUDA=lib, since Load caches its result per process.
 func runLoadChild(t *testing.T, lib string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestLoadEnvChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), EnvLibrary+"="+lib, envLoadChild+"="+lib)
-	if gorace := os.Getenv("GORACE"); !strings.Contains(gorace, "atexit_sleep_ms") {
-		// A -race child would otherwise sleep 1 s at exit.
-		cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(gorace+" atexit_sleep_ms=0"))
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "--- PASS: TestLoadEnvChild") {
-		t.Fatalf("child did not run TestLoadEnvChild:\n%s", out)
-	}
-	return string(out)
+	return testutil.RunChild(t, "TestLoadEnvChild", EnvLibrary+"="+lib, envLoadWant+"="+lib)
 }
 
 // TestLoadEnvChild is the child's half of the TestLoadEnv tests: it calls
 // Load with ULYSSES_LIBCUDA set and checks it opened that library.
 func TestLoadEnvChild(t *testing.T) {
-	lib := os.Getenv(envLoadChild)
-	if lib == "" {
-		t.Skip("run by TestLoadEnvMissing and TestLoadEnvStub")
-	}
+	testutil.SkipUnlessChild(t)
+	lib := os.Getenv(envLoadWant)
 	if got := os.Getenv(EnvLibrary); got != lib {
 		t.Fatalf("%s=%q, want %q", EnvLibrary, got, lib)
 	}
@@ -78,14 +57,7 @@ func TestLoadEnvMissing(t *testing.T) {
 }
 
 func TestLoadEnvStub(t *testing.T) {
-	lib, err := fakecuda.Build(t.TempDir())
-	if errors.Is(err, fakecuda.ErrNoCompiler) && os.Getenv("CI") != "true" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	runLoadChild(t, lib)
+	runLoadChild(t, testutil.FakeCUDA(t))
 }
 
 func TestLibraryPath(t *testing.T) {

@@ -8,9 +8,11 @@
 // happen, and the address of an allocation works as a device pointer, a
 // mapped host pointer and an IPC handle's payload (IPC handles open only in
 // the process that made them). Module loads accept any image starting with
-// "//", as PTX does. Calls are checked about as strictly as the real driver
-// checks them: a current, retained context; live stream, event, module and
-// function handles; memory ranges inside one live allocation.
+// "//", as PTX does; a failed load's error log names the log buffer's
+// size. Calls are checked about as strictly as the real driver checks them:
+// a current, retained context; live stream, event, module and function
+// handles; memory ranges inside one live allocation; an IPC handle intact
+// in all its 64 bytes, opened with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
 //
 // Kernel launches are checked and counted but run nothing. A launch is
 // work queued on its stream until the host waits for it:
@@ -34,21 +36,34 @@
 //     "Fake CUDA Device N", with PCI bus id "0000:0N:00.0" (N in hex), 132
 //     SMs, a 1980000 kHz clock, compute capability 9.0 and unified
 //     addressing.
-//   - FAKECUDA_NO_PEER: comma-separated pairs "i-j" of device ordinals that
-//     cannot access each other, in both directions; every other pair of
-//     distinct devices can.
+//   - FAKECUDA_NO_PEER: comma-separated pairs of device ordinals that
+//     cannot access each other: "i-j" in both directions, "i>j" only from i
+//     to j; every other pair of distinct devices can.
 //   - FAKECUDA_FAIL_LAUNCH_AFTER=N: every launch after the first N fails
 //     with CUDA_ERROR_LAUNCH_FAILED (719).
 //   - FAKECUDA_SYNC_ERROR=code: cuStreamSynchronize returns code (e.g. 700,
 //     CUDA_ERROR_ILLEGAL_ADDRESS) on a stream that has had a kernel launched
 //     on it, as if a kernel had failed (its work is over all the same); a
 //     stream that never ran a kernel still synchronises without error.
+//   - FAKECUDA_INIT_ERROR=code: cuInit returns code (e.g. 100,
+//     CUDA_ERROR_NO_DEVICE).
+//   - FAKECUDA_DEVICE_BASE=N: device handles (CUdevice) are ordinal+N, not
+//     the ordinal as with the real driver, so that a caller passing an
+//     ordinal where a handle belongs gets CUDA_ERROR_INVALID_DEVICE.
+//   - FAKECUDA_MISSING_FUNCTIONS: comma-separated kernel names that
+//     cuModuleGetFunction does not find (CUDA_ERROR_NOT_FOUND).
+//   - FAKECUDA_RECORD_PARAMS=N: cuLaunchKernel records the values of its
+//     first N kernel parameters (at most MaxRecordedParams), 8 bytes each;
+//     while it is set, every launch must have at least N parameters.
 //
-// Code under test finds the stub through internal/driver's ULYSSES_LIBCUDA
-// environment variable. driver.Load caches the library for the life of the
-// process, so tests that need the stub run in a re-executed child process
-// with ULYSSES_LIBCUDA set. Read reports the stub's counters (launches,
-// live allocations, streams, ...) from inside that process.
+// Code under test opens the stub with driver.LoadLibrary, or through
+// internal/driver's ULYSSES_LIBCUDA environment variable, which driver.Load
+// reads once per process. The dynamic loader loads a file once per
+// process, so all that open one path share its state: copy the file to a
+// new path for a stub of its own (internal/testutil.FakeCUDA does).
+// Read reports the stub's counters (launches, live allocations, streams,
+// ...) and ReadCalls the arguments of its latest calls of a few entry
+// points, both as seen by the process that reads them.
 //
 // Building needs a C compiler, cc, at test time only; the package itself
 // builds with CGO_ENABLED=0.
@@ -76,7 +91,15 @@ const (
 	EnvNoPeer          = "FAKECUDA_NO_PEER"
 	EnvFailLaunchAfter = "FAKECUDA_FAIL_LAUNCH_AFTER"
 	EnvSyncError       = "FAKECUDA_SYNC_ERROR"
+	EnvInitError       = "FAKECUDA_INIT_ERROR"
+	EnvDeviceBase      = "FAKECUDA_DEVICE_BASE"
+	EnvMissingFuncs    = "FAKECUDA_MISSING_FUNCTIONS"
+	EnvRecordParams    = "FAKECUDA_RECORD_PARAMS"
 )
+
+// MaxRecordedParams is the most kernel parameters FAKECUDA_RECORD_PARAMS
+// can make cuLaunchKernel record.
+const MaxRecordedParams = 4
 
 // ErrNoCompiler is matched by the error Build returns when cc is missing.
 var ErrNoCompiler = errors.New("fakecuda: no C compiler: cc is not in PATH")
@@ -148,4 +171,27 @@ func (c Counters) Live() string {
 		}
 	}
 	return strings.Join(s, ", ")
+}
+
+// Calls are the arguments of the latest call of a few of the stub's entry
+// points in one process, recorded as each call starts, whether or not it
+// then succeeds: for tests of how arguments reach C.
+type Calls struct {
+	HostAllocFlags uint32 // cuMemHostAlloc's flags
+	StreamFlags    uint32 // cuStreamCreate's
+	EventFlags     uint32 // cuEventCreate's
+	Launch         Launch // the latest cuLaunchKernel
+}
+
+// Launch is a cuLaunchKernel call as the stub saw it.
+type Launch struct {
+	Function    uintptr
+	Grid, Block [3]uint32
+	SharedBytes uint32
+	Stream      uintptr
+	Params      uintptr // the kernelParams pointer (0: NULL)
+	Extra       uintptr // the extra pointer
+	// Args are the values of the first FAKECUDA_RECORD_PARAMS parameters,
+	// 8 bytes each; the rest are zero.
+	Args [MaxRecordedParams]uint64
 }

@@ -1,12 +1,9 @@
 package fakecuda_test
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -15,63 +12,45 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-// stub builds the stub once per test binary. A missing cc skips the test,
-// except under CI=true.
-func stub(t *testing.T) string {
+// load opens a fresh copy of the stub with device 0's primary context
+// retained, and returns the copy's path with them.
+func load(t *testing.T) (string, *driver.Driver, *driver.Context) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("no dlopen on windows")
-	}
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "fakecuda"); buildErr == nil {
-			buildPath, buildErr = fakecuda.Build(buildDir)
-		}
-	})
-	if errors.Is(buildErr, fakecuda.ErrNoCompiler) && os.Getenv("CI") != "true" {
-		t.Skip(buildErr)
-	}
-	require.NoError(t, buildErr)
-	return buildPath
-}
-
-// load loads the stub afresh (driver.LoadLibrary does not cache) with
-// device 0's primary context retained.
-func load(t *testing.T) (*driver.Driver, *driver.Context) {
-	t.Helper()
-	d, err := driver.LoadLibrary(stub(t))
+	lib := testutil.FakeCUDA(t)
+	d, err := driver.LoadLibrary(lib)
 	require.NoError(t, err)
 	c, err := d.RetainPrimaryContext(0)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.Release()) })
-	return d, c
+	return lib, d, c
 }
 
-func counters(t *testing.T) fakecuda.Counters {
+// kernel loads a module into c and returns a kernel of it; the module is
+// unloaded at the end of the test.
+func kernel(t *testing.T, c *driver.Context) driver.Function {
 	t.Helper()
-	n, err := fakecuda.Read(stub(t))
+	m, err := c.LoadModule([]byte("//"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.UnloadModule(m)) })
+	f, err := c.Function(m, "k")
+	require.NoError(t, err)
+	return f
+}
+
+func counters(t *testing.T, lib string) fakecuda.Counters {
+	t.Helper()
+	n, err := fakecuda.Read(lib)
 	require.NoError(t, err)
 	return n
 }
 
 func TestBuild(t *testing.T) {
-	path := stub(t)
+	testutil.FakeCUDA(t) // skips without a C compiler
+	path, err := fakecuda.Build(t.TempDir())
+	require.NoError(t, err)
 	require.True(t, filepath.IsAbs(path), path)
 	require.Equal(t, fakecuda.Library, filepath.Base(path))
 	src, err := os.ReadFile(filepath.Join(filepath.Dir(path), "fakecuda.c"))
@@ -87,14 +66,14 @@ func TestBuildWithoutCompiler(t *testing.T) {
 }
 
 func TestBuildError(t *testing.T) {
-	stub(t)
+	testutil.FakeCUDA(t) // skips without a C compiler
 	_, err := fakecuda.Build(filepath.Join(t.TempDir(), "missing"))
 	require.Error(t, err)
 	require.NotErrorIs(t, err, fakecuda.ErrNoCompiler)
 }
 
 func TestDevices(t *testing.T) {
-	d, _ := load(t)
+	_, d, _ := load(t)
 	v, err := d.Version()
 	require.NoError(t, err)
 	require.Equal(t, 13000, v)
@@ -142,12 +121,12 @@ func TestDevices(t *testing.T) {
 }
 
 func TestPeerAccess(t *testing.T) {
-	d, _ := load(t)
+	_, d, _ := load(t)
 	t.Setenv(fakecuda.EnvDevices, "4")
-	t.Setenv(fakecuda.EnvNoPeer, "1-2, 3-0")
+	t.Setenv(fakecuda.EnvNoPeer, "1-2, 3>0")
 	for a := range 4 {
 		for b := range 4 {
-			listed := (a == 1 && b == 2) || (a == 2 && b == 1) || (a == 3 && b == 0) || (a == 0 && b == 3)
+			listed := (a == 1 && b == 2) || (a == 2 && b == 1) || (a == 3 && b == 0) // not 0 -> 3
 			want := a != b && !listed
 			got, err := d.CanAccessPeer(a, b)
 			require.NoError(t, err)
@@ -170,28 +149,29 @@ func TestPeerAccess(t *testing.T) {
 }
 
 func TestContexts(t *testing.T) {
-	before := counters(t)
-	d, err := driver.LoadLibrary(stub(t))
+	lib := testutil.FakeCUDA(t)
+	before := counters(t, lib)
+	d, err := driver.LoadLibrary(lib)
 	require.NoError(t, err)
 	c, err := d.RetainPrimaryContext(1)
 	require.NoError(t, err)
-	require.Equal(t, before.ContextRetains+1, counters(t).ContextRetains)
+	require.Equal(t, before.ContextRetains+1, counters(t, lib).ContextRetains)
 	require.NoError(t, c.Synchronize())
 	require.NoError(t, c.Release())
-	require.Equal(t, before.ContextRetains, counters(t).ContextRetains)
+	require.Equal(t, before.ContextRetains, counters(t, lib).ContextRetains)
 	// The driver refuses a released Context itself; the stub refuses a
 	// context whose retains are all released (cuCtxSetCurrent).
 	require.True(t, driver.IsCode(c.Synchronize(), driver.ErrorContextIsDestroyed))
 }
 
 func TestMemory(t *testing.T) {
-	_, c := load(t)
-	before := counters(t)
+	lib, _, c := load(t)
+	before := counters(t, lib)
 	p, err := c.MemAlloc(1000)
 	require.NoError(t, err)
 	require.Zero(t, p%256, "allocations are 256-byte aligned")
-	require.Equal(t, before.DeviceAllocs+1, counters(t).DeviceAllocs)
-	require.Equal(t, before.DeviceBytes+1000, counters(t).DeviceBytes)
+	require.Equal(t, before.DeviceAllocs+1, counters(t, lib).DeviceAllocs)
+	require.Equal(t, before.DeviceBytes+1000, counters(t, lib).DeviceBytes)
 
 	got := make([]byte, 1000)
 	require.NoError(t, c.MemcpyDtoH(got, p))
@@ -239,55 +219,61 @@ func TestMemory(t *testing.T) {
 	free, total, err := c.MemGetInfo()
 	require.NoError(t, err)
 	require.Equal(t, uint64(141<<30), total)
-	require.Equal(t, total-uint64(counters(t).DeviceBytes), free)
+	require.Equal(t, total-uint64(counters(t, lib).DeviceBytes), free)
 
 	host, dev, err := c.HostAllocMapped(64)
 	require.NoError(t, err)
 	require.Equal(t, driver.DevicePtr(uintptr(host)), dev, "mapped host memory has one address")
 	require.NoError(t, c.MemsetD32(dev, 0, 16))
 	require.Equal(t, byte(0), *(*byte)(host))
-	require.Equal(t, before.HostAllocs+1, counters(t).HostAllocs)
+	require.Equal(t, before.HostAllocs+1, counters(t, lib).HostAllocs)
 	require.NoError(t, c.HostFree(host))
 	require.NoError(t, c.MemFree(p))
-	after := counters(t)
+	after := counters(t, lib)
 	require.Equal(t, before.DeviceAllocs, after.DeviceAllocs)
 	require.Equal(t, before.DeviceBytes, after.DeviceBytes)
 	require.Equal(t, before.HostAllocs, after.HostAllocs)
 }
 
 func TestIPC(t *testing.T) {
-	_, c := load(t)
+	lib, _, c := load(t)
 	p, err := c.MemAlloc(512)
 	require.NoError(t, err)
 	defer c.MemFree(p)
 	h, err := c.IpcGetMemHandle(p + 100)
 	require.NoError(t, err)
 	require.Equal(t, "FAKECUDA", string(h[:8]))
-	before := counters(t).IPCMappings
+	before := counters(t, lib).IPCMappings
 	q, err := c.IpcOpenMemHandle(h)
 	require.NoError(t, err)
 	require.Equal(t, p, q, "the handle names the allocation's base")
-	require.Equal(t, before+1, counters(t).IPCMappings)
-	waits := counters(t).DeviceWaits
+	require.Equal(t, before+1, counters(t, lib).IPCMappings)
+	waits := counters(t, lib).DeviceWaits
 	require.NoError(t, c.IpcCloseMemHandle(q))
-	require.Equal(t, before, counters(t).IPCMappings)
-	require.Equal(t, waits+1, counters(t).DeviceWaits, "closing an IPC mapping waits for the device")
+	require.Equal(t, before, counters(t, lib).IPCMappings)
+	require.Equal(t, waits+1, counters(t, lib).DeviceWaits, "closing an IPC mapping waits for the device")
 	require.True(t, driver.IsCode(c.IpcCloseMemHandle(q), driver.ErrorInvalidValue))
-	h[0] = 'X'
-	_, err = c.IpcOpenMemHandle(h)
-	require.True(t, driver.IsCode(err, driver.ErrorInvalidValue))
+	// Every one of the 64 bytes counts: the handle opens only intact.
+	for i := range h {
+		bad := h
+		bad[i] ^= 0x10
+		_, err = c.IpcOpenMemHandle(bad)
+		require.Error(t, err, "byte %d changed", i)
+	}
+	require.Equal(t, before, counters(t, lib).IPCMappings)
 }
 
 func TestModulesAndLaunches(t *testing.T) {
-	_, c := load(t)
+	lib, _, c := load(t)
 	_, err := c.LoadModule([]byte("not ptx"))
 	var e *driver.Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, driver.ErrorInvalidPTX, e.Code)
 	require.Contains(t, e.Log, `fakecuda: image does not start with "//"`)
+	require.Contains(t, e.Log, "error log buffer of 8192 bytes", "the size LoadModule passes")
 	require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_PTX (218)")
 
-	before := counters(t)
+	before := counters(t, lib)
 	m, err := c.LoadModule([]byte("// PTX\n.version 7.8\n"))
 	require.NoError(t, err)
 	f, err := c.Function(m, "any_name")
@@ -295,13 +281,20 @@ func TestModulesAndLaunches(t *testing.T) {
 	f2, err := c.Function(m, "any_name")
 	require.NoError(t, err)
 	require.Equal(t, f, f2)
+	t.Setenv(fakecuda.EnvMissingFuncs, "gone, also_gone")
+	for _, name := range []string{"gone", "also_gone"} {
+		_, err = c.Function(m, name)
+		require.True(t, driver.IsCode(err, driver.ErrorNotFound), "%s: %v", name, err)
+	}
+	_, err = c.Function(m, "gone_not")
+	require.NoError(t, err, "only whole names are missing")
 	s, err := c.StreamCreate(true)
 	require.NoError(t, err)
 	arg := uint64(7)
 	params := []unsafe.Pointer{unsafe.Pointer(&arg)}
 	grid, block := [3]uint32{132, 1, 1}, [3]uint32{256, 1, 1}
 	require.NoError(t, c.Launch(f, grid, block, 0, s, params))
-	require.Equal(t, before.Launches+1, counters(t).Launches)
+	require.Equal(t, before.Launches+1, counters(t, lib).Launches)
 	err = c.Launch(f, grid, [3]uint32{2048, 1, 1}, 0, s, params)
 	require.True(t, driver.IsCode(err, driver.ErrorLaunchOutOfResources), "%v", err)
 	require.True(t, driver.IsCode(c.Launch(f, [3]uint32{0, 1, 1}, block, 0, s, params), driver.ErrorInvalidValue))
@@ -310,7 +303,7 @@ func TestModulesAndLaunches(t *testing.T) {
 	err = c.Launch(f, grid, block, 0, s, params)
 	require.True(t, driver.IsCode(err, driver.ErrorLaunchFailed), "%v", err)
 	require.Contains(t, err.Error(), "CUDA_ERROR_LAUNCH_FAILED (719): unspecified launch failure")
-	n := counters(t)
+	n := counters(t, lib)
 	require.Equal(t, before.Launches+1, n.Launches)
 	require.Equal(t, before.LaunchFailures+1, n.LaunchFailures)
 
@@ -328,7 +321,7 @@ func TestModulesAndLaunches(t *testing.T) {
 	require.NoError(t, c.UnloadModule(m))
 	require.True(t, driver.IsCode(c.UnloadModule(m), driver.ErrorInvalidHandle))
 	require.True(t, driver.IsCode(c.Launch(f, grid, block, 0, 0, params), driver.ErrorInvalidHandle), "unloaded module")
-	n = counters(t)
+	n = counters(t, lib)
 	require.Equal(t, before.Modules, n.Modules)
 	require.Equal(t, before.Streams, n.Streams)
 }
@@ -337,10 +330,9 @@ func TestModulesAndLaunches(t *testing.T) {
 // stream until the host waits for it, and the device-wide waits are
 // counted, apart when work was queued.
 func TestQueuedWork(t *testing.T) {
-	_, c := load(t)
-	require.NoError(t, c.Synchronize(), "settle what earlier tests left queued")
+	lib, _, c := load(t)
 	waits := func() (int64, int64) {
-		n := counters(t)
+		n := counters(t, lib)
 		return n.DeviceWaits, n.BusyDeviceWaits
 	}
 	requireWaits := func(all, busy int64, msg string) {
@@ -420,8 +412,8 @@ func TestQueuedWork(t *testing.T) {
 }
 
 func TestEvents(t *testing.T) {
-	_, c := load(t)
-	before := counters(t).Events
+	lib, _, c := load(t)
+	before := counters(t, lib).Events
 	a, err := c.EventCreate(true)
 	require.NoError(t, err)
 	b, err := c.EventCreate(true)
@@ -434,20 +426,16 @@ func TestEvents(t *testing.T) {
 	d, err := c.EventElapsed(a, b)
 	require.NoError(t, err)
 	require.Equal(t, time.Microsecond, d.Round(time.Microsecond))
-	require.Equal(t, before+2, counters(t).Events)
+	require.Equal(t, before+2, counters(t, lib).Events)
 	require.NoError(t, c.EventDestroy(a))
 	require.NoError(t, c.EventDestroy(b))
 	require.True(t, driver.IsCode(c.EventDestroy(b), driver.ErrorInvalidHandle))
-	require.Equal(t, before, counters(t).Events)
+	require.Equal(t, before, counters(t, lib).Events)
 }
 
 func TestHotPathAllocationFree(t *testing.T) {
-	_, c := load(t)
-	m, err := c.LoadModule([]byte("//"))
-	require.NoError(t, err)
-	defer c.UnloadModule(m)
-	f, err := c.Function(m, "k")
-	require.NoError(t, err)
+	_, _, c := load(t)
+	f := kernel(t, c)
 	p, err := c.MemAlloc(64)
 	require.NoError(t, err)
 	defer c.MemFree(p)
@@ -465,4 +453,65 @@ func TestHotPathAllocationFree(t *testing.T) {
 		return
 	}
 	require.Zero(t, allocs)
+}
+
+func TestDeviceBase(t *testing.T) {
+	lib := testutil.FakeCUDA(t)
+	d, err := driver.LoadLibrary(lib)
+	require.NoError(t, err)
+	t.Setenv(fakecuda.EnvDeviceBase, "10")
+	c, err := d.RetainPrimaryContext(1) // by handle 11, from cuDeviceGet
+	require.NoError(t, err)
+	name, err := d.DeviceName(1)
+	require.NoError(t, err)
+	require.Equal(t, "Fake CUDA Device 1", name)
+	require.NoError(t, c.Release())
+	require.Zero(t, counters(t, lib).ContextRetains)
+
+	// A handle from before the base changed is an ordinal now: refused.
+	t.Setenv(fakecuda.EnvDeviceBase, "")
+	c, err = d.RetainPrimaryContext(1) // by handle 1
+	require.NoError(t, err)
+	t.Setenv(fakecuda.EnvDeviceBase, "10")
+	err = c.Release()
+	require.True(t, driver.IsCode(err, driver.ErrorInvalidDevice), "%v", err)
+	require.EqualValues(t, 1, counters(t, lib).ContextRetains)
+}
+
+func TestInitError(t *testing.T) {
+	lib := testutil.FakeCUDA(t)
+	t.Setenv(fakecuda.EnvInitError, "100")
+	_, err := driver.LoadLibrary(lib)
+	require.True(t, driver.IsCode(err, driver.ErrorNoDevice), "%v", err)
+	t.Setenv(fakecuda.EnvInitError, "")
+	_, err = driver.LoadLibrary(lib)
+	require.NoError(t, err)
+}
+
+// TestLaunchRecord checks what the stub records of a launch: every call,
+// failed ones too, and only as many parameters as FAKECUDA_RECORD_PARAMS
+// asks for. (internal/driver's tests check the values a launch passes.)
+func TestLaunchRecord(t *testing.T) {
+	lib, _, c := load(t)
+	f := kernel(t, c)
+	last := func() fakecuda.Launch {
+		t.Helper()
+		calls, err := fakecuda.ReadCalls(lib)
+		require.NoError(t, err)
+		return calls.Launch
+	}
+	a, b := uint64(7), uint64(8)
+	params := []unsafe.Pointer{unsafe.Pointer(&a), unsafe.Pointer(&b)}
+	require.NoError(t, c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, params))
+	require.Zero(t, last().Args, "no parameters read unless asked")
+	t.Setenv(fakecuda.EnvRecordParams, "1")
+	err := c.Launch(f, [3]uint32{0, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, params)
+	require.True(t, driver.IsCode(err, driver.ErrorInvalidValue), "%v", err)
+	l := last()
+	require.Equal(t, [3]uint32{0, 1, 1}, l.Grid, "a failed launch is recorded")
+	require.Equal(t, [fakecuda.MaxRecordedParams]uint64{7}, l.Args)
+	require.NoError(t, c.Launch(f, [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0, 0, nil))
+	require.Zero(t, last().Params)
+	require.Zero(t, last().Args, "no parameters to read")
+	require.NoError(t, c.Synchronize())
 }

@@ -10,30 +10,35 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// TestMain lets the test binary act as a rank: it prints what it learned
-// from its environment and exits with the code the test asks for.
+// TestMain lets the test binary act as a rank (testutil.Main): it prints
+// what it learned from its environment and exits as the scenario says.
 func TestMain(m *testing.M) {
-	if code := os.Getenv("LAUNCH_TEST_EXIT"); code != "" {
-		r, ok, err := FromEnv()
-		if !ok || err != nil {
-			os.Exit(9)
-		}
-		dev := -1
-		if r.Device != nil {
-			dev = *r.Device
-		}
-		os.Stdout.WriteString("rank " + itoa(r.Rank) + " of " + itoa(r.World) + " device " + itoa(dev) + " addr " + r.Addr + "\n")
-		if code == "fail-rank-1" && r.Rank == 1 {
-			os.Exit(3)
-		}
-		if code == "hang-rank-0" && r.Rank == 0 {
-			time.Sleep(time.Minute)
-		}
-		os.Exit(0)
+	testutil.Main(m, rank)
+}
+
+// rank is a rank process's scenario: "ok", "fail-rank-1" (rank 1 exits 3)
+// or "hang-rank-0" (rank 0 sleeps a minute).
+func rank(scenario string) int {
+	r, ok, err := FromEnv()
+	if !ok || err != nil {
+		return 9
 	}
-	os.Exit(m.Run())
+	dev := -1
+	if r.Device != nil {
+		dev = *r.Device
+	}
+	os.Stdout.WriteString("rank " + itoa(r.Rank) + " of " + itoa(r.World) + " device " + itoa(dev) + " addr " + r.Addr + "\n")
+	if scenario == "fail-rank-1" && r.Rank == 1 {
+		return 3
+	}
+	if scenario == "hang-rank-0" && r.Rank == 0 {
+		time.Sleep(time.Minute)
+	}
+	return 0
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -42,7 +47,7 @@ func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 	var out strings.Builder
 	res, err := Run(context.Background(), Spec{
 		Exe: os.Args[0], World: 3, Devices: []int{1, 0, 1},
-		Env: []string{"LAUNCH_TEST_EXIT=ok", "GORACE=atexit_sleep_ms=0"}, Output: &out,
+		Env: testutil.ScenarioEnv("ok"), Output: &out,
 	})
 	require.NoError(t, err)
 	require.Len(t, res, 3)
@@ -62,7 +67,7 @@ func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 func TestRunReportsTheFailedRankAndStopsTheOthers(t *testing.T) {
 	start := time.Now()
 	res, err := Run(context.Background(), Spec{
-		Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=fail-rank-1", "GORACE=atexit_sleep_ms=0"}, Grace: 10 * time.Second,
+		Exe: os.Args[0], World: 2, Env: testutil.ScenarioEnv("fail-rank-1"), Grace: 10 * time.Second,
 	})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "rank 1")
@@ -77,7 +82,7 @@ func TestRunStopsAtTheContextDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err := Run(ctx, Spec{Exe: os.Args[0], World: 2, Env: []string{"LAUNCH_TEST_EXIT=hang-rank-0", "GORACE=atexit_sleep_ms=0"}})
+	res, err := Run(ctx, Spec{Exe: os.Args[0], World: 2, Env: testutil.ScenarioEnv("hang-rank-0")})
 	require.Error(t, err)
 	require.Error(t, res[0].Err, "the hanging rank is killed")
 	require.NoError(t, res[1].Err)

@@ -10,13 +10,21 @@
 //
 // Environment, read at every call:
 //   FAKECUDA_DEVICES=N            number of devices (default 2, at most 16)
-//   FAKECUDA_NO_PEER=i-j,k-l      device pairs that cannot access each other
-//                                 (both directions); every other pair can
+//   FAKECUDA_NO_PEER=i-j,k>l      device pairs that cannot access each other:
+//                                 i-j both ways, k>l only k to l; every
+//                                 other pair can
 //   FAKECUDA_FAIL_LAUNCH_AFTER=N  launches after the first N fail with
 //                                 CUDA_ERROR_LAUNCH_FAILED (719)
 //   FAKECUDA_SYNC_ERROR=code      cuStreamSynchronize returns code on a
 //                                 stream that has had a kernel launched on
 //                                 it (a failure seen after a launch)
+//   FAKECUDA_INIT_ERROR=code      cuInit returns code
+//   FAKECUDA_DEVICE_BASE=N        device handles (CUdevice) are ordinal + N
+//                                 rather than the ordinal itself
+//   FAKECUDA_MISSING_FUNCTIONS=a,b  cuModuleGetFunction does not find these
+//                                 names (CUDA_ERROR_NOT_FOUND)
+//   FAKECUDA_RECORD_PARAMS=N      cuLaunchKernel records its first N (at
+//                                 most 4) kernel parameters, 8 bytes each
 //
 // Work model: a launch is work queued on its stream until the host waits
 // for it: cuStreamSynchronize on the stream, cuEventSynchronize on an event
@@ -31,7 +39,8 @@
 // made while a stream of the context (live or destroyed) had work queued,
 // and then treats all of the context's work as done.
 //
-// fakecuda_counter(i) reads the counters listed at its definition.
+// fakecuda_counter(i) reads the counters listed at its definition;
+// fakecuda_last(i) the arguments of the latest call of a few entry points.
 //
 // Built by internal/fakecuda.Build with cc -shared -fPIC -O1; plain C99 plus
 // the __atomic builtins of gcc and clang, no libraries beyond libc.
@@ -76,6 +85,8 @@ enum {
 #define MAX_FUNCTIONS 64
 #define TOTAL_MEM ((size_t)141 << 30)
 #define POISON 0xA5
+#define IPC_LAZY_ENABLE_PEER_ACCESS 1u // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+#define EVENT_DISABLE_TIMING 2u        // CU_EVENT_DISABLE_TIMING
 
 // ---- locking and environment ----------------------------------------------
 
@@ -109,29 +120,48 @@ static int num_devices(void) {
 	return (int)n;
 }
 
-// no_peer reports whether FAKECUDA_NO_PEER lists the pair a-b or b-a.
+// next_item moves *s past separators to the next item of a comma-separated
+// list and reports whether there is one.
+static int next_item(const char **s) {
+	while (**s == ',' || **s == ' ')
+		(*s)++;
+	return **s != 0;
+}
+
+// no_peer reports whether FAKECUDA_NO_PEER says device a cannot access
+// device b: it lists a-b, b-a or a>b.
 static int no_peer(int a, int b) {
 	const char *s = getenv("FAKECUDA_NO_PEER");
-	char *end;
+	char *end, sep;
 	long i, j;
-	if (s == NULL)
-		return 0;
-	for (;;) {
-		while (*s == ',' || *s == ' ')
-			s++;
-		if (*s == 0)
-			return 0;
+	while (s != NULL && next_item(&s)) {
 		i = strtol(s, &end, 10);
-		if (end == s || *end != '-')
+		sep = *end;
+		if (end == s || (sep != '-' && sep != '>'))
 			return 0;
 		s = end + 1;
 		j = strtol(s, &end, 10);
 		if (end == s)
 			return 0;
 		s = end;
-		if ((i == a && j == b) || (i == b && j == a))
+		if ((i == a && j == b) || (sep == '-' && i == b && j == a))
 			return 1;
 	}
+	return 0;
+}
+
+// listed reports whether the comma-separated list in environment variable
+// env holds name.
+static int listed(const char *env, const char *name) {
+	const char *s = getenv(env);
+	size_t n = strlen(name);
+	while (s != NULL && next_item(&s)) {
+		if (strncmp(s, name, n) == 0 && (s[n] == 0 || s[n] == ',' || s[n] == ' '))
+			return 1;
+		while (*s != 0 && *s != ',')
+			s++;
+	}
+	return 0;
 }
 
 // ---- state -----------------------------------------------------------------
@@ -207,12 +237,26 @@ static struct stream *all_streams; // every stream made, newest first
 
 // ---- helpers ---------------------------------------------------------------
 
-static int check_device(CUdevice dev) {
+static int check_ordinal(long ordinal) {
 	if (!initialized)
 		return NOT_INITIALIZED;
-	if (dev < 0 || dev >= num_devices())
+	if (ordinal < 0 || ordinal >= num_devices())
 		return INVALID_DEVICE;
 	return SUCCESS;
+}
+
+// device_base is FAKECUDA_DEVICE_BASE: cuDeviceGet hands out ordinal + base
+// as the device handle, and the calls that take a handle want one of
+// those. The real driver's handles are the ordinals; another base shows a
+// caller passing an ordinal where a handle belongs.
+static long device_base(void) { return env_long("FAKECUDA_DEVICE_BASE", 0); }
+
+// device_of checks device handle dev and sets *ord to its ordinal.
+static int device_of(CUdevice dev, int *ord) {
+	long o = (long)dev - device_base();
+	int r = check_ordinal(o);
+	*ord = r == SUCCESS ? (int)o : -1;
+	return r;
 }
 
 static int valid_ctx(struct ctx *c) {
@@ -341,11 +385,78 @@ static int remove_alloc(char *p, int host) {
 	return r;
 }
 
+// ---- the latest calls, for tests of argument passing ----------------------
+
+enum { MAX_RECORDED_PARAMS = 4 };
+
+// What fakecuda_last reports: the flags of the latest cuMemHostAlloc,
+// cuStreamCreate and cuEventCreate, and the arguments of the latest
+// cuLaunchKernel, each recorded as the call starts, whether or not it then
+// succeeds.
+enum {
+	LAST_HOST_ALLOC_FLAGS,
+	LAST_STREAM_FLAGS,
+	LAST_EVENT_FLAGS,
+	LAST_LAUNCH_FUNCTION,
+	LAST_LAUNCH_DIMS, // grid x, y, z, then block x, y, z
+	LAST_LAUNCH_SHARED = LAST_LAUNCH_DIMS + 6,
+	LAST_LAUNCH_STREAM,
+	LAST_LAUNCH_PARAMS, // the kernelParams pointer
+	LAST_LAUNCH_EXTRA,  // the extra pointer
+	LAST_LAUNCH_ARGS,   // the first FAKECUDA_RECORD_PARAMS parameters
+	LAST_COUNT = LAST_LAUNCH_ARGS + MAX_RECORDED_PARAMS,
+};
+
+static long long last[LAST_COUNT];
+
+static void record(int i, long long v) {
+	lock();
+	last[i] = v;
+	unlock();
+}
+
+// record_launch records a cuLaunchKernel call; the parameters it reads
+// (8 bytes each) must exist, so it reads none unless FAKECUDA_RECORD_PARAMS
+// says how many.
+static void record_launch(uintptr_t f, const unsigned dims[6], unsigned shared, uintptr_t stream, void **params,
+			  void **extra) {
+	long n = params == NULL ? 0 : env_long("FAKECUDA_RECORD_PARAMS", 0);
+	lock();
+	last[LAST_LAUNCH_FUNCTION] = (long long)f;
+	for (int i = 0; i < 6; i++)
+		last[LAST_LAUNCH_DIMS + i] = dims[i];
+	last[LAST_LAUNCH_SHARED] = shared;
+	last[LAST_LAUNCH_STREAM] = (long long)stream;
+	last[LAST_LAUNCH_PARAMS] = (long long)(uintptr_t)params;
+	last[LAST_LAUNCH_EXTRA] = (long long)(uintptr_t)extra;
+	for (long i = 0; i < MAX_RECORDED_PARAMS; i++) {
+		uint64_t v = 0;
+		if (i < n)
+			memcpy(&v, params[i], 8);
+		last[LAST_LAUNCH_ARGS + i] = (long long)v;
+	}
+	unlock();
+}
+
+// fakecuda_last returns entry i of what the enum above lists, or -1 for
+// any other i.
+long long fakecuda_last(int i) {
+	long long v = -1;
+	lock();
+	if (i >= 0 && i < LAST_COUNT)
+		v = last[i];
+	unlock();
+	return v;
+}
+
 // ---- initialisation, version, errors --------------------------------------
 
 CUresult cuInit(unsigned flags) {
+	long fail = env_long("FAKECUDA_INIT_ERROR", SUCCESS);
 	if (flags != 0)
 		return INVALID_VALUE;
+	if (fail != SUCCESS)
+		return (CUresult)fail;
 	__atomic_store_n(&initialized, 1, __ATOMIC_SEQ_CST);
 	return SUCCESS;
 }
@@ -410,27 +521,27 @@ CUresult cuDeviceGetCount(int *n) {
 }
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {
-	int r = check_device(ordinal);
+	int r = check_ordinal(ordinal);
 	if (r != SUCCESS)
 		return r;
 	if (d == NULL)
 		return INVALID_VALUE;
-	*d = ordinal;
+	*d = (CUdevice)(ordinal + device_base());
 	return SUCCESS;
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	if (name == NULL || len <= 0)
 		return INVALID_VALUE;
-	snprintf(name, (size_t)len, "Fake CUDA Device %d", dev);
+	snprintf(name, (size_t)len, "Fake CUDA Device %d", ord);
 	return SUCCESS;
 }
 
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	if (v == NULL || attr < 1 || attr > 150)
@@ -441,7 +552,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
 	case 16: *v = 132; break;        // MULTIPROCESSOR_COUNT
 	case 18: *v = 0; break;          // INTEGRATED
 	case 19: *v = 1; break;          // CAN_MAP_HOST_MEMORY
-	case 33: *v = dev; break;        // PCI_BUS_ID
+	case 33: *v = ord; break;        // PCI_BUS_ID
 	case 34: *v = 0; break;          // PCI_DEVICE_ID
 	case 36: *v = 3201000; break;    // MEMORY_CLOCK_RATE (kHz)
 	case 37: *v = 6144; break;       // GLOBAL_MEMORY_BUS_WIDTH
@@ -455,7 +566,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
 }
 
 CUresult cuDeviceTotalMem_v2(size_t *n, CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	if (n == NULL)
@@ -465,37 +576,37 @@ CUresult cuDeviceTotalMem_v2(size_t *n, CUdevice dev) {
 }
 
 CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	if (bus == NULL || len <= 0)
 		return INVALID_VALUE;
-	snprintf(bus, (size_t)len, "0000:%02X:00.0", dev);
+	snprintf(bus, (size_t)len, "0000:%02X:00.0", ord);
 	return SUCCESS;
 }
 
 // cuDeviceCanAccessPeer answers 1 for two distinct devices unless
-// FAKECUDA_NO_PEER lists the pair, and 0 for a device and itself.
+// FAKECUDA_NO_PEER denies it, and 0 for a device and itself.
 CUresult cuDeviceCanAccessPeer(int *v, CUdevice dev, CUdevice peer) {
-	int r = check_device(dev);
+	int a, b, r = device_of(dev, &a);
 	if (r == SUCCESS)
-		r = check_device(peer);
+		r = device_of(peer, &b);
 	if (r != SUCCESS)
 		return r;
 	if (v == NULL)
 		return INVALID_VALUE;
-	*v = dev != peer && !no_peer(dev, peer);
+	*v = a != b && !no_peer(a, b);
 	return SUCCESS;
 }
 
 static CUresult device_uuid(CUuuid *u, CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	if (u == NULL)
 		return INVALID_VALUE;
 	for (int i = 0; i < 16; i++)
-		u->bytes[i] = (unsigned char)(0xFA + dev * 16 + i);
+		u->bytes[i] = (unsigned char)(0xFA + ord * 16 + i);
 	return SUCCESS;
 }
 
@@ -505,30 +616,30 @@ CUresult cuDeviceGetUuid(CUuuid *u, CUdevice dev) { return device_uuid(u, dev); 
 // ---- contexts --------------------------------------------------------------
 
 CUresult cuDevicePrimaryCtxRetain(struct ctx **c, CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	if (c == NULL)
 		return INVALID_VALUE;
 	lock();
-	ctxs[dev].magic = MAGIC_CTX;
-	ctxs[dev].ordinal = dev;
-	ctxs[dev].deflt.ctx = &ctxs[dev];
-	ctxs[dev].refs++;
+	ctxs[ord].magic = MAGIC_CTX;
+	ctxs[ord].ordinal = ord;
+	ctxs[ord].deflt.ctx = &ctxs[ord];
+	ctxs[ord].refs++;
 	unlock();
-	*c = &ctxs[dev];
+	*c = &ctxs[ord];
 	return SUCCESS;
 }
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-	int r = check_device(dev);
+	int ord, r = device_of(dev, &ord);
 	if (r != SUCCESS)
 		return r;
 	lock();
-	if (ctxs[dev].refs <= 0) {
+	if (ctxs[ord].refs <= 0) {
 		r = INVALID_CONTEXT;
-	} else if (--ctxs[dev].refs == 0) {
-		memset(ctxs[dev].peer, 0, sizeof ctxs[dev].peer);
+	} else if (--ctxs[ord].refs == 0) {
+		memset(ctxs[ord].peer, 0, sizeof ctxs[ord].peer);
 	}
 	unlock();
 	return r;
@@ -717,6 +828,7 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, struct ctx *dst_ctx, CUdeviceptr src
 CUresult cuMemHostAlloc(void **pp, size_t n, unsigned flags) {
 	void *p = NULL;
 	int r = need_ctx();
+	record(LAST_HOST_ALLOC_FLAGS, flags);
 	if (r != SUCCESS)
 		return r;
 	if (pp == NULL || n == 0 || (flags & ~7u) != 0)
@@ -764,17 +876,18 @@ CUresult cuMemFreeHost(void *p) {
 
 // ---- IPC -------------------------------------------------------------------
 
-// An IPC handle holds "FAKECUDA", the allocation's address and size, and the
-// process id: it can only be opened in the process that exported it.
-struct ipc_payload {
-	char magic[8];
-	uint64_t ptr, size;
-	uint32_t pid;
-};
+// An IPC handle holds "FAKECUDA", the allocation's address and size, and
+// the process id, at the offsets below, and a pattern in every other byte.
+// It opens only in the process that exported it, and only with all 64
+// bytes intact: a handle passed wrongly by value does not open.
+enum { IPC_PTR = 8, IPC_SIZE = 16, IPC_PID = 24, IPC_END = 28 };
+
+static char ipc_pattern(int i) { return (char)(0x40 + 7 * i); }
 
 CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
 	struct alloc *a;
-	struct ipc_payload pl;
+	uint64_t ptr, size;
+	uint32_t pid = (uint32_t)getpid();
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
@@ -786,32 +899,42 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
 		unlock();
 		return INVALID_VALUE;
 	}
-	memcpy(pl.magic, "FAKECUDA", 8);
-	pl.ptr = (uint64_t)(uintptr_t)a->p;
-	pl.size = a->n;
-	pl.pid = (uint32_t)getpid();
+	ptr = (uint64_t)(uintptr_t)a->p;
+	size = a->n;
 	unlock();
-	memset(h, 0, sizeof *h);
-	memcpy(h->reserved, &pl, sizeof pl);
+	memcpy(h->reserved, "FAKECUDA", 8);
+	memcpy(h->reserved + IPC_PTR, &ptr, 8);
+	memcpy(h->reserved + IPC_SIZE, &size, 8);
+	memcpy(h->reserved + IPC_PID, &pid, 4);
+	for (int i = IPC_END; i < (int)sizeof h->reserved; i++)
+		h->reserved[i] = ipc_pattern(i);
 	return SUCCESS;
 }
 
+// cuIpcOpenMemHandle_v2 wants flags CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, as
+// the CUDA documentation says they must be.
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dp, CUipcMemHandle h, unsigned flags) {
-	struct ipc_payload pl;
 	struct alloc *a;
+	uint64_t ptr, size;
+	uint32_t pid;
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
-	if (dp == NULL || flags > 1)
+	if (dp == NULL || flags != IPC_LAZY_ENABLE_PEER_ACCESS)
 		return INVALID_VALUE;
-	memcpy(&pl, h.reserved, sizeof pl);
-	if (memcmp(pl.magic, "FAKECUDA", 8) != 0)
+	if (memcmp(h.reserved, "FAKECUDA", 8) != 0)
 		return INVALID_VALUE;
-	if (pl.pid != (uint32_t)getpid())
+	for (int i = IPC_END; i < (int)sizeof h.reserved; i++)
+		if (h.reserved[i] != ipc_pattern(i))
+			return INVALID_VALUE;
+	memcpy(&ptr, h.reserved + IPC_PTR, 8);
+	memcpy(&size, h.reserved + IPC_SIZE, 8);
+	memcpy(&pid, h.reserved + IPC_PID, 4);
+	if (pid != (uint32_t)getpid())
 		return INVALID_HANDLE; // another process's memory: not reachable here
 	lock();
-	a = find_alloc((uintptr_t)pl.ptr, 1);
-	if (a == NULL || (uintptr_t)a->p != (uintptr_t)pl.ptr || a->n != pl.size) {
+	a = find_alloc((uintptr_t)ptr, 1);
+	if (a == NULL || (uintptr_t)a->p != (uintptr_t)ptr || a->n != size) {
 		r = INVALID_VALUE;
 	} else {
 		a->ipc_open++;
@@ -819,7 +942,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dp, CUipcMemHandle h, unsigned flags
 	}
 	unlock();
 	if (r == SUCCESS)
-		*dp = (CUdeviceptr)pl.ptr;
+		*dp = (CUdeviceptr)ptr;
 	return r;
 }
 
@@ -847,7 +970,7 @@ enum { JIT_INFO_LOG_BUFFER = 3, JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4, JIT_ERROR_LO
 
 // cuModuleLoadDataEx accepts any image starting with "//" (as PTX does);
 // anything else fails with CUDA_ERROR_INVALID_PTX and a message in the
-// error log buffer.
+// error log buffer, which names the buffer's size.
 CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts, int *opts, void **vals) {
 	struct module *mod;
 	char *errlog = NULL;
@@ -869,7 +992,10 @@ CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts
 	}
 	if (strncmp(image, "//", 2) != 0) {
 		if (errlog != NULL && errsize > 0) {
-			int n = snprintf(errlog, errsize, "ptxas fatal   : fakecuda: image does not start with \"//\", not PTX");
+			int n = snprintf(errlog, errsize,
+					 "ptxas fatal   : fakecuda: image does not start with \"//\", not PTX "
+					 "(error log buffer of %zu bytes)",
+					 errsize);
 			if (errsize_at >= 0 && n >= 0)
 				vals[errsize_at] = (void *)(uintptr_t)((size_t)n < errsize ? (size_t)n : errsize - 1);
 		}
@@ -904,13 +1030,16 @@ CUresult cuModuleUnload(struct module *m) {
 	return r;
 }
 
-// cuModuleGetFunction finds any name: the fake has no symbol table.
+// cuModuleGetFunction finds any name but those FAKECUDA_MISSING_FUNCTIONS
+// lists: the fake has no symbol table.
 CUresult cuModuleGetFunction(struct function **f, struct module *m, const char *name) {
 	int r = need_ctx();
 	if (r != SUCCESS)
 		return r;
 	if (f == NULL || name == NULL || strlen(name) >= sizeof m->functions[0].name)
 		return INVALID_VALUE;
+	if (listed("FAKECUDA_MISSING_FUNCTIONS", name))
+		return NOT_FOUND;
 	lock();
 	if (!valid_module(m) || m->ctx != current) {
 		r = INVALID_HANDLE;
@@ -943,6 +1072,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 	long long n;
 	long fail_after;
 	int r = need_ctx();
+	record_launch((uintptr_t)f, (unsigned[6]){gx, gy, gz, bx, by, bz}, shared, stream, params, extra);
 	if (r == SUCCESS)
 		r = check_stream(stream);
 	if (r != SUCCESS)
@@ -975,6 +1105,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 CUresult cuStreamCreate(struct stream **s, unsigned flags) {
 	struct stream *st;
 	int r = need_ctx();
+	record(LAST_STREAM_FLAGS, flags);
 	if (r != SUCCESS)
 		return r;
 	if (s == NULL || (flags & ~1u) != 0)
@@ -1046,6 +1177,7 @@ CUresult cuStreamQuery(uintptr_t s) {
 CUresult cuEventCreate(struct event **e, unsigned flags) {
 	struct event *ev;
 	int r = need_ctx();
+	record(LAST_EVENT_FLAGS, flags);
 	if (r != SUCCESS)
 		return r;
 	if (e == NULL || (flags & ~7u) != 0)
@@ -1101,7 +1233,7 @@ static CUresult elapsed(float *ms, uintptr_t start, uintptr_t end) {
 		return NOT_INITIALIZED;
 	if (ms == NULL)
 		return INVALID_VALUE;
-	if (a == NULL || b == NULL || (a->flags & 2) || (b->flags & 2))
+	if (a == NULL || b == NULL || (a->flags & EVENT_DISABLE_TIMING) || (b->flags & EVENT_DISABLE_TIMING))
 		return INVALID_HANDLE;
 	if (!a->recorded || !b->recorded)
 		return NOT_READY;
