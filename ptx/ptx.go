@@ -36,9 +36,9 @@ const (
 	Close Entry = "ulysses_close" // Close's farewell to the peers
 )
 
-// VectorWidths lists the copy widths in bytes, widest first. Every file has
+// vectorWidths lists the copy widths in bytes, widest first. Every file has
 // entries for 16, 8 and 4 bytes and for its own element width.
-var VectorWidths = []int{16, 8, 4, 2, 1}
+var vectorWidths = []int{16, 8, 4, 2, 1}
 
 // EntryFor names the entry of op that copies width-byte vectors.
 func EntryFor(op Op, width int) Entry {
@@ -68,7 +68,7 @@ func (f File) HasEntry(e Entry) bool {
 // Widths lists the vector widths f has entries for, widest first.
 func (f File) Widths() []int {
 	var w []int
-	for _, v := range VectorWidths {
+	for _, v := range vectorWidths {
 		if v >= f.ElemBytes && f.HasEntry(EntryFor(OpSendRecvHeads, v)) {
 			w = append(w, v)
 		}
@@ -94,13 +94,4 @@ func ForElemBytes(n int) (File, []byte, error) {
 		}
 	}
 	return File{}, nil, fmt.Errorf("ptx: no kernels for %d-byte elements", n)
-}
-
-// Source returns the text of the embedded file name, as committed.
-func Source(name string) ([]byte, error) {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("ptx: %w", err)
-	}
-	return b, nil
 }

@@ -1,6 +1,7 @@
 package ptx
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func TestPTXIsFresh(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, h, SourceHash, "gen/kernels changed since the PTX was generated: run `make ptx` and commit the result")
 	for _, f := range Files() {
-		b, err := Source(f.Name)
+		b, err := source(f.Name)
 		require.NoError(t, err)
 		assert.Contains(t, string(b[:300]), "sha256 "+SourceHash, "%s header does not name the current source hash", f.Name)
 		assert.Contains(t, string(b[:300]), "DO NOT EDIT", f.Name)
@@ -30,7 +31,7 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 	seen := map[int]bool{}
 	for _, f := range files {
 		seen[f.ElemBytes] = true
-		b, err := Source(f.Name)
+		b, err := source(f.Name)
 		require.NoError(t, err)
 		text := string(b)
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\.version `+regexp.QuoteMeta(f.ISA)+`$`), text, f.Name)
@@ -72,4 +73,13 @@ func TestISAIsLoadableByOldDrivers(t *testing.T) {
 	for _, f := range Files() {
 		assert.Equal(t, "7.8", f.ISA, "%s was made by a different nvcc (%s): update README's driver support and this test", f.Name, NVCCVersion)
 	}
+}
+
+// source returns the text of the embedded file name, as committed.
+func source(name string) ([]byte, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: %w", err)
+	}
+	return b, nil
 }
