@@ -11,8 +11,10 @@ package a2a_test
 // state, errors, resources, allocations.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -203,6 +205,28 @@ func checkPeerDenied(t *testing.T, lib string) {
 	requireReleased(t, lib)
 }
 
+// A handle that carries this process's nonce (every rank sees its peers'
+// nonces) but a pointer of the sender's choosing is refused: only a live
+// Comm's own buffer is used without the IPC open.
+func TestFakeForgedHandle(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	comms, handles, _ := fakeGroup(t)
+	forged := append([]byte(nil), handles[1]...)
+	ptr := binary.LittleEndian.Uint64(forged[40:])
+	binary.LittleEndian.PutUint64(forged[40:], ptr+4096)
+	err := comms[0].Connect([][]byte{handles[0], forged, handles[2]})
+	require.ErrorIs(t, err, a2a.ErrHandle)
+	require.Contains(t, err.Error(), "no buffer of a Comm of this process")
+	// The honest handles still form the group.
+	for r, c := range comms {
+		require.NoError(t, c.Connect(handles), "rank %d", r)
+	}
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+}
+
 func checkPeerAllowed(t *testing.T, lib string) {
 	comms, handles, devices := fakeGroup(t)
 	var wg sync.WaitGroup
@@ -367,6 +391,10 @@ func checkValidation(t *testing.T, lib string) {
 		{"capacity", func() error { _, err := c.AllGather(tooBig); return err }, a2a.ErrCapacity},
 		{"alignment", func() error { _, err := c.SendRecvHeads(odd); return err }, a2a.ErrAlignment},
 		{"dst-in-buffer", func() error { return c.AllGatherInto(inBuffer, x) }, a2a.ErrAliased},
+		// A count out of range is refused, and the counts set before stay
+		// (the cases after this one still see 8 tokens).
+		{"tokens-huge", func() error { return c.SetRankTokens([]int{math.MaxInt64}) }, a2a.ErrTokens},
+		{"tokens-after-huge", func() error { _, err := c.SendRecvHeads(sevenTokens); return err }, a2a.ErrTokens},
 	} {
 		err := tc.run()
 		require.ErrorIs(t, err, tc.want, tc.name)

@@ -711,3 +711,27 @@ func TestCheckTensor(t *testing.T) {
 		assert.Contains(t, err.Error(), "output", c.name)
 	}
 }
+
+// Token counts whose sum would wrap around, or exceed what the kernels
+// index, are refused before anything changes.
+func TestCheckTokenCounts(t *testing.T) {
+	for _, tc := range []struct {
+		counts []int
+		ok     bool
+	}{
+		{[]int{0, 0}, true},
+		{[]int{1 << 29, 1 << 29}, true},
+		{[]int{1 << 30, 1}, false},
+		{[]int{math.MaxInt64, 2}, false},
+		{[]int{2, math.MaxInt64}, false},
+		{[]int{-1, 3}, false},
+		{[]int{3}, false},
+	} {
+		err := checkTokenCounts(tc.counts, 2)
+		if tc.ok {
+			assert.NoError(t, err, "%v", tc.counts)
+		} else {
+			assert.ErrorIs(t, err, ErrTokens, "%v", tc.counts)
+		}
+	}
+}

@@ -262,6 +262,24 @@ func (s *deviceShare) runGraveyard() []error {
 	return errs
 }
 
+// ownsBuffer reports whether ptr is the buffer of a live Comm of this
+// process for rank, with dataBytes in each data half.
+func ownsBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
+	shares.mu.Lock()
+	defer shares.mu.Unlock()
+	for _, s := range shares.m {
+		s.mu.Lock()
+		for c := range s.comms {
+			if c.buf == ptr && c.cfg.Rank == rank && c.layout.dataBytes == dataBytes {
+				s.mu.Unlock()
+				return true
+			}
+		}
+		s.mu.Unlock()
+	}
+	return false
+}
+
 // commsTouching returns the live Comms, on any device, whose buffer
 // overlaps [ptr, ptr+n).
 func commsTouching(ptr uintptr, n int64) []*Comm {

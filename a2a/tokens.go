@@ -2,6 +2,10 @@ package a2a
 
 import "fmt"
 
+// maxTotalTokens bounds the tokens of a group: the kernels index tokens
+// with 32-bit counts.
+const maxTotalTokens = 1 << 30
+
 // SetRankTokens sets the number of tokens each rank holds (uneven counts and
 // zeros allowed; no padding) for the operations enqueued after it. Every
 // rank must pass the same counts. The counts travel with each launch, so
@@ -12,22 +16,30 @@ func (c *Comm) SetRankTokens(counts []int) error {
 	if err := c.usable(false); err != nil {
 		return err
 	}
-	if len(counts) != c.cfg.WorldSize {
-		return fmt.Errorf("a2a: %d token counts for world size %d: %w", len(counts), c.cfg.WorldSize, ErrTokens)
-	}
-	var total int64
-	for r, n := range counts {
-		if n < 0 {
-			return fmt.Errorf("a2a: rank %d has %d tokens: %w", r, n, ErrTokens)
-		}
-		total += int64(n)
-	}
-	if total > 1<<30 {
-		return fmt.Errorf("a2a: %d tokens in all, over 2^30: %w", total, ErrTokens)
+	if err := checkTokenCounts(counts, c.cfg.WorldSize); err != nil {
+		return err
 	}
 	ts := newTokenSet(counts)
 	c.t.setTokens(ts)
 	c.tokens = ts
+	return nil
+}
+
+// checkTokenCounts validates SetRankTokens' counts for a group of world
+// ranks. Each count is bounded before it is added, so the sum cannot wrap.
+func checkTokenCounts(counts []int, world int) error {
+	if len(counts) != world {
+		return fmt.Errorf("a2a: %d token counts for world size %d: %w", len(counts), world, ErrTokens)
+	}
+	var total int64
+	for r, n := range counts {
+		if n < 0 || n > maxTotalTokens {
+			return fmt.Errorf("a2a: rank %d has %d tokens, not in 0..2^30: %w", r, n, ErrTokens)
+		}
+		if total += int64(n); total > maxTotalTokens {
+			return fmt.Errorf("a2a: over 2^30 tokens in all (%d by rank %d): %w", total, r, ErrTokens)
+		}
+	}
 	return nil
 }
 
