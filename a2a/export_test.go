@@ -95,3 +95,20 @@ func DebugOccupancy(c *Comm) string {
 	}
 	return sb.String()
 }
+
+// ForceIPC makes Connect IPC-open the buffers of peers in this process too,
+// as it does for other processes' (the stub driver opens them), until the
+// test ends.
+func ForceIPC(tb testing.TB) {
+	saved := fromThisProcess
+	fromThisProcess = func(handle) bool { return false }
+	tb.Cleanup(func() { fromThisProcess = saved })
+}
+
+// HandleWithIPCOf returns h with the IPC payload of other: a handle whose
+// claims (capacity, rank) do not match the memory it maps.
+func HandleWithIPCOf(h, other []byte) []byte {
+	out := append([]byte(nil), h...)
+	copy(out[64:128], other[64:128])
+	return out
+}

@@ -227,6 +227,36 @@ func TestFakeForgedHandle(t *testing.T) {
 	requireReleased(t, lib)
 }
 
+// A handle's IPC payload that maps less memory than the group writes into
+// each peer (here another, smaller Comm's buffer) is refused after the
+// open, and the mapping is released; honest handles map over IPC.
+func TestFakeIPCRangeChecked(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	a2a.ForceIPC(t)
+	comms, handles, _ := fakeGroup(t)
+	small, err := a2a.New(a2a.Config{Rank: 1, WorldSize: 3, Device: a2a.DeviceOrdinal(1), MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16})
+	require.NoError(t, err)
+	forged := a2a.HandleWithIPCOf(handles[1], small.Handle())
+	err = comms[0].Connect([][]byte{handles[0], forged, handles[2]})
+	require.ErrorIs(t, err, a2a.ErrHandle)
+	require.Contains(t, err.Error(), "this rank writes")
+	t.Log(err)
+	// The refused mapping waits in the graveyard until the Comms are idle:
+	// a Sync releases it (before the memory it maps is freed).
+	require.EqualValues(t, 1, fakeCounters(t, lib).IPCMappings)
+	require.NoError(t, comms[0].Sync())
+	require.Zero(t, fakeCounters(t, lib).IPCMappings, "the refused mapping is closed")
+	require.NoError(t, small.Close())
+	for r, c := range comms {
+		require.NoError(t, c.Connect(handles), "rank %d", r)
+	}
+	require.EqualValues(t, 3*2, fakeCounters(t, lib).IPCMappings, "every peer mapped over IPC")
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+}
+
 func checkPeerAllowed(t *testing.T, lib string) {
 	comms, handles, devices := fakeGroup(t)
 	var wg sync.WaitGroup

@@ -53,15 +53,21 @@ func (p *ipcPeers) checkAccess(hs []handle) error {
 	return nil
 }
 
+// fromThisProcess says whether a handle was made by this process (its
+// buffer is used directly, not IPC-opened). A variable so that the tests
+// can take the IPC path within one process.
+var fromThisProcess = func(h handle) bool { return h.Nonce == processNonce() }
+
 // mapAll maps every rank's buffer; self is this rank, whose own buffer is
-// own. On failure nothing stays mapped.
-func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr) error {
+// own, and each peer's must hold at least need bytes (what this rank
+// writes into it). On failure nothing stays mapped.
+func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr, need int64) error {
 	for i, h := range hs {
 		if i == self {
 			p.m[i] = peerMapping{ptr: own}
 			continue
 		}
-		m, err := p.mapOne(h)
+		m, err := p.mapOne(h, need)
 		if err != nil {
 			p.bury() // unmapping may wait for the device: see deviceShare
 			return wrapErr(err, "rank %d mapping rank %d's buffer", self, i)
@@ -71,13 +77,9 @@ func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr) error {
 	return nil
 }
 
-func (p *ipcPeers) mapOne(h handle) (peerMapping, error) {
-	if h.Nonce != processNonce() {
-		ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
-		if err != nil {
-			return peerMapping{}, wrapDriver("opening IPC handle", err)
-		}
-		return peerMapping{ptr: ptr, ipcOpened: true}, nil
+func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
+	if !fromThisProcess(h) {
+		return p.openIPC(h, need)
 	}
 	// The same process: CUDA refuses to IPC-open its own allocations, but
 	// with unified addressing the pointer is valid as it is, given peer
@@ -104,6 +106,30 @@ func (p *ipcPeers) mapOne(h handle) (peerMapping, error) {
 		return peerMapping{}, wrapDriver("enabling peer access", err)
 	}
 	m.peerCtx = pc
+	return m, nil
+}
+
+// openIPC maps another process's buffer and checks that the mapping is a
+// whole allocation of at least need bytes: the handle's claims are not
+// trusted, and this rank's kernels write need bytes into it.
+func (p *ipcPeers) openIPC(h handle, need int64) (peerMapping, error) {
+	ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
+	if err != nil {
+		return peerMapping{}, wrapDriver("opening IPC handle", err)
+	}
+	m := peerMapping{ptr: ptr, ipcOpened: true}
+	base, size, err := p.dev.ctx.MemAddressRange(ptr)
+	if err == nil && (base != ptr || size < uint64(need)) {
+		err = fmt.Errorf("a2a: rank %d's buffer maps %d bytes at %#x of an allocation at %#x, this rank writes %d: %w",
+			h.Rank, size, ptr, base, need, ErrHandle)
+	} else if err != nil {
+		err = wrapDriver("reading the mapped range", err)
+	}
+	if err != nil {
+		ctx := p.share.ctx
+		p.share.bury(release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(ptr) }})
+		return peerMapping{}, err
+	}
 	return m, nil
 }
 

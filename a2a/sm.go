@@ -67,7 +67,7 @@ func (t *smTransport) connect(hs []handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
 	}
-	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf); err != nil {
+	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf, t.layout.signalOff+signalAreaBytes); err != nil {
 		return err
 	}
 	for i := range hs {

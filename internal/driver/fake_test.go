@@ -206,6 +206,12 @@ func TestFakeMemory(t *testing.T) {
 	if f, tot, err := c.MemGetInfo(); tot != 141<<30 || f != tot-1000 || err != nil {
 		t.Errorf("MemGetInfo = %d, %d, %v", f, tot, err)
 	}
+	if base, size, err := c.MemAddressRange(p + 100); base != p || size != 1000 || err != nil {
+		t.Errorf("MemAddressRange(p+100) = %#x, %d, %v; want %#x, 1000", base, size, err, p)
+	}
+	if _, _, err := c.MemAddressRange(p + 1000); !IsCode(err, ErrorNotFound) {
+		t.Errorf("MemAddressRange past the allocation: %v", err)
+	}
 	_, err := c.MemAlloc(1 << 41)
 	var e *Error
 	if !errors.As(err, &e) || e.Code != ErrorOutOfMemory || e.Call != "cuMemAlloc_v2" ||

@@ -204,3 +204,16 @@ func (c *Context) HostFree(host unsafe.Pointer) error {
 	c.leave()
 	return c.d.check("cuMemFreeHost", r)
 }
+
+// MemAddressRange returns the base and size of the allocation containing p
+// (cuMemGetAddressRange_v2): for an IPC mapping, the exporter's whole
+// allocation.
+func (c *Context) MemAddressRange(p DevicePtr) (base DevicePtr, size uint64, err error) {
+	if err := c.enter(); err != nil {
+		return 0, 0, err
+	}
+	var n uintptr
+	r, _, _ := purego.SyscallN(c.d.fn.memGetAddressRange, uintptr(unsafe.Pointer(&base)), uintptr(unsafe.Pointer(&n)), uintptr(p))
+	c.leave()
+	return base, uint64(n), c.d.check("cuMemGetAddressRange_v2", r)
+}

@@ -15,7 +15,7 @@ type funcs struct {
 	moduleLoadDataEx, moduleUnload, moduleGetFunction, launchKernel              uintptr
 	streamCreate, streamDestroy, streamSynchronize, streamQuery                  uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
-	funcGetAttribute, occupancyMaxActiveBlocks                                   uintptr
+	funcGetAttribute, occupancyMaxActiveBlocks, memGetAddressRange               uintptr
 
 	// The names bound where a symbol has several, for error messages.
 	eventElapsedTimeName, deviceGetUUIDName string
@@ -96,6 +96,7 @@ func (f *funcs) table() []symbol {
 		// The _v2 is preferred; either one satisfies the load.
 		req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime").named(&f.eventElapsedTimeName),
 		req(&f.eventDestroy, "cuEventDestroy_v2"),
+		req(&f.memGetAddressRange, "cuMemGetAddressRange_v2"),
 		opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
 		opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
 	}

@@ -12,7 +12,10 @@
 // size. Calls are checked about as strictly as the real driver checks them:
 // a current, retained context; live stream, event, module and function
 // handles; memory ranges inside one live allocation; an IPC handle intact
-// in all its 64 bytes, opened with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS.
+// in all its 64 bytes, opened with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS. As
+// in the real driver, memory its owner frees while IPC-mapped stays until
+// the last mapping is closed. cuMemGetAddressRange_v2 reports a device
+// allocation's base and size.
 //
 // Kernel launches are checked and counted but run nothing. A launch is
 // work queued on its stream until the host waits for it:

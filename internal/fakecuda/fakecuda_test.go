@@ -261,6 +261,25 @@ func TestIPC(t *testing.T) {
 		require.Error(t, err, "byte %d changed", i)
 	}
 	require.Equal(t, before, counters(t, lib).IPCMappings)
+
+	// Freed by its owner while mapped: gone for its owner, kept for the
+	// mapping until it closes.
+	r, err := c.MemAlloc(256)
+	require.NoError(t, err)
+	hr, err := c.IpcGetMemHandle(r)
+	require.NoError(t, err)
+	mr, err := c.IpcOpenMemHandle(hr)
+	require.NoError(t, err)
+	base, size, err := c.MemAddressRange(mr + 10)
+	require.NoError(t, err)
+	require.Equal(t, r, base)
+	require.EqualValues(t, 256, size)
+	allocs := counters(t, lib).DeviceAllocs
+	require.NoError(t, c.MemFree(r))
+	require.Equal(t, allocs-1, counters(t, lib).DeviceAllocs)
+	require.True(t, driver.IsCode(c.MemFree(r), driver.ErrorInvalidValue), "double free")
+	require.NoError(t, c.IpcCloseMemHandle(mr), "the mapping outlives the owner's free")
+	require.Equal(t, before, counters(t, lib).IPCMappings)
 }
 
 func TestModulesAndLaunches(t *testing.T) {

@@ -78,6 +78,7 @@ enum {
 	CONTEXT_IS_DESTROYED = 709,
 	LAUNCH_FAILED = 719,
 	UNKNOWN = 999,
+	STILL_MAPPED = -1, // internal: freed by its owner, kept for open IPC mappings
 };
 
 #define MAX_DEVICES 16
@@ -222,6 +223,7 @@ struct alloc {
 	size_t n;
 	int host;     // cuMemHostAlloc rather than cuMemAlloc
 	int ipc_open; // cuIpcOpenMemHandle mappings not yet closed
+	int freed;    // freed by its owner while mapped: kept until the last mapping closes
 };
 
 static int initialized;
@@ -326,8 +328,19 @@ static struct alloc *find_alloc(uintptr_t p, size_t n) {
 	for (int i = 0; i < MAX_ALLOCS; i++) {
 		struct alloc *a = &allocs[i];
 		uintptr_t lo = (uintptr_t)a->p;
-		if (a->p != NULL && p >= lo && p - lo <= a->n && n <= a->n - (p - lo))
+		if (a->p != NULL && !a->freed && p >= lo && p - lo <= a->n && n <= a->n - (p - lo))
 			return a;
+	}
+	return NULL;
+}
+
+// find_mapped returns the allocation at p that has IPC mappings open, freed
+// by its owner or not (as in the real driver, an importer's mapping keeps
+// the memory alive). Call with the lock held.
+static struct alloc *find_mapped(uintptr_t p) {
+	for (int i = 0; i < MAX_ALLOCS; i++) {
+		if ((uintptr_t)allocs[i].p == p && allocs[i].p != NULL && !allocs[i].host && allocs[i].ipc_open > 0)
+			return &allocs[i];
 	}
 	return NULL;
 }
@@ -369,15 +382,20 @@ static int remove_alloc(char *p, int host) {
 	int r = INVALID_VALUE;
 	lock();
 	for (int i = 0; i < MAX_ALLOCS; i++) {
-		if (allocs[i].p == p && allocs[i].host == host) {
+		if (allocs[i].p == p && allocs[i].host == host && !allocs[i].freed) {
 			if (host) {
 				n_host_allocs--;
 			} else {
 				n_dev_allocs--;
 				n_dev_bytes -= (long long)allocs[i].n;
 			}
-			allocs[i] = (struct alloc){0};
-			r = SUCCESS;
+			if (!host && allocs[i].ipc_open > 0) {
+				allocs[i].freed = 1; // the last mapping's close frees it
+				r = STILL_MAPPED;
+			} else {
+				allocs[i] = (struct alloc){0};
+				r = SUCCESS;
+			}
 			break;
 		}
 	}
@@ -694,6 +712,26 @@ CUresult cuCtxEnablePeerAccess(struct ctx *peer, unsigned flags) {
 
 // ---- memory ----------------------------------------------------------------
 
+// cuMemGetAddressRange_v2 reports the live device allocation containing p.
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+	struct alloc *a;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	lock();
+	a = find_alloc((uintptr_t)p, 1);
+	if (a == NULL || a->host) {
+		unlock();
+		return NOT_FOUND;
+	}
+	if (base != NULL)
+		*base = (CUdeviceptr)a->p;
+	if (size != NULL)
+		*size = a->n;
+	unlock();
+	return SUCCESS;
+}
+
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
 	int r = need_ctx();
 	if (r != SUCCESS)
@@ -734,7 +772,9 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 	device_wait();
 	if (p == 0)
 		return SUCCESS;
-	if ((r = remove_alloc((char *)(uintptr_t)p, 0)) != SUCCESS)
+	if ((r = remove_alloc((char *)(uintptr_t)p, 0)) == STILL_MAPPED)
+		return SUCCESS;
+	if (r != SUCCESS)
 		return r;
 	free((void *)(uintptr_t)p);
 	return SUCCESS;
@@ -953,12 +993,16 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
 		return r;
 	device_wait();
 	lock();
-	a = find_alloc((uintptr_t)p, 1);
-	if (a == NULL || (uintptr_t)a->p != (uintptr_t)p || a->ipc_open == 0) {
+	a = find_mapped((uintptr_t)p);
+	if (a == NULL) {
 		r = INVALID_VALUE;
 	} else {
 		a->ipc_open--;
 		n_ipc_open--;
+		if (a->freed && a->ipc_open == 0) {
+			free(a->p);
+			*a = (struct alloc){0};
+		}
 	}
 	unlock();
 	return r;
