@@ -45,6 +45,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeHandle -fuzztime 30s ./a2a
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./a2a/exchange
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBlobs -fuzztime 30s ./a2a/exchange
+	$(GO) test -run '^$$' -fuzz FuzzRootRound -fuzztime 30s ./a2a/exchange
 
 clean:
 	rm -rf $(GPU_BIN)

@@ -243,7 +243,7 @@ func workerKilledPeer(rk launch.Rank) error {
 	if rk.Rank == 0 {
 		cmd := exec.Command(os.Args[0], testutil.ScenarioArgs()...)
 		cmd.Env = append(append(os.Environ(), testutil.ScenarioEnv("replacement")...), launch.EnvRank+"="+strconv.Itoa(victim),
-			launch.EnvWorld+"="+strconv.Itoa(rk.World), launch.EnvAddr+"="+addr2)
+			launch.EnvWorld+"="+strconv.Itoa(rk.World), launch.EnvAddr+"="+addr2, launch.EnvSecret+"="+string(rk.Secret))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Start(); err != nil {
 			return err
@@ -255,7 +255,7 @@ func workerKilledPeer(rk launch.Rank) error {
 			}
 		}()
 	}
-	return workerReplacement(launch.Rank{Rank: rk.Rank, World: rk.World, Addr: addr2})
+	return workerReplacement(launch.Rank{Rank: rk.Rank, World: rk.World, Addr: addr2, Secret: rk.Secret})
 }
 
 // workerReplacement joins a fresh group and checks the collectives on it.

@@ -113,9 +113,10 @@ func collectiveCases(world int, dt a2a.DType) []check.Case {
 	}
 }
 
-// exchangerFor is the TCP exchanger of a rank started by launch.Run.
+// exchangerFor is the TCP exchanger of a rank started by launch.Run, keyed
+// with the group's secret.
 func exchangerFor(rk launch.Rank) (*exchange.TCP, error) {
-	return exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World})
+	return exchange.NewTCP(exchange.TCPConfig{Addr: rk.Addr, Rank: rk.Rank, WorldSize: rk.World, Secret: rk.Secret})
 }
 
 // joinFor builds a Comm big enough for every case; opts adjust its Config.

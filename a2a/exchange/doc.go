@@ -1,43 +1,147 @@
 // Package exchange all-gathers small byte blobs (CUDA IPC handles and the
 // like) among P ranks before they can talk over GPU memory.
 //
-// TCP implements the round over a star: rank 0 listens, ranks 1..P-1 dial it
-// and send a hello frame carrying their blob, and once rank 0 has a valid
-// hello from every rank it replies to each peer with the full list of blobs.
-// If a well-formed hello disagrees about the world size or claims a bad or
-// duplicate rank, rank 0 fails the round and tells every connected peer why
-// with an error frame, so they fail fast instead of waiting for their
-// deadline. Connections that send garbage are dropped without disturbing the
-// round.
+// TCP implements the round over a star: rank 0 listens, ranks 1..P-1 dial
+// it. Each peer and rank 0 first prove to each other that they hold the
+// group's secret (TCPConfig.Secret), then the peer sends its blob; once
+// rank 0 has every blob it sends each peer the full list, waits until
+// every peer has acknowledged it, and then commits the round.
+//
+// # Authentication
+//
+// Each connection in each round gets two fresh 32-byte nonces from
+// crypto/rand: the peer's, in its hello, and rank 0's, in its challenge.
+// Every MAC is HMAC-SHA256 keyed with the secret over a label naming what
+// it stands for, the protocol version, the rank and world size the peer's
+// hello claims, both nonces and, for the blob and the result, the bytes
+// they protect; receivers compare MACs in constant time (hmac.Equal). The
+// secret never crosses the wire, and a MAC is good for one connection of
+// one round only.
+//
+//	peer                                       rank 0
+//	hello      nonce_p                      ->
+//	                                        <- challenge  nonce_0, MAC("proof")
+//	auth       MAC("auth")                  ->
+//	blob       blob, MAC("blob", blob)      ->
+//	                                        <- result     blobs, MAC("result", blobs)
+//	ack        MAC("ack")                   ->
+//	                                        <- commit     MAC("commit")
+//
+// A peer checks rank 0's proof before it sends its blob, so a process
+// listening on the address in rank 0's place learns no blob; rank 0
+// checks the peer's proof before it reads the blob or lets the hello claim
+// a rank, so a process without the secret can neither join a round nor
+// poison one: its connection is dropped (and ignored by the round) when
+// its proof is missing or wrong, whatever rank or world size its hello
+// claims. (It can still hold connection slots, and so delay the honest
+// peers, up to HelloTimeout at a time: see Limits on rank 0.) A hello that proves the secret but disagrees with the group
+// (another world size, a rank out of range or already claimed) is a bug in
+// a rank of the group: rank 0 fails the round and tells every peer that
+// proved the secret, and the offender, why with an error frame, so they
+// fail fast instead of waiting for their deadline.
+//
+// Without a secret the same exchange runs with an empty key, which anyone
+// can use: any process that reaches the address can join. NewTCP therefore
+// refuses an address other than loopback without a secret, unless
+// TCPConfig.TrustNetwork is set. Nothing is encrypted either way: a
+// process that can read the traffic (root on the host, or anyone on the
+// network path) sees the blobs, and so does one that relays a peer's
+// frames to rank 0 and back (which needs the peer to dial it instead of
+// rank 0).
+//
+// Error frames are not authenticated: they can only make a round fail.
+// A peer does not trust anything else before rank 0's proof.
+//
+// # Limits on rank 0
+//
+// During a round rank 0 holds at most TCPConfig.MaxConns connections open
+// (default 4P+16), the peers' included; it closes one over that at once,
+// and a peer whose connection was closed before any answer to its hello
+// dials again after DialInterval. Each open connection costs a file
+// descriptor and a goroutine, so while a round waits for blobs it holds at
+// most MaxConns+1 descriptors (with the listener) and about MaxConns+2
+// goroutines (with the accept loop and the caller's); once it has every
+// blob it closes the other connections and holds P descriptors and P
+// goroutines (one per peer, the listener and the caller's), and at most
+// one connection accepted as the round ends, kept for the next round.
+// Before a connection proves the secret rank 0 reads at most a 52-byte
+// hello and a 52-byte proof from it: a frame announcing a longer payload
+// is dropped unread, so unauthenticated connections hold at most 104
+// bytes of frames each, MaxConns*104 bytes in all. A connection
+// must deliver its hello, its proof and its blob within
+// TCPConfig.HelloTimeout (default 10 s) of being accepted, or the
+// context's deadline if sooner; a peer must acknowledge the result within
+// the same bound. Frame payloads are read as they arrive (decodeFrame
+// holds at most 64 KiB beyond the bytes received).
+//
+// # One verdict per round
+//
+// A round succeeds on every rank or fails on every rank. Rank 0 decides:
+// it commits only once every peer has acknowledged a result it checked
+// (the MAC, the world size, its own blob), and a peer returns the result
+// only on rank 0's commit. If rank 0 cannot deliver a result, a peer
+// refuses it (with an error frame saying why) or does not acknowledge it
+// in time, rank 0 aborts: it sends every peer an error frame instead of
+// the commit, and every rank fails. Rank 0 and the peers also fail every
+// other way a round can end early (a context's end, Close, a
+// disagreeing hello) before any commit, so they agree.
+//
+// No protocol can close the last gap (the two generals): a peer whose
+// connection fails, or whose context ends, after it acknowledged the
+// result and before rank 0's commit reaches it, fails ("acknowledged the
+// result but got no commit") although rank 0 and the other peers succeed. That takes the
+// connection to break within one round trip at the very end of the round;
+// such a peer cannot know the verdict, and should treat the group as
+// broken (as after any failure of a round).
 //
 // # Errors
 //
 // Errors read "exchange: <what happened>: <cause>", where the cause is one
 // of the sentinels (ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank,
-// ErrClosed), the context's error, or an I/O error; errors.Is matches it.
-// A peer failed by rank 0's error frame matches the sentinel named by the
-// frame's code (see below), whatever the message says.
+// ErrAuth, ErrClosed), the context's error, or an I/O error; errors.Is
+// matches it. A peer failed by rank 0's error frame matches the sentinel
+// named by the frame's code (see below), whatever the message says.
 //
 // # Wire format
 //
 // Every frame is, big-endian:
 //
 //	magic   [4]byte  "ULYX"
-//	version uint16   2
-//	kind    uint16   1 = hello (peer -> rank 0), 2 = result, 3 = error (rank 0 -> peer)
-//	rank    uint32   sender's rank
+//	version uint16   3
+//	kind    uint16   see below
+//	rank    uint32   sender's rank (0 from rank 0)
 //	world   uint32   sender's world size
 //	length  uint32   payload length
 //	payload [length]byte
 //
-// A hello payload is the sender's blob; a result payload is P records of
-// (uint32 length, bytes) for ranks 0..P-1; an error payload is
+// The kinds and their payloads are
 //
-//	code    uint8    0 = none, 1 = ErrProtocol, 2 = ErrFrameTooLarge, 3 = ErrWorldSize, 4 = ErrRank
+//	1 hello      peer -> rank 0   nonce_p [32]
+//	4 challenge  rank 0 -> peer   nonce_0 [32], MAC("proof") [32]
+//	5 auth       peer -> rank 0   MAC("auth") [32]
+//	6 blob       peer -> rank 0   blob, MAC("blob", blob) [32]
+//	2 result     rank 0 -> peer   blob list, MAC("result", blob list) [32]
+//	7 ack        peer -> rank 0   MAC("ack") [32]
+//	8 commit     rank 0 -> peer   MAC("commit") [32]
+//	3 error      either way       code, message
+//
+// where a blob list is P records of (uint32 length, bytes) for ranks
+// 0..P-1, and MAC(label, data) is HMAC-SHA256 under the secret of
+//
+//	label || 0x00 || version uint16 || rank uint32 || world uint32 || nonce_p || nonce_0 || data
+//
+// with the rank and world size of the peer's hello. An error frame's
+// payload is
+//
+//	code    uint8    0 = none, 1 = ErrProtocol, 2 = ErrFrameTooLarge, 3 = ErrWorldSize, 4 = ErrRank, 5 = ErrAuth
 //	message [length-1]byte  UTF-8, at most 4096 bytes
 //
-// A receiver treats an unknown code, or an error payload too short for a
-// code, as ErrProtocol. Version 1 had no code (the message was the whole
-// payload); a frame of any other version is ErrProtocol, so ranks running
-// different versions fail with ErrProtocol rather than misread each other.
+// Rank 0 sends error frames to peers that proved the secret (and to a
+// hello of another protocol version); a peer sends one in place of its
+// acknowledgement when it refuses the result. A receiver treats an unknown
+// code, or an error payload too short for a code, as ErrProtocol.
+// Version 1 had no code (the message was the whole payload) and version 2
+// no authentication or commit; a frame of any other version is
+// ErrProtocol, so ranks running different versions fail with ErrProtocol
+// rather than misread each other.
 package exchange

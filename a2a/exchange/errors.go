@@ -27,6 +27,15 @@ var (
 	ErrRank = errors.New("bad rank")
 	// ErrClosed reports use of an exchanger after Close.
 	ErrClosed = errors.New("exchanger closed")
+	// ErrAuth reports a frame without a valid MAC under the group's
+	// secret: on a peer, a challenge, result or commit from a process that
+	// is not rank 0 of the group (a stranger listening on the address, or
+	// a rank 0 with another secret). Rank 0 does not fail a round for a
+	// connection that does not prove the secret: it drops it and goes on
+	// waiting. It reports ErrAuth only for a peer that proved the secret
+	// and then acknowledges the result with a bad MAC, or refuses it for
+	// one.
+	ErrAuth = errors.New("authentication failed")
 )
 
 // errorCode is the first byte of an error frame's payload: which sentinel
@@ -40,6 +49,7 @@ const (
 	codeFrameTooLarge errorCode = 2 // ErrFrameTooLarge
 	codeWorldSize     errorCode = 3 // ErrWorldSize
 	codeRank          errorCode = 4 // ErrRank
+	codeAuth          errorCode = 5 // ErrAuth (since version 3)
 )
 
 // codeSentinels maps each known code to its sentinel; codes past its end
@@ -50,6 +60,7 @@ var codeSentinels = [...]error{
 	codeFrameTooLarge: ErrFrameTooLarge,
 	codeWorldSize:     ErrWorldSize,
 	codeRank:          ErrRank,
+	codeAuth:          ErrAuth,
 }
 
 // maxErrorMessage caps the message of an error frame, sent or received.
@@ -104,6 +115,29 @@ func cleanMessage(s string) string {
 		return "no reason given"
 	}
 	return s
+}
+
+// sentinelOf returns the sentinel with an error code that err matches,
+// or nil.
+func sentinelOf(err error) error {
+	for _, s := range codeSentinels {
+		if s != nil && errors.Is(err, s) {
+			return s
+		}
+	}
+	return nil
+}
+
+// reason splits err into what an error frame carries: err's text without
+// the text of the sentinel with a code that err matches (the receiver adds
+// it back), and that sentinel (or nil).
+func reason(err error) (msg string, sentinel error) {
+	sentinel = sentinelOf(err)
+	msg = err.Error()
+	if sentinel != nil {
+		msg = strings.TrimSuffix(msg, ": "+sentinel.Error())
+	}
+	return msg, sentinel
 }
 
 // remoteError is the reason an error frame from rank 0 gives; it unwraps

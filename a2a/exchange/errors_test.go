@@ -18,9 +18,10 @@ var wireSentinels = map[errorCode]error{
 	codeFrameTooLarge: ErrFrameTooLarge,
 	codeWorldSize:     ErrWorldSize,
 	codeRank:          ErrRank,
+	codeAuth:          ErrAuth,
 }
 
-var allSentinels = []error{ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrClosed}
+var allSentinels = []error{ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrAuth, ErrClosed}
 
 // TestErrorCodesRoundTrip: every code survives encodeError/decodeError and
 // matches its own sentinel and no other; the numbers are the wire format's.
@@ -56,6 +57,7 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 	assert.Equal(t, errorCode(2), codeFrameTooLarge)
 	assert.Equal(t, errorCode(3), codeWorldSize)
 	assert.Equal(t, errorCode(4), codeRank)
+	assert.Equal(t, errorCode(5), codeAuth)
 }
 
 // TestEncodeErrorWithoutCode: sentinels that never travel, and other
@@ -67,11 +69,31 @@ func TestEncodeErrorWithoutCode(t *testing.T) {
 	}
 }
 
+// TestReason: what an error frame carries for an error: its sentinel's
+// code, and its text without the sentinel's, which decodeError adds back.
+func TestReason(t *testing.T) {
+	for _, tc := range []struct {
+		err      error
+		sentinel error
+		msg      string
+	}{
+		{fmt.Errorf("rank 2 sent junk: %w", ErrProtocol), ErrProtocol, "rank 2 sent junk"},
+		{fmt.Errorf("wrapped: %w", fmt.Errorf("no MAC: %w", ErrAuth)), ErrAuth, "wrapped: no MAC"},
+		{errors.New("write: broken pipe"), nil, "write: broken pipe"},
+		{fmt.Errorf("closed: %w", ErrClosed), nil, "closed: exchanger closed"},
+	} {
+		msg, s := reason(tc.err)
+		assert.Equal(t, tc.sentinel, s, "%v", tc.err)
+		assert.Equal(t, tc.msg, msg)
+		assert.Equal(t, tc.err.Error(), decodeError(encodeError(s, msg)).Error())
+	}
+}
+
 func TestDecodeErrorUnknownCode(t *testing.T) {
 	for c := len(codeSentinels); c <= 255; c++ {
 		e := decodeError(append([]byte{byte(c)}, "from a newer rank 0"...))
 		require.ErrorIs(t, e, ErrProtocol, "code %d", c)
-		for _, s := range []error{ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrClosed} {
+		for _, s := range []error{ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrAuth, ErrClosed} {
 			assert.NotErrorIs(t, e, s)
 		}
 		assert.Equal(t, fmt.Sprintf("from a newer rank 0 (unknown error code %d): protocol error", c), e.Error())

@@ -13,68 +13,108 @@ const (
 	// magic opens every frame.
 	magic = "ULYX"
 	// protocolVersion is the only protocol version this package speaks.
-	// Version 2 put a code in front of the message of error frames.
-	protocolVersion uint16 = 2
+	// Version 2 put a code in front of the message of error frames;
+	// version 3 added the secret's proofs and the commit step (frame kinds
+	// 4 to 8, error code 5).
+	protocolVersion uint16 = 3
 	// headerSize is the size in bytes of a frame header: magic (4), version
 	// (2), kind (2), rank (4), world (4), payload length (4), big-endian.
 	headerSize = 20
 )
 
-// Frame kinds.
+// Frame kinds; doc.go describes the exchange they make up.
 const (
-	// kindHello is sent by rank r>0 to rank 0; its payload is the rank's blob.
+	// kindHello is a peer's first frame: its nonce (nonceSize bytes).
 	kindHello uint16 = 1
-	// kindResult is sent by rank 0 to every peer once all hellos are in; its
-	// payload is encodeBlobs of the P blobs, in rank order.
+	// kindResult is sent by rank 0 to every peer once every blob is in:
+	// encodeBlobs of the P blobs, in rank order, then a MAC.
 	kindResult uint16 = 2
-	// kindError is sent by rank 0 to the peers of a failed round; its
+	// kindError is sent by rank 0 to the peers of a failed round, and by a
+	// peer that refuses the result instead of its acknowledgement; its
 	// payload is encodeError's code and message.
 	kindError uint16 = 3
+	// kindChallenge answers a hello: rank 0's nonce and its proof of the
+	// secret (nonceSize+macSize bytes).
+	kindChallenge uint16 = 4
+	// kindAuth is the peer's proof of the secret (macSize bytes).
+	kindAuth uint16 = 5
+	// kindBlob is the peer's blob, then a MAC.
+	kindBlob uint16 = 6
+	// kindAck is a peer's acknowledgement of the result (a MAC).
+	kindAck uint16 = 7
+	// kindCommit is rank 0's word that every peer acknowledged (a MAC).
+	kindCommit uint16 = 8
+	// lastKind is the highest kind this version knows.
+	lastKind = kindCommit
 )
 
 // frame is one protocol message.
 type frame struct {
-	kind    uint16 // kindHello, kindResult or kindError
+	kind    uint16 // one of the kinds above
 	rank    uint32 // the sender's rank (0 for frames sent by rank 0)
 	world   uint32 // the sender's world size
 	payload []byte // kind-specific body; at most math.MaxUint32 bytes
 }
 
 // encodeFrame writes f to w as a single Write call: the 20-byte header
-// followed by the payload. It fails with ErrFrameTooLarge if the payload
-// length does not fit the 32-bit length field.
-func encodeFrame(w io.Writer, f frame) error {
-	if uint64(len(f.payload)) > math.MaxUint32 {
-		return fmt.Errorf("payload of %d bytes does not fit a frame (limit %d): %w",
-			len(f.payload), uint64(math.MaxUint32), ErrFrameTooLarge)
+// followed by the payload and then tail (part of the payload, e.g. a MAC).
+// It fails with ErrFrameTooLarge if the payload length does not fit the
+// 32-bit length field.
+func encodeFrame(w io.Writer, f frame, tail ...byte) error {
+	buf, err := appendFrame(nil, f, tail...)
+	if err != nil {
+		return err
 	}
-	buf := make([]byte, headerSize+len(f.payload))
-	copy(buf, magic)
-	binary.BigEndian.PutUint16(buf[4:], protocolVersion)
-	binary.BigEndian.PutUint16(buf[6:], f.kind)
-	binary.BigEndian.PutUint32(buf[8:], f.rank)
-	binary.BigEndian.PutUint32(buf[12:], f.world)
-	binary.BigEndian.PutUint32(buf[16:], uint32(len(f.payload)))
-	copy(buf[headerSize:], f.payload)
 	if _, err := w.Write(buf); err != nil {
 		return fmt.Errorf("write frame (kind %d, %d bytes): %w", f.kind, len(buf), err)
 	}
 	return nil
 }
 
-// readChunk is the largest buffer decodeFrame allocates before it has seen
-// the corresponding payload bytes arrive; larger payloads grow geometrically
-// as data is actually read, so a lying length field costs at most this much.
+// appendFrame appends f, with tail after its payload, to buf.
+func appendFrame(buf []byte, f frame, tail ...byte) ([]byte, error) {
+	n := uint64(len(f.payload)) + uint64(len(tail))
+	if n > math.MaxUint32 {
+		return buf, fmt.Errorf("payload of %d bytes does not fit a frame (limit %d): %w",
+			n, uint64(math.MaxUint32), ErrFrameTooLarge)
+	}
+	buf = append(buf, magic...)
+	buf = binary.BigEndian.AppendUint16(buf, protocolVersion)
+	buf = binary.BigEndian.AppendUint16(buf, f.kind)
+	buf = binary.BigEndian.AppendUint32(buf, f.rank)
+	buf = binary.BigEndian.AppendUint32(buf, f.world)
+	buf = binary.BigEndian.AppendUint32(buf, uint32(n))
+	buf = append(buf, f.payload...)
+	return append(buf, tail...), nil
+}
+
+// readChunk is the most decodeFrame allocates ahead of the payload bytes
+// it has received: payloads up to this size get one buffer of their size,
+// longer ones are read in chunks of this size, each allocated when the
+// previous one is full.
 const readChunk = 64 << 10
+
+// versionError is a frame header of another protocol version. It matches
+// ErrProtocol.
+type versionError struct{ got uint16 }
+
+func (e *versionError) Error() string {
+	return fmt.Sprintf("unsupported version %d, want %d: %v", e.got, protocolVersion, ErrProtocol)
+}
+
+func (e *versionError) Unwrap() error { return ErrProtocol }
 
 // decodeFrame reads one frame from r. Payloads longer than maxPayload
 // (negative means 0) are rejected with ErrFrameTooLarge before anything is
 // allocated for them; malformed input (bad magic or version, unknown kind,
 // truncation) yields ErrProtocol. Errors from r other than EOF are returned
 // wrapped (so timeouts stay detectable with errors.Is). decodeFrame never
-// allocates more than maxPayload bytes for the payload, never allocates
-// ahead of data actually received by more than 64 KiB, and never panics.
-// The returned payload is a fresh, non-nil slice owned by the caller.
+// panics, never allocates more than maxPayload bytes for the payload
+// before all of it has arrived, and while it waits for payload bytes holds
+// at most readChunk (64 KiB) beyond those received; once a payload longer
+// than readChunk is complete, it is copied into one slice, so for a moment
+// the payload takes twice its size. The returned payload is a fresh,
+// non-nil slice owned by the caller.
 func decodeFrame(r io.Reader, maxPayload int) (frame, error) {
 	var hdr [headerSize]byte
 	// Read the magic first so garbage is rejected without waiting for a
@@ -89,14 +129,14 @@ func decodeFrame(r io.Reader, maxPayload int) (frame, error) {
 		return frame{}, err
 	}
 	if v := binary.BigEndian.Uint16(hdr[4:]); v != protocolVersion {
-		return frame{}, fmt.Errorf("unsupported version %d, want %d: %w", v, protocolVersion, ErrProtocol)
+		return frame{}, &versionError{got: v}
 	}
 	f := frame{
 		kind:  binary.BigEndian.Uint16(hdr[6:]),
 		rank:  binary.BigEndian.Uint32(hdr[8:]),
 		world: binary.BigEndian.Uint32(hdr[12:]),
 	}
-	if f.kind < kindHello || f.kind > kindError {
+	if f.kind < kindHello || f.kind > lastKind {
 		return frame{}, fmt.Errorf("unknown frame kind %d (rank %d): %w", f.kind, f.rank, ErrProtocol)
 	}
 	n := binary.BigEndian.Uint32(hdr[16:])
@@ -132,27 +172,45 @@ func readHeaderPart(r io.Reader, b []byte, off int) error {
 	}
 }
 
-// readPayload reads exactly n bytes from r, growing its buffer only as data
-// arrives.
+// readPayload reads exactly n bytes from r. Up to readChunk bytes are
+// read into one buffer of n bytes; more are read in readChunk-sized
+// chunks, each allocated once the previous one is full, and joined once
+// all have arrived.
 func readPayload(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, 0, min(n, readChunk))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(n, 2*cap(buf)))
-			copy(nb, buf)
-			buf = nb
-		}
-		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
+	if n <= readChunk {
+		buf := make([]byte, n)
+		m, err := io.ReadFull(r, buf)
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("truncated payload: got %d of %d bytes: %w: %w",
-					len(buf), n, io.ErrUnexpectedEOF, ErrProtocol)
-			}
-			return nil, fmt.Errorf("read payload (%d of %d bytes): %w", len(buf), n, err)
+			return nil, payloadError(m, n, err)
 		}
+		return buf, nil
+	}
+	var chunks [][]byte // grows with the chunks received, not with n
+	got := 0
+	for got < n {
+		c := make([]byte, min(readChunk, n-got))
+		m, err := io.ReadFull(r, c)
+		got += m
+		if err != nil {
+			return nil, payloadError(got, n, err)
+		}
+		chunks = append(chunks, c)
+	}
+	buf := make([]byte, 0, n)
+	for i, c := range chunks {
+		buf = append(buf, c...)
+		chunks[i] = nil
 	}
 	return buf, nil
+}
+
+// payloadError words a failure to read a payload after got of its n bytes.
+func payloadError(got, n int, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("truncated payload: got %d of %d bytes: %w: %w",
+			got, n, io.ErrUnexpectedEOF, ErrProtocol)
+	}
+	return fmt.Errorf("read payload (%d of %d bytes): %w", got, n, err)
 }
 
 // encodeBlobs concatenates blobs as a sequence of (uint32 big-endian length,

@@ -66,11 +66,12 @@ func TestDecodeFrameErrors(t *testing.T) {
 		{"truncated header", valid[:13], 100, ErrProtocol, nil, []string{"truncated frame header", "got 13 of 20"}},
 		{"short bad magic", []byte("GE"), 100, ErrProtocol, nil, []string{"truncated"}},
 		{"bad magic", append([]byte("GET / HTTP/1.1\r\n"), valid...), 100, ErrProtocol, nil, []string{"bad magic", `"GET "`}},
-		{"version 0", withVersion(0), 100, ErrProtocol, nil, []string{"unsupported version 0, want 2"}},
-		{"version 1 (before error codes)", withVersion(1), 100, ErrProtocol, nil, []string{"unsupported version 1, want 2"}},
-		{"version 3", withVersion(3), 100, ErrProtocol, nil, []string{"unsupported version 3, want 2"}},
+		{"version 0", withVersion(0), 100, ErrProtocol, nil, []string{"unsupported version 0, want 3"}},
+		{"version 1 (before error codes)", withVersion(1), 100, ErrProtocol, nil, []string{"unsupported version 1, want 3"}},
+		{"version 2 (before authentication)", withVersion(2), 100, ErrProtocol, nil, []string{"unsupported version 2, want 3"}},
+		{"version 4", withVersion(4), 100, ErrProtocol, nil, []string{"unsupported version 4, want 3"}},
 		{"kind 0", withKind(0), 100, ErrProtocol, nil, []string{"unknown frame kind 0"}},
-		{"kind 4", withKind(4), 100, ErrProtocol, nil, []string{"unknown frame kind 4"}},
+		{"kind 9", withKind(9), 100, ErrProtocol, nil, []string{"unknown frame kind 9"}},
 		{"truncated payload", valid[:len(valid)-3], 100, ErrProtocol, io.ErrUnexpectedEOF, []string{"truncated payload", "got 8 of 11"}},
 		{"too large", valid, 10, ErrFrameTooLarge, ErrProtocol, []string{"11 payload bytes", "limit is 10"}},
 		{"negative limit", valid, -5, ErrFrameTooLarge, ErrProtocol, []string{"limit is 0"}},
@@ -131,6 +132,38 @@ func TestDecodeFrameHugeLength(t *testing.T) {
 		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20),
 			"decodeFrame allocated %d bytes for a 4-byte body", after.TotalAlloc-before.TotalAlloc)
 	}
+}
+
+// TestDecodeFrameHoldsWhatArrived: a frame that announces 1 MiB and stalls
+// half way holds about what arrived (at most readChunk more), not the
+// announced size nor twice what arrived.
+func TestDecodeFrameHoldsWhatArrived(t *testing.T) {
+	const announced, sent = 1 << 20, 512 << 10
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := decodeFrame(pr, announced)
+		done <- err
+	}()
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := pw.Write(header(kindBlob, 1, 2, announced))
+	require.NoError(t, err)
+	chunk := make([]byte, 4096)
+	for n := 0; n < sent; n += len(chunk) {
+		_, err := pw.Write(chunk) // returns once decodeFrame has read it
+		require.NoError(t, err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&during)
+	grew := int64(during.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap grew by %d KiB for %d KiB received of a %d KiB frame", grew>>10, sent>>10, announced>>10)
+	assert.Less(t, grew, int64(sent+readChunk+32<<10), "decodeFrame holds more than what arrived plus one chunk")
+	require.NoError(t, pw.CloseWithError(io.ErrUnexpectedEOF))
+	err = <-done
+	require.ErrorIs(t, err, ErrProtocol)
+	assert.Contains(t, err.Error(), "got 524288 of 1048576 bytes")
 }
 
 type failWriter struct{ err error }

@@ -2,8 +2,11 @@ package exchange
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"net"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -37,6 +40,13 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add(header(kindHello, 1, 2, 0xffffffff), uint32(fuzzMaxLimit))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"), uint32(1024)) // bad magic
 	f.Add([]byte{}, uint32(0))                            // empty
+	var chal bytes.Buffer
+	if err := encodeFrame(&chal, frame{kind: kindChallenge, world: 2, payload: make([]byte, nonceSize)}, make([]byte, macSize)...); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(chal.Bytes(), uint32(1024))
+	f.Add(append(headerVersion(2, kindHello, 1, 2, 6), "handle"...), uint32(1024)) // version 2
+	f.Add(header(kindCommit+1, 0, 2, 0), uint32(1024))                             // unknown kind
 
 	f.Fuzz(func(t *testing.T, data []byte, limit uint32) {
 		maxPayload := int(limit % (fuzzMaxLimit + 1))
@@ -103,6 +113,153 @@ func FuzzDecodeBlobs(f *testing.F) {
 		}
 		if got := encodeBlobs(blobs); !bytes.Equal(got, data) {
 			t.Fatalf("re-encoding differs:\n got %x\nwant %x", got, data)
+		}
+	})
+}
+
+// Client modes of FuzzRootRound (the low two bits of mode).
+const (
+	fuzzRaw      = 0 // write the data as soon as connected
+	fuzzHello    = 1 // send a hello, read the challenge, write the data
+	fuzzSecret   = 2 // fuzzHello, prove the secret, write the data
+	fuzzNoSecret = 3 // fuzzHello, send a proof without the secret, write the data
+)
+
+// fuzzMaxData caps the bytes FuzzRootRound's client writes.
+const fuzzMaxData = 4096
+
+// fuzzMode packs a client mode with the rank and world size its hello
+// claims.
+func fuzzMode(how, rank, world uint8) uint8 { return how | rank<<2 | world<<4 }
+
+// FuzzRootRound feeds the fuzzer's bytes, as a client over loopback, into
+// a live round of a group of two (rank 0 and an honest rank 1, sharing
+// testSecret). The low two bits of mode say how the client speaks (see
+// fuzzRaw and the others); bits 2-3 and 4-5 are the rank and world size
+// its hello claims. A client without the secret must change nothing: both
+// honest ranks get the result. One with the secret (a buggy rank of the
+// group) may fail the round, with ErrRank or ErrWorldSize, but never on
+// one rank only.
+func FuzzRootRound(f *testing.F) {
+	hello := func(rank, world uint32) []byte {
+		var b bytes.Buffer
+		_ = encodeFrame(&b, frame{kind: kindHello, rank: rank, world: world, payload: make([]byte, nonceSize)})
+		return b.Bytes()
+	}
+	fr := func(kind uint16, payload []byte) []byte {
+		var b bytes.Buffer
+		_ = encodeFrame(&b, frame{kind: kind, rank: 1, world: 2, payload: payload})
+		return b.Bytes()
+	}
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	f.Add(cat(hello(1, 2), fr(kindAuth, make([]byte, macSize)), fr(kindBlob, make([]byte, 40))), fuzzMode(fuzzRaw, 0, 0))
+	f.Add(cat(hello(1, 2), hello(1, 2)), fuzzMode(fuzzRaw, 0, 0))
+	f.Add(append(headerVersion(2, kindHello, 1, 2, 6), "handle"...), fuzzMode(fuzzRaw, 0, 0))
+	f.Add(header(kindHello, 1, 2, 1<<20), fuzzMode(fuzzRaw, 0, 0))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"), fuzzMode(fuzzRaw, 0, 0))
+	f.Add(cat(fr(kindAuth, make([]byte, macSize)), fr(kindBlob, make([]byte, 40))), fuzzMode(fuzzHello, 1, 2))
+	f.Add(fr(kindAck, make([]byte, macSize)), fuzzMode(fuzzHello, 1, 2))
+	f.Add(fr(kindBlob, make([]byte, 40)), fuzzMode(fuzzNoSecret, 1, 2))
+	f.Add(fr(kindBlob, make([]byte, 40)), fuzzMode(fuzzSecret, 1, 2))
+	f.Add([]byte{}, fuzzMode(fuzzSecret, 1, 2))
+	f.Add(fr(kindBlob, make([]byte, 40)), fuzzMode(fuzzSecret, 3, 2))
+	f.Add(fr(kindBlob, make([]byte, 40)), fuzzMode(fuzzSecret, 1, 3))
+	f.Add(header(kindBlob, 1, 2, 1<<20), fuzzMode(fuzzSecret, 1, 2))
+
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		if len(data) > fuzzMaxData {
+			data = data[:fuzzMaxData]
+		}
+		how, rank, world := mode&3, uint32(mode>>2&3), uint32(mode>>4&3)
+		cfg := TCPConfig{Addr: "127.0.0.1:0", WorldSize: 2, Secret: testSecret, MaxPayload: 1024, DialInterval: time.Millisecond}
+		x0, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x0.Close()
+		if err := x0.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Addr, cfg.Rank = x0.Addr(), 1
+		x1, err := NewTCP(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x1.Close()
+
+		ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel0()
+		ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel1()
+		var res0, res1 [][]byte
+		var err0, err1 error
+		done0 := make(chan struct{})
+		go func() {
+			defer close(done0)
+			res0, err0 = x0.AllGather(ctx0, []byte("zero"))
+		}()
+
+		c, err := net.Dial("tcp", x0.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		played := make(chan struct{})
+		go func() {
+			defer close(played)
+			if how != fuzzRaw {
+				key := testSecret
+				if how != fuzzSecret {
+					key = nil
+				}
+				cl := &client{c: c.(*net.TCPConn), s: &session{key: key, rank: rank, world: world, nonce: newNonce()}}
+				if cl.send(kindHello, cl.s.nonce[:], "") != nil {
+					return
+				}
+				if _, err := cl.challenge(); err != nil {
+					return
+				}
+				if how != fuzzHello && cl.send(kindAuth, nil, labelAuth) != nil {
+					return
+				}
+			}
+			_, _ = c.Write(data)
+		}()
+		select {
+		case <-played:
+		case <-time.After(50 * time.Millisecond): // rank 0 may not read it all
+		}
+
+		go func() {
+			<-done0
+			if err0 != nil {
+				cancel1() // rank 1 must fail too; no need to wait for that
+			}
+		}()
+		res1, err1 = x1.AllGather(ctx1, []byte("one"))
+		<-done0
+		_ = c.Close()
+		<-played
+
+		t.Logf("mode %d/%d/%d: rank 0: %v; rank 1: %v", how, rank, world, err0, err1)
+		want := [][]byte{[]byte("zero"), []byte("one")}
+		if (err0 == nil) != (err1 == nil) {
+			t.Fatalf("ranks disagree: rank 0: %v; rank 1: %v", err0, err1)
+		}
+		if how != fuzzSecret && err0 != nil {
+			t.Fatalf("a client without the secret failed the round: rank 0: %v; rank 1: %v", err0, err1)
+		}
+		if err0 != nil {
+			if !errors.Is(err0, ErrRank) && !errors.Is(err0, ErrWorldSize) {
+				t.Fatalf("rank 0 failed with %v, want ErrRank or ErrWorldSize", err0)
+			}
+			return
+		}
+		for r, res := range [][][]byte{res0, res1} {
+			if len(res) != 2 || !bytes.Equal(res[0], want[0]) || !bytes.Equal(res[1], want[1]) {
+				t.Fatalf("rank %d got %q, want %q", r, res, want)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -79,17 +80,40 @@ func newX(t *testing.T, cfg TCPConfig) *TCP {
 	return x
 }
 
-// newGroup builds P exchangers; rank 0 listens on 127.0.0.1:0 and the
-// others dial its actual address.
+// testSecret is the group secret of the tests' groups.
+var testSecret = []byte("exchange-test-secret-0123456789")
+
+// newGroup builds P exchangers sharing testSecret; rank 0 listens on
+// 127.0.0.1:0 and the others dial its actual address.
 func newGroup(t *testing.T, P, maxPayload int) []*TCP {
 	t.Helper()
+	return newGroupWith(t, P, func(c *TCPConfig) { c.MaxPayload = maxPayload })
+}
+
+// newGroupWith is newGroup with each rank's config adjusted by mod.
+func newGroupWith(t *testing.T, P int, mod func(*TCPConfig)) []*TCP {
+	t.Helper()
+	cfg := func(addr string, r int) TCPConfig {
+		c := TCPConfig{Addr: addr, Rank: r, WorldSize: P, DialInterval: 5 * time.Millisecond, Secret: testSecret}
+		if mod != nil {
+			mod(&c)
+		}
+		return c
+	}
 	xs := make([]*TCP, P)
-	xs[0] = newX(t, TCPConfig{Addr: "127.0.0.1:0", Rank: 0, WorldSize: P, MaxPayload: maxPayload, DialInterval: 5 * time.Millisecond})
+	xs[0] = newX(t, cfg("127.0.0.1:0", 0))
 	require.NoError(t, xs[0].Listen())
 	for r := 1; r < P; r++ {
-		xs[r] = newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: r, WorldSize: P, MaxPayload: maxPayload, DialInterval: 5 * time.Millisecond})
+		xs[r] = newX(t, cfg(xs[0].Addr(), r))
 	}
 	return xs
+}
+
+// lastStats returns the counts of rank 0's last round.
+func lastStats(x *TCP) roundStats {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.stats
 }
 
 // runRound runs AllGather on every exchanger concurrently, starting them
@@ -111,6 +135,17 @@ func runRound(ctx context.Context, xs []*TCP, payloads [][]byte, jitter bool) ([
 	}
 	wg.Wait()
 	return res, errs
+}
+
+// gatherAsync runs x.AllGather(ctx, local) in a goroutine; the channel
+// receives its error.
+func gatherAsync(ctx context.Context, x *TCP, local []byte) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.AllGather(ctx, local)
+		done <- err
+	}()
+	return done
 }
 
 func randBytes(n int) []byte {
@@ -177,9 +212,9 @@ func waitPeerClose(t *testing.T, c net.Conn) {
 	}
 }
 
-// fakeRoot listens on 127.0.0.1 and, for the first connection, reads the
+// rawFakeRoot listens on 127.0.0.1 and, for the first connection, reads the
 // hello and hands it to behave. It returns the address.
-func fakeRoot(t *testing.T, behave func(c net.Conn, hello frame)) string {
+func rawFakeRoot(t *testing.T, behave func(c net.Conn, hello frame)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -204,6 +239,119 @@ func fakeRoot(t *testing.T, behave func(c net.Conn, hello frame)) string {
 	})
 	return l.Addr().String()
 }
+
+// fakeRoot is rawFakeRoot that first runs rank 0's side of the handshake
+// with testSecret (rootHandshake) and hands behave the session and the
+// peer's blob.
+func fakeRoot(t *testing.T, behave func(c net.Conn, s *session, blob []byte)) string {
+	t.Helper()
+	return rawFakeRoot(t, func(c net.Conn, hello frame) {
+		s, blob, err := rootHandshake(c, hello, testSecret)
+		if err != nil {
+			return
+		}
+		behave(c, s, blob)
+	})
+}
+
+// rootHandshake is rank 0's side of the handshake after hello, keyed with
+// key: it sends the challenge and reads and checks the proof and the blob.
+func rootHandshake(c net.Conn, hello frame, key []byte) (*session, []byte, error) {
+	s := &session{key: key, rank: hello.rank, world: hello.world, challenge: newNonce()}
+	copy(s.nonce[:], hello.payload)
+	if err := encodeFrame(c, frame{kind: kindChallenge, world: hello.world, payload: s.challenge[:]}, s.mac(labelProof, nil)...); err != nil {
+		return nil, nil, err
+	}
+	f, err := decodeFrame(c, macSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.kind != kindAuth || !s.verify(labelAuth, nil, f.payload) {
+		return nil, nil, errors.New("bad proof")
+	}
+	f, err = decodeFrame(c, 1<<20)
+	if err != nil {
+		return nil, nil, err
+	}
+	blob, mac, ok := splitMAC(f.payload)
+	if f.kind != kindBlob || !ok || !s.verify(labelBlob, blob, mac) {
+		return nil, nil, errors.New("bad blob")
+	}
+	return s, blob, nil
+}
+
+// resultFrame encodes f (a result) with a valid MAC for s.
+func resultFrame(s *session, f frame) []byte {
+	b, err := appendFrame(nil, f, s.mac(labelResult, f.payload)...)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// client drives a connection to rank 0 by hand, as a peer (or a stranger
+// posing as one). Its methods return errors rather than fail a test, so
+// that goroutines and fuzz targets can use them.
+type client struct {
+	c *net.TCPConn
+	s *session
+}
+
+// dialClient connects to addr and sends a hello claiming rank and world;
+// the client's MACs will use key.
+func dialClient(addr string, rank, world uint32, key []byte) (*client, error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	cl := &client{c: c.(*net.TCPConn), s: &session{key: key, rank: rank, world: world, nonce: newNonce()}}
+	if err := encodeFrame(c, frame{kind: kindHello, rank: rank, world: world, payload: cl.s.nonce[:]}); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// challenge reads rank 0's challenge into the session, and reports whether
+// its proof checks out under the client's key.
+func (cl *client) challenge() (proven bool, err error) {
+	f, err := decodeFrame(cl.c, controlLimit)
+	if err != nil {
+		return false, err
+	}
+	if f.kind != kindChallenge || len(f.payload) != nonceSize+macSize {
+		return false, fmt.Errorf("got kind %d with %d bytes, want a challenge", f.kind, len(f.payload))
+	}
+	copy(cl.s.challenge[:], f.payload)
+	return cl.s.verify(labelProof, nil, f.payload[nonceSize:]), nil
+}
+
+// send writes a frame of kind (from the client's rank and world) with
+// payload and, if label is not empty, a MAC under label over payload
+// after it.
+func (cl *client) send(kind uint16, payload []byte, label string) error {
+	var tail []byte
+	if label != "" {
+		tail = cl.s.mac(label, payload)
+	}
+	return encodeFrame(cl.c, frame{kind: kind, rank: cl.s.rank, world: cl.s.world, payload: payload}, tail...)
+}
+
+// authAndBlob sends the proof of the secret and blob.
+func (cl *client) authAndBlob(blob []byte) error {
+	if err := cl.send(kindAuth, nil, labelAuth); err != nil {
+		return err
+	}
+	return cl.send(kindBlob, blob, labelBlob)
+}
+
+// read reads one frame from rank 0.
+func (cl *client) read() (frame, error) {
+	return decodeFrame(cl.c, 1<<20)
+}
+
+// Close closes the connection.
+func (cl *client) Close() error { return cl.c.Close() }
 
 // deadAddr returns a loopback address on which nothing listens.
 func deadAddr(t *testing.T) string {

@@ -3,47 +3,210 @@ package exchange
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
-// gatherPeer runs one round on rank r > 0: it dials rank 0, sends its
-// hello, and waits for the result or for rank 0's error frame.
+// gatherPeer runs one round on rank r > 0: it connects to rank 0 and
+// checks its proof of the secret (joinRoot), sends its own proof and its
+// blob, checks and acknowledges the result, and returns it once rank 0
+// commits the round.
 func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
-	conn, err := x.dial(ctx)
+	conn, s, unwatch, err := x.joinRoot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	// Cut the I/O below short as soon as ctx ends or x is closed.
-	unblock := func() { _ = conn.SetDeadline(aLongTimeAgo) }
-	stopCtx := context.AfterFunc(ctx, unblock)
-	defer stopCtx()
-	stopClosing := context.AfterFunc(x.closing, unblock)
-	defer stopClosing()
+	defer unwatch()
 
-	hello := frame{kind: kindHello, rank: uint32(r), world: uint32(P), payload: local}
-	if err := encodeFrame(conn, hello); err != nil {
-		return nil, x.peerIOError(ctx, "sending hello to", err)
+	mine := func(kind uint16, payload []byte) frame {
+		return frame{kind: kind, rank: s.rank, world: s.world, payload: payload}
 	}
-	f, err := decodeFrame(conn, max(P*(4+x.cfg.MaxPayload), minResultLimit))
+	out, err := appendFrame(nil, mine(kindAuth, nil), s.mac(labelAuth, nil)...)
+	if err == nil {
+		out, err = appendFrame(out, mine(kindBlob, local), s.mac(labelBlob, local)...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("exchange: rank %d: encoding blob: %w", r, err)
+	}
+	if _, err := conn.Write(out); err != nil {
+		return nil, x.peerIOError(ctx, "sending blob to", err)
+	}
+
+	f, err := decodeFrame(conn, max(P*(4+x.cfg.MaxPayload)+macSize, controlLimit))
 	if err != nil {
 		return nil, x.peerIOError(ctx, "waiting for the result from", err)
 	}
 	switch f.kind {
 	case kindResult:
-		return x.checkResult(f, local)
 	case kindError:
-		return nil, fmt.Errorf("exchange: rank %d: error from rank 0 at %s: %w", r, addr, decodeError(f.payload))
+		return nil, x.remoteError(f)
 	default:
 		return nil, fmt.Errorf("exchange: rank %d: rank 0 at %s sent frame kind %d, want result (kind %d): %w",
 			r, addr, f.kind, kindResult, ErrProtocol)
 	}
+	blobs, err := x.checkResult(f, local, s)
+	if err != nil {
+		// Tell rank 0, so that it aborts the round for every rank now.
+		msg, sentinel := reason(err)
+		_ = conn.SetWriteDeadline(time.Now().Add(notifyTimeout))
+		_ = encodeFrame(conn, mine(kindError, encodeError(sentinel, fmt.Sprintf("rank %d: %s", r, msg))))
+		return nil, fmt.Errorf("exchange: rank %d: result from rank 0 at %s: %w", r, addr, err)
+	}
+	if err := encodeFrame(conn, mine(kindAck, nil), s.mac(labelAck, nil)...); err != nil {
+		return nil, x.peerIOError(ctx, "acknowledging the result to", err)
+	}
+
+	f, err = decodeFrame(conn, controlLimit)
+	if err != nil {
+		// The one case where ranks may disagree: rank 0 may have
+		// committed (doc.go).
+		return nil, x.peerIOError(ctx, "acknowledged the result but got no commit from", err)
+	}
+	switch {
+	case f.kind == kindError:
+		return nil, x.remoteError(f)
+	case f.kind != kindCommit:
+		return nil, fmt.Errorf("exchange: rank %d: rank 0 at %s sent frame kind %d, want commit (kind %d): %w",
+			r, addr, f.kind, kindCommit, ErrProtocol)
+	case !s.verify(labelCommit, nil, f.payload):
+		return nil, fmt.Errorf("exchange: rank %d: commit from %s without a valid MAC: %w", r, addr, ErrAuth)
+	}
+	return blobs, nil
+}
+
+// joinRoot connects to rank 0, sends this rank's hello and reads rank 0's
+// challenge, checking its proof of the secret. It dials again after
+// DialInterval while rank 0 closes connections before answering them (it
+// does so with those over its limit), until ctx ends or the exchanger is
+// closed. The connection's I/O is cut short when either happens, until
+// unwatch is called.
+func (x *TCP) joinRoot(ctx context.Context) (conn net.Conn, s *session, unwatch func(), err error) {
+	addr, r := x.cfg.Addr, x.cfg.Rank
+	refusals := 0
+	var last error // the last refusal
+	// gaveUp is the error once ctx ended or x was closed after refusals.
+	gaveUp := func() error {
+		cause := ctx.Err()
+		if x.isClosed() {
+			cause = ErrClosed
+		} else if cause == nil { // the I/O deadline, ctx's, fired a moment before ctx
+			cause = context.DeadlineExceeded
+		}
+		return fmt.Errorf("exchange: rank %d: rank 0 at %s closed %d connections without answering the hello "+
+			"(it does that while it holds TCPConfig.MaxConns connections; a rank 0 of protocol version 2 does it to every hello); "+
+			"last: %v: %w", r, addr, refusals, last, cause)
+	}
+	for {
+		conn, err := x.dial(ctx)
+		if err != nil {
+			if refusals > 0 {
+				return nil, nil, nil, gaveUp()
+			}
+			return nil, nil, nil, err
+		}
+		unwatch := x.watch(ctx, conn)
+		s, refused, err := x.greet(ctx, conn)
+		if err == nil && refused == nil {
+			return conn, s, unwatch, nil
+		}
+		unwatch()
+		_ = conn.Close()
+		if err != nil {
+			ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed)
+			if refusals > 0 && ended {
+				return nil, nil, nil, gaveUp()
+			}
+			return nil, nil, nil, err
+		}
+		refusals++
+		last = refused
+		if !x.pause(ctx) {
+			return nil, nil, nil, gaveUp()
+		}
+	}
+}
+
+// greet sends the hello on conn and reads and checks rank 0's challenge.
+// If rank 0 closed conn before answering, greet returns the I/O error that
+// says so as refused, and a nil err.
+func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, err error) {
+	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
+	s = &session{key: x.cfg.Secret, rank: uint32(r), world: uint32(P), nonce: newNonce()}
+	if err := encodeFrame(conn, frame{kind: kindHello, rank: s.rank, world: s.world, payload: s.nonce[:]}); err != nil {
+		if isRefusal(err) {
+			return nil, err, nil
+		}
+		return nil, nil, x.peerIOError(ctx, "sending hello to", err)
+	}
+	f, err := decodeFrame(conn, controlLimit)
+	if err != nil {
+		if isRefusal(err) {
+			return nil, err, nil
+		}
+		return nil, nil, x.peerIOError(ctx, "waiting for the challenge from", err)
+	}
+	switch f.kind {
+	case kindChallenge:
+	case kindError:
+		return nil, nil, x.remoteError(f)
+	default:
+		return nil, nil, fmt.Errorf("exchange: rank %d: rank 0 at %s sent frame kind %d, want challenge (kind %d): %w",
+			r, addr, f.kind, kindChallenge, ErrProtocol)
+	}
+	if len(f.payload) != nonceSize+macSize {
+		return nil, nil, fmt.Errorf("exchange: rank %d: challenge from %s has %d payload bytes, want %d: %w",
+			r, addr, len(f.payload), nonceSize+macSize, ErrProtocol)
+	}
+	copy(s.challenge[:], f.payload)
+	if !s.verify(labelProof, nil, f.payload[nonceSize:]) {
+		return nil, nil, fmt.Errorf("exchange: rank %d: the process at %s does not prove the group secret "+
+			"(not rank 0 of this group, or its secret differs): %w", r, addr, ErrAuth)
+	}
+	return s, nil, nil
+}
+
+// isRefusal reports whether err, from the first I/O on a connection, says
+// that rank 0 closed it before answering: the connection ended before a
+// frame header, or was reset.
+func isRefusal(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// watch applies ctx's deadline to conn and cuts conn's I/O short as soon
+// as ctx ends or x is closed, until the returned function is called.
+func (x *TCP) watch(ctx context.Context, conn net.Conn) (unwatch func()) {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	unblock := func() { _ = conn.SetDeadline(aLongTimeAgo) }
+	stopCtx := context.AfterFunc(ctx, unblock)
+	stopClosing := context.AfterFunc(x.closing, unblock)
+	return func() {
+		stopCtx()
+		stopClosing()
+	}
+}
+
+// pause waits DialInterval, and reports false if ctx ended or x was closed
+// first.
+func (x *TCP) pause(ctx context.Context) bool {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(x.closing, cancel)
+	defer stop()
+	return sleep(pctx, x.cfg.DialInterval)
+}
+
+// remoteError is the error of a round that rank 0 failed with error frame
+// f.
+func (x *TCP) remoteError(f frame) error {
+	return fmt.Errorf("exchange: rank %d: error from rank 0 at %s: %w", x.cfg.Rank, x.cfg.Addr, decodeError(f.payload))
 }
 
 // peerIOError words an error of the I/O with rank 0 (what is e.g. "sending
@@ -60,23 +223,28 @@ func (x *TCP) peerIOError(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("exchange: rank %d: %s rank 0 at %s: %w", r, what, addr, err)
 }
 
-// checkResult validates rank 0's result frame f against the group and
-// against the blob this rank sent, and returns the blobs it carries.
-func (x *TCP) checkResult(f frame, local []byte) ([][]byte, error) {
-	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
+// checkResult validates rank 0's result frame f against the session, the
+// group and the blob this rank sent, and returns the blobs it carries. Its
+// errors are for the caller to word.
+func (x *TCP) checkResult(f frame, local []byte, s *session) ([][]byte, error) {
+	r, P := x.cfg.Rank, x.cfg.WorldSize
+	list, mac, ok := splitMAC(f.payload)
+	if !ok || !s.verify(labelResult, list, mac) {
+		return nil, fmt.Errorf("%d bytes without a valid MAC: %w", len(f.payload), ErrAuth)
+	}
 	if f.world != uint32(P) {
-		return nil, fmt.Errorf("exchange: rank %d: rank 0 at %s reports world size %d, want %d: %w", r, addr, f.world, P, ErrWorldSize)
+		return nil, fmt.Errorf("reports world size %d, want %d: %w", f.world, P, ErrWorldSize)
 	}
 	if f.rank != 0 {
-		return nil, fmt.Errorf("exchange: rank %d: result from %s claims to come from rank %d, want 0: %w", r, addr, f.rank, ErrProtocol)
+		return nil, fmt.Errorf("claims to come from rank %d, want 0: %w", f.rank, ErrProtocol)
 	}
-	blobs, err := decodeBlobs(f.payload, P)
+	blobs, err := decodeBlobs(list, P)
 	if err != nil {
-		return nil, fmt.Errorf("exchange: rank %d: result from rank 0 at %s: %w", r, addr, err)
+		return nil, err
 	}
 	if !bytes.Equal(blobs[r], local) {
-		return nil, fmt.Errorf("exchange: rank %d: result from rank 0 at %s holds a %d-byte blob for this rank, but %d bytes were sent (or contents differ): %w",
-			r, addr, len(blobs[r]), len(local), ErrProtocol)
+		return nil, fmt.Errorf("holds a %d-byte blob for this rank, but %d bytes were sent (or contents differ): %w",
+			len(blobs[r]), len(local), ErrProtocol)
 	}
 	return blobs, nil
 }

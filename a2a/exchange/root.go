@@ -21,16 +21,19 @@ func (x *TCP) gatherRoot(ctx context.Context, local []byte) ([][]byte, error) {
 	if err := rr.collect(); err != nil {
 		return nil, err
 	}
-	if err := rr.answer(); err != nil {
+	if err := rr.commit(); err != nil {
 		return nil, err
 	}
 	return rr.blobs, nil
 }
 
-// rootRound is one round on rank 0. An accept loop and one reader per
-// connection report helloEvents; collect, on the caller's goroutine, turns
-// them into blobs until every rank is in, and answer sends the result.
-// Connections that send garbage are dropped without failing the round.
+// rootRound is one round on rank 0. An accept loop admits connections (up
+// to MaxConns open at once) and one goroutine per connection (serve) runs
+// its handshake up to the blob and reports an event; collect, on the
+// caller's goroutine, turns the events into blobs until every rank is in,
+// and commit sends the result, collects the acknowledgements and commits
+// or aborts. Connections that fail the handshake are dropped without
+// failing the round.
 type rootRound struct {
 	x     *TCP
 	ctx   context.Context
@@ -38,28 +41,39 @@ type rootRound struct {
 	addr  string // ln's address, for messages
 	world int
 
-	events    chan helloEvent // from the readers and the accept loop
-	acceptErr chan error      // the accept loop's fatal error (at most one)
-	stop      chan struct{}   // closed when the round stops accepting
-	wg        sync.WaitGroup  // the accept loop and the readers
+	events    chan event     // from the serve goroutines and the accept loop
+	acceptErr chan error     // the accept loop's fatal error (at most one)
+	stop      chan struct{}  // closed when the round stops accepting
+	wg        sync.WaitGroup // the accept loop and the other goroutines
 
-	mu      sync.Mutex // guards stopped and conns
+	mu      sync.Mutex // guards the fields up to stats
 	stopped bool
-	conns   map[net.Conn]struct{} // adopted and not yet dropped
+	conns   map[net.Conn]struct{} // admitted and not yet dropped
+	claims  []net.Conn            // by rank: the connection that proved the secret claiming it
+	stats   roundStats
 
-	// Used by collect and answer only.
-	blobs   [][]byte   // by rank; rank 0's is its own
-	byRank  []net.Conn // the connection each peer's hello came on
-	have    int        // ranks whose blob is in, rank 0 included
-	lastErr error      // why the last connection was dropped, if any
+	// Used by collect and commit only.
+	blobs    [][]byte   // by rank; rank 0's is its own
+	byRank   []net.Conn // the connection each peer's blob came on
+	sessions []*session // and its session
+	have     int        // ranks whose blob is in, rank 0 included
+	lastErr  error      // why the last connection was dropped, if any
 }
 
-// helloEvent is what the readers (and the accept loop, for transient
-// accept errors, with a nil conn) report to collect.
-type helloEvent struct {
-	conn  net.Conn
-	hello frame // valid if err is nil
-	err   error
+// event is what a serve goroutine (or the accept loop, for transient
+// accept errors, with a nil conn) reports to collect: a dropped
+// connection (err), a hello that disagrees with the group (reject), or a
+// peer's blob.
+type event struct {
+	conn net.Conn
+	err  error // why conn was dropped; or a transient accept error
+
+	reject error  // the sentinel of a disagreeing hello, if not nil
+	msg    string // what it disagrees about
+
+	rank int      // the peer's rank, with blob
+	blob []byte   // its blob, fresh and non-nil
+	sess *session // the connection's session
 }
 
 // newRootRound prepares a round that contributes local; start runs it.
@@ -71,29 +85,31 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 		ln:        ln,
 		addr:      ln.Addr().String(),
 		world:     world,
-		events:    make(chan helloEvent),
+		events:    make(chan event),
 		acceptErr: make(chan error, 1),
 		stop:      make(chan struct{}),
 		conns:     make(map[net.Conn]struct{}),
+		claims:    make([]net.Conn, world),
 		blobs:     make([][]byte, world),
 		byRank:    make([]net.Conn, world),
+		sessions:  make([]*session, world),
 		have:      1,
 	}
 	rr.blobs[0] = clone(local)
 	return rr
 }
 
-// start launches the accept loop, and a reader for each connection the
-// previous round accepted as it ended.
+// start launches the accept loop, and a serve goroutine for each
+// connection the previous round accepted as it ended.
 func (rr *rootRound) start() {
 	rr.wg.Add(1)
 	go rr.acceptLoop()
 	for _, c := range rr.x.takeEarly() {
-		rr.adopt(c)
+		rr.admit(c)
 	}
 }
 
-// acceptLoop adopts connections until the round stops accepting or the
+// acceptLoop admits connections until the round stops accepting or the
 // listener is closed.
 func (rr *rootRound) acceptLoop() {
 	defer rr.wg.Done()
@@ -105,7 +121,7 @@ func (rr *rootRound) acceptLoop() {
 			}
 			return
 		}
-		if !rr.adopt(c) {
+		if !rr.admit(c) {
 			return
 		}
 	}
@@ -126,7 +142,7 @@ func (rr *rootRound) acceptFailed(err error) (retry bool) {
 		rr.acceptErr <- err
 		return false
 	}
-	if !rr.report(helloEvent{err: fmt.Errorf("accept on %s: %w", rr.addr, err)}) {
+	if !rr.report(event{err: fmt.Errorf("accept on %s: %w", rr.addr, err)}) {
 		return false
 	}
 	select {
@@ -137,40 +153,135 @@ func (rr *rootRound) acceptFailed(err error) (retry bool) {
 	}
 }
 
-// adopt registers c and starts its reader, and reports true. Once the
-// round has stopped accepting, c comes from a peer already in the next
-// round: adopt keeps it for that round rather than drop its hello, and
-// reports false.
-func (rr *rootRound) adopt(c net.Conn) bool {
+// admit registers c and starts its serve goroutine, or closes c at once if
+// MaxConns connections are open; it reports true. Once the round has
+// stopped accepting, c comes from a peer already in the next round: admit
+// keeps it for that round rather than drop its hello, and reports false.
+func (rr *rootRound) admit(c net.Conn) bool {
 	rr.mu.Lock()
 	if rr.stopped {
 		rr.mu.Unlock()
 		rr.x.keepEarly(c)
 		return false
 	}
+	if len(rr.conns) >= rr.x.cfg.MaxConns {
+		rr.stats.refused++
+		rr.mu.Unlock()
+		_ = c.Close()
+		return true
+	}
 	rr.conns[c] = struct{}{}
+	rr.stats.admitted++
+	rr.stats.peakConns = max(rr.stats.peakConns, len(rr.conns))
 	rr.wg.Add(1)
 	rr.mu.Unlock()
-	go rr.read(c)
+	go rr.serve(c)
 	return true
 }
 
-// read reads c's first frame, within helloDeadline, and reports it to
-// collect as a hello or as the reason to drop c.
-func (rr *rootRound) read(c net.Conn) {
+// serve runs c's handshake and reports how it ended.
+func (rr *rootRound) serve(c net.Conn) {
 	defer rr.wg.Done()
-	_ = c.SetReadDeadline(rr.helloDeadline())
-	f, err := decodeFrame(c, rr.x.cfg.MaxPayload)
-	if err == nil && f.kind != kindHello {
-		err = fmt.Errorf("got frame kind %d from rank %d, want hello (kind %d): %w", f.kind, f.rank, kindHello, ErrProtocol)
-	}
-	rr.report(helloEvent{conn: c, hello: f, err: err})
+	rr.report(rr.handshake(c))
 }
 
-// helloDeadline is when a connection accepted now must have delivered its
-// hello: helloTimeout from now, or ctx's deadline if sooner.
+// handshake reads c's hello, answers with a challenge, reads its proof of
+// the secret and then, if its claim agrees with the group, its blob, all
+// within helloDeadline. Until the proof checks out it reads at most two
+// frames of 32-byte payloads (104 bytes) from c.
+func (rr *rootRound) handshake(c net.Conn) event {
+	_ = c.SetDeadline(rr.helloDeadline())
+	f, err := decodeFrame(c, nonceSize)
+	if err != nil {
+		var ve *versionError
+		if errors.As(err, &ve) {
+			// A rank of another version: tell it, so that it fails with a
+			// clear ErrProtocol. This says nothing about the group.
+			rr.sendError(c, ErrProtocol, fmt.Sprintf("rank 0 speaks exchange protocol version %d", protocolVersion))
+		}
+		return dropped(c, fmt.Errorf("reading hello: %w", err))
+	}
+	if f.kind != kindHello || len(f.payload) != nonceSize {
+		return dropped(c, fmt.Errorf("got frame kind %d with %d payload bytes, want hello (kind %d) with %d: %w",
+			f.kind, len(f.payload), kindHello, nonceSize, ErrProtocol))
+	}
+	s := &session{key: rr.x.cfg.Secret, rank: f.rank, world: f.world, challenge: newNonce()}
+	copy(s.nonce[:], f.payload)
+	challenge := frame{kind: kindChallenge, world: uint32(rr.world), payload: s.challenge[:]}
+	if err := encodeFrame(c, challenge, s.mac(labelProof, nil)...); err != nil {
+		return dropped(c, fmt.Errorf("sending challenge: %w", err))
+	}
+	f, err = decodeFrame(c, macSize)
+	if err != nil {
+		return dropped(c, fmt.Errorf("reading proof of the secret: %w", err))
+	}
+	if f.kind != kindAuth || !s.verify(labelAuth, nil, f.payload) {
+		return dropped(c, fmt.Errorf("rank %d: frame kind %d does not prove the group secret: %w", f.rank, f.kind, ErrAuth))
+	}
+
+	// c holds the secret: a disagreeing claim is a bug worth failing for.
+	if ev, ok := rr.claim(c, s); !ok {
+		return ev
+	}
+	f, err = decodeFrame(c, rr.x.cfg.MaxPayload+macSize)
+	if err == nil && f.kind != kindBlob {
+		err = fmt.Errorf("got frame kind %d, want blob (kind %d): %w", f.kind, kindBlob, ErrProtocol)
+	}
+	var blob []byte
+	if err == nil {
+		var mac []byte
+		var ok bool
+		if blob, mac, ok = splitMAC(f.payload); !ok || !s.verify(labelBlob, blob, mac) {
+			err = fmt.Errorf("blob frame of %d bytes without a valid MAC: %w", len(f.payload), ErrAuth)
+		}
+	}
+	if err != nil {
+		rr.unclaim(c, s.rank)
+		return dropped(c, fmt.Errorf("rank %d: reading blob: %w", s.rank, err))
+	}
+	return event{conn: c, rank: int(s.rank), blob: blob[:len(blob):len(blob)], sess: s}
+}
+
+// dropped is the event of a connection dropped for err.
+func dropped(c net.Conn, err error) event { return event{conn: c, err: err} }
+
+// claim records that c, which proved the secret, is rank s.rank, and
+// reports true; if s claims another world size or a rank that is out of
+// range or taken, it reports false with the event that fails the round.
+func (rr *rootRound) claim(c net.Conn, s *session) (event, bool) {
+	remote := c.RemoteAddr()
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	reject := func(sentinel error, format string, args ...any) (event, bool) {
+		return event{conn: c, reject: sentinel, msg: fmt.Sprintf(format, args...)}, false
+	}
+	switch {
+	case rr.stopped:
+		return dropped(c, errors.New("the round is over")), false
+	case s.world != uint32(rr.world):
+		return reject(ErrWorldSize, "peer %s (rank %d) reports world size %d, rank 0 has %d", remote, s.rank, s.world, rr.world)
+	case s.rank == 0 || s.rank >= uint32(rr.world):
+		return reject(ErrRank, "peer %s reports rank %d, want 1..%d", remote, s.rank, rr.world-1)
+	case rr.claims[s.rank] != nil:
+		return reject(ErrRank, "peer %s reports rank %d, already claimed by %s", remote, s.rank, rr.claims[s.rank].RemoteAddr())
+	}
+	rr.claims[s.rank] = c
+	return event{}, true
+}
+
+// unclaim releases rank r if c holds it.
+func (rr *rootRound) unclaim(c net.Conn, r uint32) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.claims[r] == c {
+		rr.claims[r] = nil
+	}
+}
+
+// helloDeadline is when a connection admitted now must have delivered its
+// blob: HelloTimeout from now, or ctx's deadline if sooner.
 func (rr *rootRound) helloDeadline() time.Time {
-	d := time.Now().Add(helloTimeout)
+	d := time.Now().Add(rr.x.cfg.HelloTimeout)
 	if dl, ok := rr.ctx.Deadline(); ok && dl.Before(d) {
 		d = dl
 	}
@@ -179,7 +290,7 @@ func (rr *rootRound) helloDeadline() time.Time {
 
 // report hands ev to collect, and reports false if the round stopped
 // accepting first.
-func (rr *rootRound) report(ev helloEvent) bool {
+func (rr *rootRound) report(ev event) bool {
 	select {
 	case rr.events <- ev:
 		return true
@@ -189,8 +300,9 @@ func (rr *rootRound) report(ev helloEvent) bool {
 }
 
 // collect waits until every rank's blob is in. It fails when ctx ends, the
-// exchanger is closed, the listener fails, or a hello disagrees with the
-// group, and then first tells the peers that sent a hello why.
+// exchanger is closed, the listener fails, or a hello that proved the
+// secret disagrees with the group, and then first tells the peers that
+// proved it why.
 func (rr *rootRound) collect() error {
 	for rr.have < rr.world {
 		select {
@@ -215,8 +327,9 @@ func (rr *rootRound) collect() error {
 }
 
 // giveUp fails the round because ctx ended: it tells the peers, and
-// returns an error naming the missing ranks and the last dropped
-// connection's fault, wrapping ctx's error.
+// returns an error naming the missing ranks, the last dropped
+// connection's fault and the connections refused over MaxConns, wrapping
+// ctx's error.
 func (rr *rootRound) giveUp() error {
 	cerr := rr.ctx.Err()
 	missing := rr.missing()
@@ -225,6 +338,11 @@ func (rr *rootRound) giveUp() error {
 	if rr.lastErr != nil {
 		last = "; last error: " + rr.lastErr.Error()
 	}
+	rr.mu.Lock()
+	if n := rr.stats.refused; n > 0 {
+		last += fmt.Sprintf("; %d connections refused over the limit of %d open", n, rr.x.cfg.MaxConns)
+	}
+	rr.mu.Unlock()
 	return fmt.Errorf("exchange: rank 0 at %s: missing ranks %s (%d of %d present%s): %w",
 		rr.addr, missing, rr.have, rr.world, last, cerr)
 }
@@ -234,100 +352,167 @@ func (rr *rootRound) closedError() error {
 	return fmt.Errorf("exchange: rank 0 at %s: waiting for ranks %s: %w", rr.addr, rr.missing(), ErrClosed)
 }
 
-// take handles one event: it records a valid hello, drops a connection
-// that sent garbage, and fails the round on a well-formed hello that
-// disagrees with the group.
-func (rr *rootRound) take(ev helloEvent) error {
-	if ev.conn == nil { // transient accept error
+// take handles one event: it records a blob, drops a connection that
+// failed its handshake, and fails the round on a hello that proved the
+// secret but disagrees with the group.
+func (rr *rootRound) take(ev event) error {
+	switch {
+	case ev.conn == nil: // transient accept error
 		rr.lastErr = ev.err
-		return nil
-	}
-	if ev.err != nil {
+	case ev.err != nil:
 		rr.lastErr = fmt.Errorf("connection from %s: %w", ev.conn.RemoteAddr(), ev.err)
 		rr.drop(ev.conn)
-		return nil
-	}
-	f := ev.hello
-	if err := rr.check(ev.conn, f); err != nil {
-		return err
-	}
-	rr.byRank[f.rank] = ev.conn
-	rr.blobs[f.rank] = f.payload // fresh and non-nil from decodeFrame
-	rr.have++
-	return nil
-}
-
-// check fails the round if hello f, which came on c, claims another world
-// size or a rank that is out of range or already taken.
-func (rr *rootRound) check(c net.Conn, f frame) error {
-	remote := c.RemoteAddr()
-	switch {
-	case f.world != uint32(rr.world):
-		return rr.reject(c, ErrWorldSize, fmt.Sprintf("peer %s (rank %d) reports world size %d, rank 0 has %d",
-			remote, f.rank, f.world, rr.world))
-	case f.rank == 0 || f.rank >= uint32(rr.world):
-		return rr.reject(c, ErrRank, fmt.Sprintf("peer %s reports rank %d, want 1..%d", remote, f.rank, rr.world-1))
-	case rr.byRank[f.rank] != nil:
-		return rr.reject(c, ErrRank, fmt.Sprintf("peer %s reports rank %d, already claimed by %s",
-			remote, f.rank, rr.byRank[f.rank].RemoteAddr()))
+	case ev.reject != nil:
+		rr.notify(ev.reject, ev.msg, ev.conn)
+		return fmt.Errorf("exchange: rank 0 at %s: %s: %w", rr.addr, ev.msg, ev.reject)
+	default:
+		rr.byRank[ev.rank] = ev.conn
+		rr.sessions[ev.rank] = ev.sess
+		rr.blobs[ev.rank] = ev.blob
+		rr.have++
 	}
 	return nil
-}
-
-// reject fails the round because of the hello that came on c: it tells the
-// registered peers and c why (msg, with sentinel's code) and returns rank
-// 0's error.
-func (rr *rootRound) reject(c net.Conn, sentinel error, msg string) error {
-	rr.notify(sentinel, msg, c)
-	return fmt.Errorf("exchange: rank 0 at %s: %s: %w", rr.addr, msg, sentinel)
 }
 
 // notify stops accepting and sends an error frame (sentinel's code and
-// msg) to every registered peer and to extra, if not nil. Each write gets
-// notifyTimeout; failures are ignored, as the round is failing anyway.
+// msg) to every connection that claimed a rank and to extra, if not nil.
+// The other open connections, still in their handshake (an honest peer's
+// may be among them), learn only that the round failed. Failures are
+// ignored, as the round is failing anyway.
 func (rr *rootRound) notify(sentinel error, msg string, extra net.Conn) {
 	rr.stopAccepting()
-	f := frame{kind: kindError, world: uint32(rr.world), payload: encodeError(sentinel, msg)}
-	send := func(c net.Conn) {
-		_ = c.SetWriteDeadline(time.Now().Add(notifyTimeout))
-		_ = encodeFrame(c, f)
-	}
-	for _, c := range rr.byRank {
+	told := make(map[net.Conn]bool, rr.world)
+	var targets, others []net.Conn
+	rr.mu.Lock()
+	for _, c := range rr.claims {
 		if c != nil {
-			send(c)
+			told[c] = true
+			targets = append(targets, c)
 		}
 	}
-	if extra != nil {
-		send(extra)
+	if extra != nil && !told[extra] {
+		told[extra] = true
+		targets = append(targets, extra)
+	}
+	for c := range rr.conns {
+		if !told[c] {
+			others = append(others, c)
+		}
+	}
+	rr.mu.Unlock()
+	for _, c := range targets {
+		rr.sendError(c, sentinel, msg)
+	}
+	for _, c := range others {
+		rr.sendError(c, nil, "rank 0 failed the round before this connection joined it")
 	}
 }
 
-// answer sends the result to every peer. Each write may last until ctx's
-// deadline, or helloTimeout without one.
-func (rr *rootRound) answer() error {
-	// Stop accepting first: once a peer has its result it may start the
+// sendError writes an error frame to c within notifyTimeout, ignoring
+// failures.
+func (rr *rootRound) sendError(c net.Conn, sentinel error, msg string) {
+	_ = c.SetWriteDeadline(time.Now().Add(notifyTimeout))
+	_ = encodeFrame(c, frame{kind: kindError, world: uint32(rr.world), payload: encodeError(sentinel, msg)})
+}
+
+// commit sends the result to every peer, waits for every peer's
+// acknowledgement, and then sends every peer the commit. If a result
+// cannot be sent, or a peer does not acknowledge it in time (HelloTimeout,
+// or ctx's deadline if sooner), it aborts instead: every peer gets an
+// error frame, so that no rank returns the result unless all can.
+func (rr *rootRound) commit() error {
+	// Stop accepting first: once a peer has the commit it may start the
 	// next round, and its new hello must wait for that round.
 	rr.stopAccepting()
-	res := frame{kind: kindResult, world: uint32(rr.world), payload: encodeBlobs(rr.blobs)}
-	var sendErr error
-	for r := 1; r < rr.world; r++ {
+	rr.dropStrangers()
+	P := rr.world
+	list := encodeBlobs(rr.blobs)
+	dl := rr.helloDeadline()
+	for r := 1; r < P; r++ {
 		c := rr.byRank[r]
-		if dl, ok := rr.ctx.Deadline(); ok {
-			_ = c.SetWriteDeadline(dl)
-		} else {
-			_ = c.SetWriteDeadline(time.Now().Add(helloTimeout))
+		_ = c.SetDeadline(dl)
+		if h := rr.x.hooks; h != nil && h.beforeResult != nil {
+			h.beforeResult(r, c)
 		}
-		if err := encodeFrame(c, res); err != nil && sendErr == nil {
-			if cerr := ctxCause(rr.ctx, err); cerr != nil {
-				err = fmt.Errorf("%w: %w", err, cerr)
-			}
-			sendErr = fmt.Errorf("exchange: rank 0 at %s: send result to rank %d at %s: %w", rr.addr, r, c.RemoteAddr(), err)
+		res := frame{kind: kindResult, world: uint32(P), payload: list}
+		if err := encodeFrame(c, res, rr.sessions[r].mac(labelResult, list)...); err != nil {
+			return rr.abort(fmt.Sprintf("cannot deliver the result to rank %d at %s", r, c.RemoteAddr()), rr.ioCause(err))
 		}
 	}
-	return sendErr
+
+	type ack struct {
+		rank int
+		err  error
+	}
+	acks := make(chan ack, P-1)
+	for r := 1; r < P; r++ {
+		rr.wg.Add(1)
+		go func() {
+			defer rr.wg.Done()
+			acks <- ack{r, rr.readAck(r)}
+		}()
+	}
+	pending := P - 1
+	for pending > 0 {
+		select {
+		case a := <-acks:
+			if a.err != nil {
+				return rr.abort(fmt.Sprintf("rank %d at %s did not acknowledge the result", a.rank, rr.byRank[a.rank].RemoteAddr()), a.err)
+			}
+			pending--
+		case <-rr.ctx.Done():
+			return rr.abort("waiting for the peers to acknowledge the result", rr.ctx.Err())
+		case <-rr.x.closing.Done():
+			rr.notify(nil, "aborted the round (its exchanger was closed)", nil)
+			return fmt.Errorf("exchange: rank 0 at %s: waiting for the peers to acknowledge the result: %w", rr.addr, ErrClosed)
+		}
+	}
+
+	// Every peer holds the result: the round is committed. A peer that
+	// does not get the commit now fails alone (doc.go).
+	for r := 1; r < P; r++ {
+		c := rr.byRank[r]
+		_ = encodeFrame(c, frame{kind: kindCommit, world: uint32(P)}, rr.sessions[r].mac(labelCommit, nil)...)
+	}
+	return nil
 }
 
-// missing renders the ranks whose hello is not in yet.
+// readAck reads rank r's acknowledgement of the result, and returns why
+// it is not one: an I/O error, the reason of an error frame, or a frame
+// that is not a valid acknowledgement.
+func (rr *rootRound) readAck(r int) error {
+	f, err := decodeFrame(rr.byRank[r], controlLimit)
+	switch {
+	case err != nil:
+		return rr.ioCause(err)
+	case f.kind == kindError:
+		return fmt.Errorf("it refused it: %w", decodeError(f.payload))
+	case f.kind != kindAck:
+		return fmt.Errorf("got frame kind %d, want acknowledgement (kind %d): %w", f.kind, kindAck, ErrProtocol)
+	case !rr.sessions[r].verify(labelAck, nil, f.payload):
+		return fmt.Errorf("acknowledgement without a valid MAC: %w", ErrAuth)
+	}
+	return nil
+}
+
+// ioCause adds ctx's error to an I/O error that ctx's end caused.
+func (rr *rootRound) ioCause(err error) error {
+	if cerr := ctxCause(rr.ctx, err); cerr != nil {
+		return fmt.Errorf("%w: %w", err, cerr)
+	}
+	return err
+}
+
+// abort fails a round whose result went out: every peer gets an error
+// frame saying what went wrong (with cause's code, if it has one), and
+// rank 0 an error wrapping cause.
+func (rr *rootRound) abort(what string, cause error) error {
+	msg, sentinel := reason(cause)
+	rr.notify(sentinel, "aborted the round: "+what+": "+msg, nil)
+	return fmt.Errorf("exchange: rank 0 at %s: aborted the round: %s: %w", rr.addr, what, cause)
+}
+
+// missing renders the ranks whose blob is not in yet.
 func (rr *rootRound) missing() string {
 	var rs []int
 	for r := 1; r < rr.world; r++ {
@@ -346,9 +531,26 @@ func (rr *rootRound) drop(c net.Conn) {
 	_ = c.Close()
 }
 
-// stopAccepting makes the accept loop (and readers still waiting to
-// report) stop, and connections accepted from now on go to the next round.
-// It is idempotent.
+// dropStrangers closes every connection that is not a peer's, once the
+// round has every blob.
+func (rr *rootRound) dropStrangers() {
+	member := make(map[net.Conn]bool, rr.world)
+	for _, c := range rr.byRank {
+		member[c] = true
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	for c := range rr.conns {
+		if !member[c] {
+			delete(rr.conns, c)
+			_ = c.Close()
+		}
+	}
+}
+
+// stopAccepting makes the accept loop (and serve goroutines still waiting
+// to report) stop, and connections accepted from now on go to the next
+// round. It is idempotent.
 func (rr *rootRound) stopAccepting() {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
@@ -361,16 +563,21 @@ func (rr *rootRound) stopAccepting() {
 }
 
 // end releases the round: it stops accepting, closes the connections still
-// registered, waits for the accept loop and the readers to exit, and lets
-// the listener accept again for the next round (connections that arrived
-// meanwhile wait in the backlog; harmless if Close ran).
+// registered, waits for the accept loop and the other goroutines to exit,
+// records the round's counts, and lets the listener accept again for the
+// next round (connections that arrived meanwhile wait in the backlog;
+// harmless if Close ran).
 func (rr *rootRound) end() {
 	rr.stopAccepting()
 	rr.mu.Lock()
 	for c := range rr.conns {
 		_ = c.Close()
 	}
+	stats := rr.stats
 	rr.mu.Unlock()
 	rr.wg.Wait()
+	rr.x.mu.Lock()
+	rr.x.stats = stats
+	rr.x.mu.Unlock()
 	_ = rr.ln.SetDeadline(time.Time{})
 }

@@ -1,6 +1,7 @@
 package exchange
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,17 +25,19 @@ const (
 	// DefaultDialInterval is the pause between dial attempts used when
 	// TCPConfig.DialInterval is 0.
 	DefaultDialInterval = 50 * time.Millisecond
+	// DefaultHelloTimeout is TCPConfig.HelloTimeout when that is 0.
+	DefaultHelloTimeout = 10 * time.Second
+	// MinSecretSize is the shortest TCPConfig.Secret NewTCP accepts.
+	MinSecretSize = 16
 )
 
 const (
-	// helloTimeout bounds how long rank 0 waits for an accepted connection
-	// to deliver its hello when ctx allows longer (or has no deadline).
-	helloTimeout = 30 * time.Second
-	// notifyTimeout bounds writing an error frame to a peer.
+	// notifyTimeout bounds writing an error frame.
 	notifyTimeout = time.Second
-	// minResultLimit is the smallest frame limit a peer uses when reading
-	// rank 0's answer, so error frames always fit.
-	minResultLimit = 64 << 10
+	// controlLimit is the frame limit for reading frames other than blobs
+	// and results (challenges, acknowledgements, commits), so that any
+	// error frame fits.
+	controlLimit = 1 + maxErrorMessage
 )
 
 // aLongTimeAgo is a deadline in the past, used to unblock pending I/O.
@@ -44,18 +47,52 @@ var aLongTimeAgo = time.Unix(1, 0)
 type TCPConfig struct {
 	// Addr is the host:port where rank 0 listens and the other ranks dial,
 	// e.g. "127.0.0.1:29600". Rank 0 may use port 0 and publish Addr()
-	// after Listen.
+	// after Listen. Without a Secret it must be a loopback address
+	// ("localhost", 127.0.0.0/8 or ::1) unless TrustNetwork is set.
 	Addr string
 	// Rank is this process's rank, 0 <= Rank < WorldSize.
 	Rank int
 	// WorldSize is the number of ranks P, 1..MaxTCPRanks.
 	WorldSize int
-	// MaxPayload is the largest blob a rank may contribute; hello frames
-	// over it are rejected. 0 means DefaultMaxPayload.
+	// MaxPayload is the largest blob a rank may contribute; blobs over it
+	// are rejected. 0 means DefaultMaxPayload.
 	MaxPayload int
-	// DialInterval is the pause between attempts to reach rank 0.
-	// 0 means DefaultDialInterval.
+	// DialInterval is the pause between attempts to reach rank 0, and
+	// between a peer's connections that rank 0 closed before answering
+	// (it closes those over MaxConns). 0 means DefaultDialInterval.
 	DialInterval time.Duration
+
+	// Secret is the group's shared key, at least MinSecretSize bytes
+	// (e.g. 32 random bytes, as internal/launch makes); every rank needs
+	// the same. With it, a connection joins a round only after proving it
+	// (HMAC-SHA256 over fresh nonces from both ends), rank 0 proves it to
+	// each peer before the peer sends its blob, and the result and the
+	// commit are MACed: a process without the secret can neither join nor
+	// disturb a round nor learn a blob (unless it can read the traffic:
+	// nothing is encrypted). The secret never crosses the wire. Empty: no
+	// authentication (the same exchange, keyed with an empty key that
+	// anyone can use), for loopback addresses only unless TrustNetwork.
+	// Either way a round costs six HMAC-SHA256 computations per peer on
+	// each side (microseconds, plus one pass over each blob and result).
+	Secret []byte
+	// TrustNetwork allows an Addr that is not loopback without a Secret:
+	// any process that can reach the address can then join a round, claim
+	// a rank, and read every blob.
+	TrustNetwork bool
+	// MaxConns caps the connections rank 0 holds open at once during a
+	// round, its peers' included; one over it is closed at once (the
+	// peer whose connection it was dials again after DialInterval). Each
+	// costs rank 0 a file descriptor and a goroutine; one that has not yet
+	// proven the secret also costs at most 104 bytes of buffered frames
+	// (see doc.go), so these total at most MaxConns*104 bytes. At least
+	// WorldSize; 0 means 4*WorldSize+16.
+	MaxConns int
+	// HelloTimeout bounds, on rank 0, the time from accepting a
+	// connection to having its blob (its hello, its proof of the secret
+	// and its blob frame), and the wait for each acknowledgement of the
+	// result; the context's deadline bounds both too. 0 means
+	// DefaultHelloTimeout.
+	HelloTimeout time.Duration
 }
 
 // TCP all-gathers blobs over TCP with rank 0 as the hub. Create it with
@@ -71,10 +108,27 @@ type TCP struct {
 	ln     *net.TCPListener // rank 0 only, once listening
 	early  []net.Conn       // accepted as a round ended: the next round's, read then
 	closed bool
+	stats  roundStats // rank 0: of the last round that ended
 	// closing ends when Close is called (after closed is set), for
 	// selects and context.AfterFunc; markClosed ends it.
 	closing    context.Context
 	markClosed context.CancelFunc
+
+	// hooks lets tests inject faults; nil outside tests.
+	hooks *testHooks
+}
+
+// roundStats are counts of one round on rank 0, for tests.
+type roundStats struct {
+	peakConns int // the most connections held open at once
+	refused   int // connections closed at once because MaxConns were open
+	admitted  int // connections the round held open (refused ones aside)
+}
+
+// testHooks are called at points where tests inject faults.
+type testHooks struct {
+	// beforeResult runs on rank 0 before the result is sent to rank r on c.
+	beforeResult func(r int, c net.Conn)
 }
 
 // NewTCP validates cfg and returns an exchanger. It performs no I/O.
@@ -89,16 +143,25 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 	if cfg.Addr == "" {
 		return nil, errors.New("exchange: TCPConfig.Addr is empty, want host:port")
 	}
-	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
 		return nil, fmt.Errorf("exchange: TCPConfig.Addr %q is not host:port: %w", cfg.Addr, err)
 	}
+	if n := len(cfg.Secret); n > 0 && n < MinSecretSize {
+		return nil, fmt.Errorf("exchange: TCPConfig.Secret is %d bytes, want at least %d", n, MinSecretSize)
+	}
+	if len(cfg.Secret) == 0 && !cfg.TrustNetwork && !isLoopback(host) {
+		return nil, fmt.Errorf("exchange: TCPConfig.Addr %q is not a loopback address: without a Secret anyone who reaches it "+
+			"could join the group, so set Secret (e.g. from ULYSSES_SECRET), or TrustNetwork if the network is trusted", cfg.Addr)
+	}
+	cfg.Secret = bytes.Clone(cfg.Secret)
 	if cfg.MaxPayload < 0 {
 		return nil, fmt.Errorf("exchange: TCPConfig.MaxPayload is %d, want >= 0", cfg.MaxPayload)
 	}
 	if cfg.MaxPayload == 0 {
 		cfg.MaxPayload = DefaultMaxPayload
 	}
-	if uint64(cfg.WorldSize)*(4+uint64(cfg.MaxPayload)) > math.MaxUint32 {
+	if uint64(cfg.WorldSize)*(4+uint64(cfg.MaxPayload))+macSize > math.MaxUint32 {
 		return nil, fmt.Errorf("exchange: TCPConfig.MaxPayload %d is too large for world size %d: a result frame could exceed %d bytes: %w",
 			cfg.MaxPayload, cfg.WorldSize, uint64(math.MaxUint32), ErrFrameTooLarge)
 	}
@@ -107,6 +170,18 @@ func NewTCP(cfg TCPConfig) (*TCP, error) {
 	}
 	if cfg.DialInterval == 0 {
 		cfg.DialInterval = DefaultDialInterval
+	}
+	if cfg.MaxConns < 0 || (cfg.MaxConns > 0 && cfg.MaxConns < cfg.WorldSize) {
+		return nil, fmt.Errorf("exchange: TCPConfig.MaxConns is %d, want 0 (default) or at least the world size %d", cfg.MaxConns, cfg.WorldSize)
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = 4*cfg.WorldSize + 16
+	}
+	if cfg.HelloTimeout < 0 {
+		return nil, fmt.Errorf("exchange: TCPConfig.HelloTimeout is %v, want >= 0", cfg.HelloTimeout)
+	}
+	if cfg.HelloTimeout == 0 {
+		cfg.HelloTimeout = DefaultHelloTimeout
 	}
 	closing, markClosed := context.WithCancel(context.Background())
 	return &TCP{cfg: cfg, closing: closing, markClosed: markClosed}, nil
@@ -214,9 +289,14 @@ func (x *TCP) isClosed() bool {
 // AllGather contributes local and returns the WorldSize blobs of this round,
 // indexed by rank, identical on every rank. The returned slices are fresh
 // non-nil copies. Calls form consecutive rounds. Errors wrap the matching
-// sentinel, or ctx.Err() when ctx ends first. A round costs one TCP
-// connection per peer and, on rank 0, memory for all the blobs (at most
-// WorldSize*MaxPayload bytes plus framing); with WorldSize 1 it does no I/O.
+// sentinel, or ctx.Err() when ctx ends first. A round succeeds on every
+// rank or fails on every rank, but for one case: a peer that loses its
+// connection after acknowledging the result, before rank 0's commit
+// reaches it, fails while the others succeed (see doc.go). A round costs
+// one TCP connection per peer, three round trips on it, and, on rank 0,
+// memory for all the blobs (at most WorldSize*MaxPayload bytes plus
+// framing) and for at most TCPConfig.MaxConns connections; with WorldSize
+// 1 it does no I/O.
 func (x *TCP) AllGather(ctx context.Context, local []byte) ([][]byte, error) {
 	x.round.Lock()
 	defer x.round.Unlock()

@@ -37,9 +37,16 @@ func TestNewTCPValidation(t *testing.T) {
 		{"rank = world", TCPConfig{Addr: "h:1", Rank: 4, WorldSize: 4}, ErrRank, "Rank is 4, want 0..3"},
 		{"empty addr", TCPConfig{Rank: 0, WorldSize: 2}, nil, "Addr is empty"},
 		{"addr without port", TCPConfig{Addr: "localhost", Rank: 0, WorldSize: 2}, nil, `Addr "localhost" is not host:port`},
-		{"negative max payload", TCPConfig{Addr: "h:1", WorldSize: 2, MaxPayload: -1}, nil, "MaxPayload is -1"},
-		{"max payload too big", TCPConfig{Addr: "h:1", WorldSize: 1024, MaxPayload: 8 << 20}, ErrFrameTooLarge, "too large for world size 1024"},
-		{"negative dial interval", TCPConfig{Addr: "h:1", WorldSize: 2, DialInterval: -time.Second}, nil, "DialInterval is -1s"},
+		{"negative max payload", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxPayload: -1}, nil, "MaxPayload is -1"},
+		{"max payload too big", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 1024, MaxPayload: 4 << 20}, ErrFrameTooLarge, "too large for world size 1024"},
+		{"negative dial interval", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, DialInterval: -time.Second}, nil, "DialInterval is -1s"},
+		{"not loopback without a secret", TCPConfig{Addr: "10.1.2.3:29600", WorldSize: 2}, nil, `Addr "10.1.2.3:29600" is not a loopback address`},
+		{"any interface without a secret", TCPConfig{Addr: ":0", WorldSize: 2}, nil, `Addr ":0" is not a loopback address`},
+		{"host name without a secret", TCPConfig{Addr: "gpu-box:1", WorldSize: 2}, nil, "set Secret"},
+		{"short secret", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, Secret: []byte("short")}, nil, "Secret is 5 bytes, want at least 16"},
+		{"negative max conns", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxConns: -1}, nil, "MaxConns is -1"},
+		{"max conns under the world", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 8, MaxConns: 7}, nil, "MaxConns is 7, want 0 (default) or at least the world size 8"},
+		{"negative hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, HelloTimeout: -time.Second}, nil, "HelloTimeout is -1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, err := NewTCP(tc.cfg)
@@ -53,23 +60,42 @@ func TestNewTCPValidation(t *testing.T) {
 		})
 	}
 	for _, cfg := range []TCPConfig{
-		{Addr: ":0", Rank: 0, WorldSize: 1},
+		{Addr: ":0", Rank: 0, WorldSize: 1, Secret: testSecret},
 		{Addr: "127.0.0.1:29600", Rank: 1023, WorldSize: 1024},
 		{Addr: "[::1]:1", Rank: 1, WorldSize: 2, MaxPayload: 10, DialInterval: time.Millisecond},
+		{Addr: "localhost:1", Rank: 1, WorldSize: 2},
+		{Addr: "127.3.4.5:1", Rank: 1, WorldSize: 2},
+		{Addr: "10.1.2.3:29600", Rank: 1, WorldSize: 2, Secret: testSecret},
+		{Addr: "gpu-box:29600", Rank: 1, WorldSize: 2, TrustNetwork: true},
+		{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 8, MaxConns: 8, HelloTimeout: time.Millisecond},
 	} {
 		x, err := NewTCP(cfg)
 		require.NoError(t, err, "%+v", cfg)
 		assert.Equal(t, cfg.Addr, x.Addr())
 		require.NoError(t, x.Close())
 	}
+	// Defaults, and the secret is the exchanger's own copy.
+	secret := bytes.Clone(testSecret)
+	x, err := NewTCP(TCPConfig{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 5, Secret: secret})
+	require.NoError(t, err)
+	secret[0] ^= 0xff
+	assert.Equal(t, testSecret, x.cfg.Secret)
+	assert.Equal(t, 4*5+16, x.cfg.MaxConns)
+	assert.Equal(t, DefaultHelloTimeout, x.cfg.HelloTimeout)
+	assert.Equal(t, DefaultMaxPayload, x.cfg.MaxPayload)
+	assert.Equal(t, DefaultDialInterval, x.cfg.DialInterval)
 }
 
 func TestAllGatherHappyPath(t *testing.T) {
 	sizes := []int{0, 1, 64, 1000}
-	for _, P := range []int{1, 2, 4, 8} {
-		t.Run(fmt.Sprintf("P=%d", P), func(t *testing.T) {
+	for _, tc := range []struct {
+		P      int
+		secret []byte
+	}{{1, testSecret}, {2, testSecret}, {4, testSecret}, {8, testSecret}, {2, nil}, {4, nil}} {
+		t.Run(fmt.Sprintf("P=%d secret=%v", tc.P, tc.secret != nil), func(t *testing.T) {
 			checkLeaks(t)
-			xs := newGroup(t, P, 0)
+			P := tc.P
+			xs := newGroupWith(t, P, func(c *TCPConfig) { c.Secret = tc.secret })
 			for round := range 2 {
 				payloads := make([][]byte, P)
 				for r := range P {
@@ -108,7 +134,7 @@ func TestAllGatherWorldSizeOneNoIO(t *testing.T) {
 	checkLeaks(t)
 	// Nothing listens on this address (and it is never bound): P=1 must not
 	// touch the network.
-	x := newX(t, TCPConfig{Addr: "192.0.2.1:9", Rank: 0, WorldSize: 1})
+	x := newX(t, TCPConfig{Addr: "192.0.2.1:9", Rank: 0, WorldSize: 1, Secret: testSecret})
 	local := []byte("solo")
 	res, err := x.AllGather(context.Background(), local)
 	require.NoError(t, err)
@@ -153,7 +179,7 @@ func TestAllGatherContextAlreadyDone(t *testing.T) {
 // and keeps it for the next round.
 func TestListenOnDemand(t *testing.T) {
 	checkLeaks(t)
-	x0 := newX(t, TCPConfig{Addr: "127.0.0.1:0", Rank: 0, WorldSize: 2})
+	x0 := newX(t, TCPConfig{Addr: "127.0.0.1:0", Rank: 0, WorldSize: 2, Secret: testSecret})
 	assert.Equal(t, "127.0.0.1:0", x0.Addr())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -166,7 +192,7 @@ func TestListenOnDemand(t *testing.T) {
 	assert.Contains(t, err.Error(), addr)
 	assert.Contains(t, err.Error(), "missing ranks [1]")
 
-	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
 	require.NoError(t, x1.Listen(), "Listen is a no-op on rank > 0")
 	assert.Equal(t, addr, x1.Addr())
 	require.NoError(t, x0.Listen(), "Listen is idempotent")
@@ -198,21 +224,45 @@ var garbageCases = []struct {
 		return frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: []byte("x")})[:10]
 	}, "truncated frame header"},
 	{"truncated payload", func(*testing.T) []byte {
-		return append(header(kindHello, 1, 2, 100), make([]byte, 10)...)
-	}, "truncated payload: got 10 of 100"},
+		return append(header(kindHello, 1, 2, nonceSize), make([]byte, 10)...)
+	}, "truncated payload: got 10 of 32"},
 	{"oversized length", func(*testing.T) []byte {
 		return header(kindHello, 1, 2, math.MaxUint32)
 	}, "frame too large"},
+	{"hello longer than a nonce", func(*testing.T) []byte {
+		// A version-2 style hello carrying a blob: refused before it is read.
+		return append(header(kindHello, 1, 2, 100), make([]byte, 100)...)
+	}, "announces 100 payload bytes, limit is 32"},
 	{"older version", func(t *testing.T) []byte {
 		// A version-1 peer (error frames without codes).
 		return append(headerVersion(1, kindHello, 1, 2, 1), 'x')
-	}, "unsupported version 1, want 2"},
+	}, "unsupported version 1, want 3"},
+	{"version 2", func(t *testing.T) []byte {
+		// A version-2 peer: its hello carried its blob, without a proof.
+		return append(headerVersion(2, kindHello, 1, 2, 6), "handle"...)
+	}, "unsupported version 2, want 3"},
 	{"newer version", func(t *testing.T) []byte {
 		return append(headerVersion(protocolVersion+1, kindHello, 1, 2, 1), 'x')
-	}, "unsupported version 3, want 2"},
+	}, "unsupported version 4, want 3"},
 	{"wrong kind", func(t *testing.T) []byte {
 		return frameBytes(t, frame{kind: kindResult, rank: 1, world: 2, payload: []byte("x")})
 	}, "want hello"},
+	{"short hello", func(t *testing.T) []byte {
+		return frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: []byte("nonce")})
+	}, "with 5 payload bytes, want hello (kind 1) with 32"},
+	{"hello without proof", func(t *testing.T) []byte {
+		return frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: make([]byte, nonceSize)})
+	}, "reading proof of the secret: connection closed before a frame header"},
+	{"hello and a blob instead of the proof", func(t *testing.T) []byte {
+		b := frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: make([]byte, nonceSize)})
+		return append(b, frameBytes(t, frame{kind: kindBlob, rank: 1, world: 2, payload: make([]byte, macSize)})...)
+	}, "frame kind 6 does not prove the group secret: authentication failed"},
+	{"hello and a proof without the secret", func(t *testing.T) []byte {
+		// What a stranger who knows the protocol but not the secret sends.
+		s := session{rank: 1, world: 2}
+		b := frameBytes(t, frame{kind: kindHello, rank: 1, world: 2, payload: s.nonce[:]})
+		return append(b, frameBytes(t, frame{kind: kindAuth, rank: 1, world: 2, payload: s.mac(labelAuth, nil)})...)
+	}, "does not prove the group secret: authentication failed"},
 }
 
 // sendGarbage writes data on a fresh raw connection to addr, half-closes it
@@ -286,14 +336,15 @@ func TestRootReportsGarbageOnDeadline(t *testing.T) {
 
 func TestRootDropsHelloOverItsLimit(t *testing.T) {
 	checkLeaks(t)
-	x0 := newX(t, TCPConfig{Addr: "127.0.0.1:0", Rank: 0, WorldSize: 2, MaxPayload: 16})
+	x0 := newX(t, TCPConfig{Addr: "127.0.0.1:0", Rank: 0, WorldSize: 2, MaxPayload: 16, Secret: testSecret})
 	require.NoError(t, x0.Listen())
-	x1 := newX(t, TCPConfig{Addr: x0.Addr(), Rank: 1, WorldSize: 2, MaxPayload: 1024})
+	x1 := newX(t, TCPConfig{Addr: x0.Addr(), Rank: 1, WorldSize: 2, MaxPayload: 1024, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	_, errs := runRound(ctx, []*TCP{x0, x1}, [][]byte{nil, make([]byte, 100)}, false)
 	require.ErrorIs(t, errs[0], context.DeadlineExceeded)
-	assert.Contains(t, errs[0].Error(), "announces 100 payload bytes, limit is 16")
+	// The blob frame carries the blob and its 32-byte MAC.
+	assert.Contains(t, errs[0].Error(), "announces 132 payload bytes, limit is 48")
 	require.Error(t, errs[1])
 }
 
@@ -318,7 +369,7 @@ func TestRootSilentClient(t *testing.T) {
 func TestPeerRootNeverUp(t *testing.T) {
 	checkLeaks(t)
 	addr := deadAddr(t)
-	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, DialInterval: 20 * time.Millisecond})
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, DialInterval: 20 * time.Millisecond, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -335,7 +386,7 @@ func TestPeerRootNeverUp(t *testing.T) {
 func TestPeerWaitsForLateRoot(t *testing.T) {
 	checkLeaks(t)
 	addr := deadAddr(t)
-	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, DialInterval: 10 * time.Millisecond})
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, DialInterval: 10 * time.Millisecond, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	type result struct {
@@ -348,7 +399,7 @@ func TestPeerWaitsForLateRoot(t *testing.T) {
 		done <- result{b, err}
 	}()
 	time.Sleep(150 * time.Millisecond)
-	x0 := newX(t, TCPConfig{Addr: addr, Rank: 0, WorldSize: 2})
+	x0 := newX(t, TCPConfig{Addr: addr, Rank: 0, WorldSize: 2, Secret: testSecret})
 	res0, err := x0.AllGather(ctx, []byte("zero"))
 	require.NoError(t, err)
 	r1 := <-done
@@ -363,7 +414,7 @@ func TestPeerWaitsForLateRoot(t *testing.T) {
 func TestWrongWorldSize(t *testing.T) {
 	checkLeaks(t)
 	xs := newGroup(t, 4, 0)
-	bad := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 3, WorldSize: 5})
+	bad := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 3, WorldSize: 5, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -396,7 +447,7 @@ func TestWrongWorldSize(t *testing.T) {
 func TestDuplicateRank(t *testing.T) {
 	checkLeaks(t)
 	xs := newGroup(t, 3, 0)
-	dup := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 1, WorldSize: 3})
+	dup := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 1, WorldSize: 3, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -412,8 +463,9 @@ func TestDuplicateRank(t *testing.T) {
 	assert.Less(t, elapsed, 3*time.Second, "must fail fast, not at the deadline")
 }
 
-// TestOutOfRangeRank: a hello claiming rank 0 or a rank >= P fails the round
-// with ErrRank, and the offender is told why in an error frame.
+// TestOutOfRangeRank: a hello that proves the secret but claims rank 0 or
+// a rank >= P fails the round with ErrRank, and the offender is told why in
+// an error frame.
 func TestOutOfRangeRank(t *testing.T) {
 	for _, rank := range []uint32{0, 2, math.MaxUint32} {
 		t.Run(fmt.Sprint(rank), func(t *testing.T) {
@@ -421,21 +473,21 @@ func TestOutOfRangeRank(t *testing.T) {
 			x0 := newGroup(t, 2, 0)[0]
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			done := make(chan error, 1)
-			go func() {
-				_, err := x0.AllGather(ctx, []byte("zero"))
-				done <- err
-			}()
-			c := rawConn(t, x0.Addr())
-			_, err := c.Write(frameBytes(t, frame{kind: kindHello, rank: rank, world: 2, payload: []byte("evil")}))
+			done := gatherAsync(ctx, x0, []byte("zero"))
+			cl, err := dialClient(x0.Addr(), rank, 2, testSecret)
 			require.NoError(t, err)
+			defer cl.Close()
+			require.NoError(t, cl.c.SetDeadline(time.Now().Add(5*time.Second)))
+			proven, err := cl.challenge()
+			require.NoError(t, err)
+			require.True(t, proven, "rank 0 proves the secret whatever the hello claims")
+			require.NoError(t, cl.authAndBlob([]byte("evil")))
 			err = <-done
 			require.ErrorIs(t, err, ErrRank)
 			assertExchangeError(t, err, ErrRank)
 			assert.Contains(t, err.Error(), fmt.Sprintf("reports rank %d, want 1..1", rank))
 
-			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
-			f, err := decodeFrame(c, 1<<16)
+			f, err := cl.read()
 			require.NoError(t, err)
 			assert.Equal(t, kindError, f.kind)
 			assert.Equal(t, uint32(2), f.world)
@@ -478,66 +530,143 @@ func TestRootAbortNotifiesPeers(t *testing.T) {
 	assert.Contains(t, err0.Error(), "missing ranks [2] (2 of 3 present)")
 }
 
-// TestPeerValidatesAnswer drives a peer against a fake rank 0.
+// TestPeerValidatesAnswer drives a peer against a fake rank 0 that
+// answers its blob (or, for "before the challenge" cases, its hello) in
+// the wrong way.
 func TestPeerValidatesAnswer(t *testing.T) {
-	reply := func(f frame) func(net.Conn, frame) {
-		return func(c net.Conn, _ frame) { _ = encodeFrame(c, f) }
+	// reply sends f as is; result sends it with a valid MAC.
+	reply := func(f frame) func(net.Conn, *session, []byte) {
+		return func(c net.Conn, _ *session, _ []byte) { _ = encodeFrame(c, f) }
+	}
+	result := func(f frame) func(net.Conn, *session, []byte) {
+		return func(c net.Conn, s *session, _ []byte) { _, _ = c.Write(resultFrame(s, f)) }
+	}
+	good := frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one")})}
+	// acked sends a good result, reads the acknowledgement and then runs
+	// then.
+	acked := func(then func(c net.Conn, s *session)) func(net.Conn, *session, []byte) {
+		return func(c net.Conn, s *session, _ []byte) {
+			_, _ = c.Write(resultFrame(s, good))
+			if f, err := decodeFrame(c, controlLimit); err == nil && f.kind == kindAck && s.verify(labelAck, nil, f.payload) {
+				then(c, s)
+			}
+		}
+	}
+	// raw cases answer the hello directly.
+	raw := func(b func(hello frame) []byte) func(net.Conn, frame) {
+		return func(c net.Conn, hello frame) { _, _ = c.Write(b(hello)) }
 	}
 	for _, tc := range []struct {
 		name   string
-		behave func(c net.Conn, hello frame)
+		behave func(c net.Conn, s *session, blob []byte)
+		raw    func(c net.Conn, hello frame) // instead of behave: before the challenge
 		want   error
 		msg    string
 	}{
-		{"result with other world", reply(frame{kind: kindResult, world: 3, payload: encodeBlobs([][]byte{{}, []byte("one"), {}})}),
+		{"result with other world", result(frame{kind: kindResult, world: 3, payload: encodeBlobs([][]byte{{}, []byte("one"), {}})}), nil,
 			ErrWorldSize, "reports world size 3, want 2"},
-		{"result from rank 1", reply(frame{kind: kindResult, rank: 1, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one")})}),
+		{"result from rank 1", result(frame{kind: kindResult, rank: 1, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one")})}), nil,
 			ErrProtocol, "claims to come from rank 1"},
-		{"result with wrong blob", reply(frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("two")})}),
+		{"result with wrong blob", result(frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("two")})}), nil,
 			ErrProtocol, "blob for this rank"},
-		{"result with too many blobs", reply(frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one"), {}})}),
+		{"result with too many blobs", result(frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("one"), {}})}), nil,
 			ErrProtocol, "trailing bytes"},
-		{"hello instead of result", reply(frame{kind: kindHello, world: 2}), ErrProtocol, "want result"},
-		{"garbage", func(c net.Conn, _ frame) { _, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) },
+		{"result without a valid MAC", func(c net.Conn, s *session, _ []byte) {
+			other := *s
+			other.key = []byte("another group's secret")
+			_, _ = c.Write(resultFrame(&other, good))
+		}, nil, ErrAuth, "without a valid MAC"},
+		{"result too short for a MAC", reply(frame{kind: kindResult, world: 2, payload: []byte("short")}), nil,
+			ErrAuth, "5 bytes without a valid MAC"},
+		{"hello instead of result", reply(frame{kind: kindHello, world: 2}), nil, ErrProtocol, "want result"},
+		{"garbage", func(c net.Conn, _ *session, _ []byte) { _, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) }, nil,
 			ErrProtocol, "bad magic"},
-		{"oversized result", func(c net.Conn, _ frame) { _, _ = c.Write(header(kindResult, 0, 2, math.MaxUint32)) },
+		{"oversized result", func(c net.Conn, _ *session, _ []byte) { _, _ = c.Write(header(kindResult, 0, 2, math.MaxUint32)) }, nil,
 			ErrFrameTooLarge, "4294967295"},
-		{"closed without answer", func(net.Conn, frame) {}, ErrProtocol, "closed before a frame header"},
-		{"error frame: rank", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrRank, "rank 1 is taken")}),
+		{"closed without answer", func(net.Conn, *session, []byte) {}, nil, ErrProtocol, "waiting for the result from rank 0"},
+		{"error frame: rank", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrRank, "rank 1 is taken")}), nil,
 			ErrRank, "error from rank 0 at 127.0.0.1:"},
-		{"error frame: world", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrWorldSize, "nope")}),
+		{"error frame: world", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrWorldSize, "nope")}), nil,
 			ErrWorldSize, "nope: bad world size"},
-		{"error frame: protocol", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrProtocol, "what was that")}),
+		{"error frame: protocol", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrProtocol, "what was that")}), nil,
 			ErrProtocol, "what was that"},
-		{"error frame: too large", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrFrameTooLarge, "too big")}),
+		{"error frame: too large", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrFrameTooLarge, "too big")}), nil,
 			ErrFrameTooLarge, "too big"},
-		{"error frame: other", reply(frame{kind: kindError, world: 2, payload: encodeError(nil, "out of cheese")}),
+		{"error frame: auth", reply(frame{kind: kindError, world: 2, payload: encodeError(ErrAuth, "rank 2 refused the result")}), nil,
+			ErrAuth, "rank 2 refused the result: authentication failed"},
+		{"error frame: other", reply(frame{kind: kindError, world: 2, payload: encodeError(nil, "out of cheese")}), nil,
 			nil, "out of cheese"},
 		// The code decides, not the text.
-		{"error frame: sentinel text without its code", reply(frame{kind: kindError, world: 2, payload: encodeError(nil, "bad rank")}),
+		{"error frame: sentinel text without its code", reply(frame{kind: kindError, world: 2, payload: encodeError(nil, "bad rank")}), nil,
 			nil, "bad rank"},
-		{"error frame: unknown code", reply(frame{kind: kindError, world: 2, payload: append([]byte{200}, "from the future"...)}),
+		{"error frame: unknown code", reply(frame{kind: kindError, world: 2, payload: append([]byte{200}, "from the future"...)}), nil,
 			ErrProtocol, "from the future (unknown error code 200)"},
-		{"error frame: no code", reply(frame{kind: kindError, world: 2, payload: []byte{}}),
+		{"error frame: no code", reply(frame{kind: kindError, world: 2, payload: []byte{}}), nil,
 			ErrProtocol, "error frame without an error code"},
-		{"error frame: truncated", func(c net.Conn, _ frame) {
+		{"error frame: truncated", func(c net.Conn, _ *session, _ []byte) {
 			_, _ = c.Write(append(header(kindError, 0, 2, 50), byte(codeRank), 'a', 'b'))
-		}, ErrProtocol, "truncated payload: got 3 of 50 bytes"},
+		}, nil, ErrProtocol, "truncated payload: got 3 of 50 bytes"},
 		// A version-1 rank 0 put the sentinel's text in the message and
-		// had no code; a version-2 peer must not read that as ErrRank.
-		{"error frame of version 1", func(c net.Conn, _ frame) {
+		// had no code; a version-3 peer must not read that as ErrRank.
+		{"error frame of version 1", func(c net.Conn, _ *session, _ []byte) {
 			msg := "exchange: bad rank: rank 1 is taken"
 			_, _ = c.Write(append(headerVersion(1, kindError, 0, 2, uint32(len(msg))), msg...))
-		}, ErrProtocol, "unsupported version 1, want 2"},
-		{"result of version 1", func(c net.Conn, _ frame) {
+		}, nil, ErrProtocol, "unsupported version 1, want 3"},
+		{"result of version 2", func(c net.Conn, _ *session, _ []byte) {
 			p := encodeBlobs([][]byte{{}, []byte("one")})
-			_, _ = c.Write(append(headerVersion(1, kindResult, 0, 2, uint32(len(p))), p...))
-		}, ErrProtocol, "unsupported version 1, want 2"},
+			_, _ = c.Write(append(headerVersion(2, kindResult, 0, 2, uint32(len(p))), p...))
+		}, nil, ErrProtocol, "unsupported version 2, want 3"},
+
+		// After the acknowledgement: the commit.
+		{"no commit", acked(func(net.Conn, *session) {}), nil, ErrProtocol, "acknowledged the result but got no commit from rank 0"},
+		{"commit without a valid MAC", acked(func(c net.Conn, s *session) {
+			_ = encodeFrame(c, frame{kind: kindCommit, world: 2, payload: make([]byte, macSize)})
+		}), nil, ErrAuth, "commit from 127.0.0.1:"},
+		{"commit with the ack's MAC", acked(func(c net.Conn, s *session) {
+			_ = encodeFrame(c, frame{kind: kindCommit, world: 2, payload: s.mac(labelAck, nil)})
+		}), nil, ErrAuth, "without a valid MAC"},
+		{"abort instead of commit", acked(func(c net.Conn, s *session) {
+			_ = encodeFrame(c, frame{kind: kindError, world: 2, payload: encodeError(nil, "aborted the round: rank 2 did not acknowledge")})
+		}), nil, nil, "aborted the round: rank 2 did not acknowledge"},
+		{"result instead of commit", acked(func(c net.Conn, s *session) { _, _ = c.Write(resultFrame(s, good)) }), nil,
+			ErrProtocol, "want commit"},
+
+		// Before the challenge.
+		{"garbage instead of the challenge", nil, raw(func(frame) []byte { return []byte("SSH-2.0-OpenSSH_9.6\r\n") }),
+			ErrProtocol, "bad magic"},
+		{"challenge without the secret", nil, raw(func(hello frame) []byte {
+			s := session{rank: hello.rank, world: hello.world, challenge: newNonce()}
+			copy(s.nonce[:], hello.payload)
+			b, _ := appendFrame(nil, frame{kind: kindChallenge, world: 2, payload: s.challenge[:]}, s.mac(labelProof, nil)...)
+			return b
+		}), ErrAuth, "does not prove the group secret"},
+		{"challenge replaying another nonce", nil, raw(func(hello frame) []byte {
+			s := session{key: testSecret, rank: hello.rank, world: hello.world, challenge: newNonce()} // nonce not the peer's
+			b, _ := appendFrame(nil, frame{kind: kindChallenge, world: 2, payload: s.challenge[:]}, s.mac(labelProof, nil)...)
+			return b
+		}), ErrAuth, "does not prove the group secret"},
+		{"short challenge", nil, raw(func(frame) []byte {
+			b, _ := appendFrame(nil, frame{kind: kindChallenge, world: 2, payload: make([]byte, nonceSize)})
+			return b
+		}), ErrProtocol, "challenge from 127.0.0.1:"},
+		{"result instead of the challenge", nil, raw(func(frame) []byte {
+			b, _ := appendFrame(nil, good)
+			return b
+		}), ErrProtocol, "want challenge"},
+		{"error frame instead of the challenge", nil, raw(func(frame) []byte {
+			b, _ := appendFrame(nil, frame{kind: kindError, world: 2, payload: encodeError(ErrProtocol, "rank 0 speaks exchange protocol version 9")})
+			return b
+		}), ErrProtocol, "rank 0 speaks exchange protocol version 9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkLeaks(t)
-			addr := fakeRoot(t, tc.behave)
-			x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
+			var addr string
+			if tc.raw != nil {
+				addr = rawFakeRoot(t, tc.raw)
+			} else {
+				addr = fakeRoot(t, tc.behave)
+			}
+			x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			start := time.Now()
@@ -547,7 +676,7 @@ func TestPeerValidatesAnswer(t *testing.T) {
 			if tc.want != nil {
 				require.ErrorIs(t, err, tc.want)
 			}
-			for _, s := range []error{ErrProtocol, ErrRank, ErrWorldSize, ErrFrameTooLarge, ErrClosed} {
+			for _, s := range []error{ErrProtocol, ErrRank, ErrWorldSize, ErrFrameTooLarge, ErrAuth, ErrClosed} {
 				if s != tc.want {
 					assert.NotErrorIs(t, err, s)
 				}
@@ -560,26 +689,69 @@ func TestPeerValidatesAnswer(t *testing.T) {
 	}
 }
 
-func TestPeerHelloOnTheWire(t *testing.T) {
+// TestPeerRefusesBadResult: a peer that refuses the result tells rank 0
+// why, with the sentinel's code, instead of acknowledging it.
+func TestPeerRefusesBadResult(t *testing.T) {
 	checkLeaks(t)
-	hellos := make(chan frame, 1)
-	addr := fakeRoot(t, func(c net.Conn, hello frame) {
-		hellos <- hello
-		_ = encodeFrame(c, frame{kind: kindResult, world: 3, payload: encodeBlobs([][]byte{[]byte("a"), {}, []byte("blob")})})
+	got := make(chan frame, 1)
+	addr := fakeRoot(t, func(c net.Conn, s *session, _ []byte) {
+		_, _ = c.Write(resultFrame(s, frame{kind: kindResult, world: 2, payload: encodeBlobs([][]byte{{}, []byte("two")})}))
+		if f, err := decodeFrame(c, controlLimit); err == nil {
+			got <- f
+		}
 	})
-	x := newX(t, TCPConfig{Addr: addr, Rank: 2, WorldSize: 3})
-	res, err := x.AllGather(context.Background(), []byte("blob"))
-	require.NoError(t, err)
-	requireBlobs(t, [][]byte{[]byte("a"), {}, []byte("blob")}, res)
-	hello := <-hellos
-	assert.Equal(t, frame{kind: kindHello, rank: 2, world: 3, payload: []byte("blob")}, hello)
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
+	_, err := x1.AllGather(context.Background(), []byte("one"))
+	require.ErrorIs(t, err, ErrProtocol)
+	f := <-got
+	assert.Equal(t, kindError, f.kind)
+	assert.Equal(t, uint32(1), f.rank)
+	e := decodeError(f.payload)
+	assert.ErrorIs(t, e, ErrProtocol)
+	assert.Equal(t, "rank 1: holds a 3-byte blob for this rank, but 3 bytes were sent (or contents differ): protocol error", e.Error())
 }
 
-// TestPeerDeadlineWaitingForResult: rank 0 accepts but never answers.
+// TestPeerHelloOnTheWire checks what a peer sends, frame by frame.
+func TestPeerHelloOnTheWire(t *testing.T) {
+	checkLeaks(t)
+	type seen struct {
+		hello frame
+		blob  []byte
+		sess  *session
+		ack   bool
+	}
+	seenCh := make(chan seen, 1)
+	want := [][]byte{[]byte("a"), {}, []byte("blob")}
+	addr := rawFakeRoot(t, func(c net.Conn, hello frame) {
+		s, blob, err := rootHandshake(c, hello, testSecret)
+		if err != nil {
+			return
+		}
+		_, _ = c.Write(resultFrame(s, frame{kind: kindResult, world: 3, payload: encodeBlobs(want)}))
+		f, err := decodeFrame(c, controlLimit)
+		ack := err == nil && f.kind == kindAck && f.rank == 2 && f.world == 3 && s.verify(labelAck, nil, f.payload)
+		seenCh <- seen{hello, blob, s, ack}
+		_ = encodeFrame(c, frame{kind: kindCommit, world: 3}, s.mac(labelCommit, nil)...)
+	})
+	x := newX(t, TCPConfig{Addr: addr, Rank: 2, WorldSize: 3, Secret: testSecret})
+	res, err := x.AllGather(context.Background(), []byte("blob"))
+	require.NoError(t, err)
+	requireBlobs(t, want, res)
+	got := <-seenCh
+	assert.Equal(t, kindHello, got.hello.kind)
+	assert.Equal(t, uint32(2), got.hello.rank)
+	assert.Equal(t, uint32(3), got.hello.world)
+	assert.Len(t, got.hello.payload, nonceSize)
+	assert.Equal(t, "blob", string(got.blob))
+	assert.True(t, got.ack, "the peer acknowledges the result with a valid MAC")
+	assert.NotContains(t, string(got.hello.payload), string(testSecret))
+}
+
+// TestPeerDeadlineWaitingForResult: rank 0 takes the blob but never answers.
 func TestPeerDeadlineWaitingForResult(t *testing.T) {
 	checkLeaks(t)
-	addr := fakeRoot(t, func(c net.Conn, _ frame) { _, _ = io.Copy(io.Discard, c) })
-	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
+	addr := fakeRoot(t, func(c net.Conn, _ *session, _ []byte) { _, _ = io.Copy(io.Discard, c) })
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -593,8 +765,8 @@ func TestPeerDeadlineWaitingForResult(t *testing.T) {
 // TestPeerCanceled: cancellation without a deadline interrupts the wait.
 func TestPeerCanceled(t *testing.T) {
 	checkLeaks(t)
-	addr := fakeRoot(t, func(c net.Conn, _ frame) { _, _ = io.Copy(io.Discard, c) })
-	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
+	addr := fakeRoot(t, func(c net.Conn, _ *session, _ []byte) { _, _ = io.Copy(io.Discard, c) })
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	_, err := x1.AllGather(ctx, []byte("one"))
@@ -634,7 +806,7 @@ func TestClose(t *testing.T) {
 	})
 	t.Run("peer dialing", func(t *testing.T) {
 		checkLeaks(t)
-		x1 := newX(t, TCPConfig{Addr: deadAddr(t), Rank: 1, WorldSize: 2})
+		x1 := newX(t, TCPConfig{Addr: deadAddr(t), Rank: 1, WorldSize: 2, Secret: testSecret})
 		closeSoon(x1)
 		_, err := x1.AllGather(context.Background(), []byte("one"))
 		require.ErrorIs(t, err, ErrClosed)
@@ -642,8 +814,8 @@ func TestClose(t *testing.T) {
 	})
 	t.Run("peer waiting for result", func(t *testing.T) {
 		checkLeaks(t)
-		addr := fakeRoot(t, func(c net.Conn, _ frame) { _, _ = io.Copy(io.Discard, c) })
-		x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2})
+		addr := fakeRoot(t, func(c net.Conn, _ *session, _ []byte) { _, _ = io.Copy(io.Discard, c) })
+		x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
 		closeSoon(x1)
 		_, err := x1.AllGather(context.Background(), []byte("one"))
 		require.ErrorIs(t, err, ErrClosed)

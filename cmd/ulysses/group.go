@@ -155,7 +155,8 @@ type member struct {
 	ex          *exchange.TCP
 }
 
-// joinGroup reads the rank's environment and makes its exchanger.
+// joinGroup reads the rank's environment and makes its exchanger, keyed
+// with the group's secret that the parent passed (launch.EnvSecret).
 func joinGroup() (*member, error) {
 	r, ok, err := launch.FromEnv()
 	if err != nil {
@@ -164,7 +165,7 @@ func joinGroup() (*member, error) {
 	if !ok {
 		return nil, fmt.Errorf("not started by ulysses check or bench (no %s in the environment)", launch.EnvRank)
 	}
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: r.Addr, Rank: r.Rank, WorldSize: r.World})
+	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: r.Addr, Rank: r.Rank, WorldSize: r.World, Secret: r.Secret})
 	if err != nil {
 		return nil, err
 	}

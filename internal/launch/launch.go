@@ -1,12 +1,14 @@
 // Package launch starts one process per rank on this machine and tells
-// each, through its environment, its rank, the world size, its device and
-// where rank 0 listens for the handle exchange. The test binaries and the
-// ulysses command both use it to run a group.
+// each, through its environment, its rank, the world size, its device,
+// where rank 0 listens for the handle exchange and the group's secret for
+// it. The test binaries and the ulysses command both use it to run a group.
 package launch
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +26,20 @@ const (
 	EnvWorld  = "ULYSSES_WORLD"
 	EnvAddr   = "ULYSSES_ADDR"
 	EnvDevice = "ULYSSES_DEVICE"
+	// EnvSecret holds the group's secret for the handle exchange
+	// (exchange.TCPConfig.Secret): Run makes a fresh one per group, 64 hex
+	// digits (32 bytes from crypto/rand). The environment of a process
+	// can be read by its user and root only (/proc/PID/environ).
+	EnvSecret = "ULYSSES_SECRET"
 )
+
+// NewSecret returns a fresh group secret as Run passes it in EnvSecret:
+// 32 bytes from crypto/rand, in hex. It costs one read of crypto/rand.
+func NewSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand does not fail: it crashes the program instead
+	return hex.EncodeToString(b)
+}
 
 // Spec describes a group of processes.
 type Spec struct {
@@ -59,13 +74,17 @@ func FreeAddr() (string, error) {
 }
 
 // Run starts the ranks and waits for all of them, or until ctx ends (then
-// they are killed). It returns every rank's result, and an error naming the
-// ranks that failed.
+// they are killed). Every rank gets its rank, the world size, rank 0's
+// address (a free loopback port), its device (if Devices is set) and a
+// secret made for this group (NewSecret), after Env and this process's
+// environment, so these win. It returns every rank's result, and an error
+// naming the ranks that failed.
 func Run(ctx context.Context, s Spec) ([]Result, error) {
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
+	secret := NewSecret()
 	grace := s.Grace
 	if grace == 0 {
 		grace = 15 * time.Second
@@ -79,7 +98,7 @@ func Run(ctx context.Context, s Spec) ([]Result, error) {
 	for r := 0; r < s.World; r++ {
 		cmd := exec.CommandContext(ctx, s.Exe, s.Args...)
 		env := append(os.Environ(), s.Env...)
-		env = append(env, EnvRank+"="+strconv.Itoa(r), EnvWorld+"="+strconv.Itoa(s.World), EnvAddr+"="+addr)
+		env = append(env, EnvRank+"="+strconv.Itoa(r), EnvWorld+"="+strconv.Itoa(s.World), EnvAddr+"="+addr, EnvSecret+"="+secret)
 		if s.Devices != nil {
 			env = append(env, EnvDevice+"="+strconv.Itoa(s.Devices[r]))
 		}
@@ -135,6 +154,9 @@ type Rank struct {
 	Rank, World int
 	Addr        string // where rank 0 listens for the handle exchange
 	Device      *int   // nil: the rank's default device
+	// Secret is the group's secret for the handle exchange
+	// (exchange.TCPConfig.Secret); nil when EnvSecret is unset or empty.
+	Secret []byte
 }
 
 // FromEnv reads the rank's environment; ok is false when the process was
@@ -151,6 +173,9 @@ func FromEnv() (r Rank, ok bool, err error) {
 		return r, true, fmt.Errorf("launch: %s: %w", EnvWorld, err)
 	}
 	r.Addr = os.Getenv(EnvAddr)
+	if sec := os.Getenv(EnvSecret); sec != "" {
+		r.Secret = []byte(sec)
+	}
 	if ds := os.Getenv(EnvDevice); ds != "" {
 		d, err := strconv.Atoi(ds)
 		if err != nil {

@@ -31,6 +31,7 @@ func rank(scenario string) int {
 	if r.Device != nil {
 		dev = *r.Device
 	}
+	os.Stdout.WriteString("secret " + string(r.Secret) + "\n")
 	os.Stdout.WriteString("rank " + itoa(r.Rank) + " of " + itoa(r.World) + " device " + itoa(dev) + " addr " + r.Addr + "\n")
 	if scenario == "fail-rank-1" && r.Rank == 1 {
 		return 3
@@ -45,13 +46,15 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 	var out strings.Builder
+	// An inherited secret and one in Env are both overridden.
+	t.Setenv(EnvSecret, "inherited-secret-0123456789")
 	res, err := Run(context.Background(), Spec{
 		Exe: os.Args[0], World: 3, Devices: []int{1, 0, 1},
-		Env: testutil.ScenarioEnv("ok"), Output: &out,
+		Env: append(testutil.ScenarioEnv("ok"), EnvSecret+"=from-spec-env-0123456789"), Output: &out,
 	})
 	require.NoError(t, err)
 	require.Len(t, res, 3)
-	addr := ""
+	addr, secret := "", ""
 	for r, x := range res {
 		require.NoError(t, x.Err)
 		require.Contains(t, x.Output, "rank "+itoa(r)+" of 3 device "+itoa([]int{1, 0, 1}[r]))
@@ -60,8 +63,34 @@ func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 			addr = a
 		}
 		require.Equal(t, addr, a, "every rank gets the same rendezvous address")
+		s := secretOf(t, x.Output)
+		if secret == "" {
+			secret = s
+		}
+		require.Equal(t, secret, s, "every rank gets the same secret")
 	}
+	require.Regexp(t, "^[0-9a-f]{64}$", secret)
 	require.Contains(t, out.String(), "[rank 2] rank 2 of 3")
+
+	// Another group gets another secret.
+	res, err = Run(context.Background(), Spec{Exe: os.Args[0], World: 1, Env: testutil.ScenarioEnv("ok")})
+	require.NoError(t, err)
+	require.NotEqual(t, secret, secretOf(t, res[0].Output))
+}
+
+// secretOf returns the secret a rank process printed.
+func secretOf(t *testing.T, out string) string {
+	t.Helper()
+	i := strings.Index(out, "secret ")
+	require.GreaterOrEqual(t, i, 0, out)
+	line, _, _ := strings.Cut(out[i+len("secret "):], "\n")
+	return line
+}
+
+func TestNewSecret(t *testing.T) {
+	a, b := NewSecret(), NewSecret()
+	require.Regexp(t, "^[0-9a-f]{64}$", a)
+	require.NotEqual(t, a, b)
 }
 
 func TestRunReportsTheFailedRankAndStopsTheOthers(t *testing.T) {
@@ -100,6 +129,21 @@ func TestFromEnvOutsideRun(t *testing.T) {
 	_, ok, err = FromEnv()
 	require.True(t, ok)
 	require.Error(t, err)
+}
+
+func TestFromEnvSecret(t *testing.T) {
+	t.Setenv(EnvRank, "1")
+	t.Setenv(EnvWorld, "2")
+	t.Setenv(EnvAddr, "127.0.0.1:1")
+	t.Setenv(EnvSecret, "")
+	r, ok, err := FromEnv()
+	require.True(t, ok)
+	require.NoError(t, err)
+	require.Nil(t, r.Secret)
+	t.Setenv(EnvSecret, "00112233445566778899aabbccddeeff")
+	r, _, err = FromEnv()
+	require.NoError(t, err)
+	require.Equal(t, []byte("00112233445566778899aabbccddeeff"), r.Secret)
 }
 
 func TestPrefixWriterWritesWholeLines(t *testing.T) {
