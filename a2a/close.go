@@ -19,12 +19,13 @@ func (c *Comm) Close() error {
 		return nil
 	}
 	var errs []error
-	brokenBefore := c.failure != nil || c.failureFromDevice() != nil
+	onDevice := c.failureFromDevice()
+	brokenBefore := c.failure != nil || onDevice != nil
 	if c.connected {
 		// After a timeout, say goodbye but do not wait for a peer that may
 		// be gone.
 		var te *TimeoutError
-		wait := !errors.As(c.failure, &te) && !errors.As(c.failureFromDevice(), &te)
+		wait := !errors.As(c.failure, &te) && !errors.As(onDevice, &te)
 		if err := c.t.goodbye(wait); err != nil {
 			errs = append(errs, err)
 		}

@@ -117,31 +117,34 @@ func (p *ipcPeers) openIPC(h handle, need int64) (peerMapping, error) {
 	if err != nil {
 		return peerMapping{}, wrapDriver("opening IPC handle", err)
 	}
-	m := peerMapping{ptr: ptr, ipcOpened: true}
 	base, size, err := p.dev.ctx.MemAddressRange(ptr)
-	if err == nil && (base != ptr || size < uint64(need)) {
+	if err != nil {
+		err = wrapDriver("reading the mapped range", err)
+	} else if base != ptr || size < uint64(need) {
 		err = fmt.Errorf("a2a: rank %d's buffer maps %d bytes at %#x of an allocation at %#x, this rank writes %d: %w",
 			h.Rank, size, ptr, base, need, ErrHandle)
-	} else if err != nil {
-		err = wrapDriver("reading the mapped range", err)
 	}
 	if err != nil {
-		ctx := p.share.ctx
-		p.share.bury(release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(ptr) }})
+		p.share.bury(p.unmap(ptr))
 		return peerMapping{}, err
 	}
-	return m, nil
+	return peerMapping{ptr: ptr, ipcOpened: true}, nil
+}
+
+// unmap is the deferred release of an IPC mapping at ptr.
+func (p *ipcPeers) unmap(ptr driver.DevicePtr) release {
+	ctx := p.share.ctx
+	return release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(ptr) }}
 }
 
 // bury forgets the mappings, handing what unmaps them to the share's
 // graveyard.
 func (p *ipcPeers) bury() {
-	ctx := p.share.ctx
 	var graves []release
 	for i := range p.m {
 		m := p.m[i]
 		if m.ipcOpened {
-			graves = append(graves, release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(m.ptr) }})
+			graves = append(graves, p.unmap(m.ptr))
 		}
 		if m.peerCtx != nil {
 			graves = append(graves, release{"releasing a peer context", m.peerCtx.Release})

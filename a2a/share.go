@@ -265,24 +265,21 @@ func (s *deviceShare) runGraveyard() []error {
 // ownsBuffer reports whether ptr is the buffer of a live Comm of this
 // process for rank, with dataBytes in each data half.
 func ownsBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
-	shares.mu.Lock()
-	defer shares.mu.Unlock()
-	for _, s := range shares.m {
-		s.mu.Lock()
-		for c := range s.comms {
-			if c.buf == ptr && c.cfg.Rank == rank && c.layout.dataBytes == dataBytes {
-				s.mu.Unlock()
-				return true
-			}
-		}
-		s.mu.Unlock()
-	}
-	return false
+	return len(liveComms(func(c *Comm) bool {
+		return c.buf == ptr && c.cfg.Rank == rank && c.layout.dataBytes == dataBytes
+	})) > 0
 }
 
 // commsTouching returns the live Comms, on any device, whose buffer
 // overlaps [ptr, ptr+n).
 func commsTouching(ptr uintptr, n int64) []*Comm {
+	return liveComms(func(c *Comm) bool { return overlaps(ptr, n, uintptr(c.buf), c.layout.total) })
+}
+
+// liveComms returns the live Comms of the process, on any device, for which
+// match holds. match runs with the Comm's share locked, while its buffer
+// and layout cannot change.
+func liveComms(match func(*Comm) bool) []*Comm {
 	shares.mu.Lock()
 	all := make([]*deviceShare, 0, len(shares.m))
 	for _, s := range shares.m {
@@ -293,7 +290,7 @@ func commsTouching(ptr uintptr, n int64) []*Comm {
 	for _, s := range all {
 		s.mu.Lock()
 		for c := range s.comms {
-			if overlaps(ptr, n, uintptr(c.buf), c.layout.total) {
+			if match(c) {
 				out = append(out, c)
 			}
 		}

@@ -29,13 +29,7 @@ func (c *Comm) Sync() error {
 	if c.closed {
 		return prefixed(ErrClosed)
 	}
-	if c.failure != nil {
-		return c.usable(false) // already broken: say so, not what the driver says now
-	}
-	if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
-		return c.fail(wrapDriver("running the collective", err))
-	}
-	if err := c.usable(false); err != nil {
+	if err := c.waitLocked(); err != nil {
 		return err
 	}
 	// This Comm is idle now; others may be too: a moment to release what
@@ -53,6 +47,13 @@ func (c *Comm) waitQueued() error {
 	if c.closed {
 		return nil
 	}
+	return c.waitLocked()
+}
+
+// waitLocked waits for the Comm's stream, with the lock held, and reports a
+// failure. A broken Comm does not wait: it says so, not what the driver
+// says now.
+func (c *Comm) waitLocked() error {
 	if c.failure == nil {
 		if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
 			return c.fail(wrapDriver("running the collective", err))
