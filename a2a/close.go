@@ -7,25 +7,56 @@ import "errors"
 // dead), waits until every peer has said the same (bounded by the
 // timeout), so that no peer is still writing into this buffer. A peer
 // still inside an operation with this rank gets ErrPeerClosed instead of a
-// result. Close then releases everything: what could wait for other Comms'
-// kernels is deferred until none runs (see deviceShare). It is
-// idempotent; the Comm is unusable afterwards. It returns what went wrong
-// on the way (a peer that never said goodbye included), having released
-// everything regardless.
+// result. If a Sync is blocked when Close begins, Close ends the device's
+// waits for peers instead (within about 50 us): that Sync returns an error
+// matching ErrClosed, and Close does not wait for the peers' goodbyes.
+// Close then releases everything: what could wait for other Comms'
+// kernels is deferred until none runs (see deviceShare). Its waits do not
+// hold the Comm: Config and the like answer meanwhile, and everything
+// else returns ErrClosed. It is idempotent (a second Close returns once
+// the first is done); the Comm is unusable afterwards. It returns what
+// went wrong on the way (a peer that never said goodbye included), having
+// released everything regardless.
 func (c *Comm) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closing {
+		for !c.closed {
+			c.changed.Wait()
+		}
 		return nil
 	}
+	c.closing = true
+	aborted := c.waiting > 0 && c.t != nil
+	if aborted {
+		c.t.abort()
+	}
+	for c.waiting > 0 {
+		c.changed.Wait()
+	}
+	// Nothing else touches the stream or the transport from here on.
+	c.mu.Unlock()
+	errs := c.farewell(aborted)
+	c.mu.Lock()
+	c.closed = true
+	c.changed.Broadcast()
+	c.share.remove(c)
+	errs = append(errs, c.release())
+	return errors.Join(errs...)
+}
+
+// farewell says goodbye to the peers and waits for the stream, without the
+// lock (Close has made the Comm closing, so nothing else enqueues). It
+// returns the failures it saw, but not an abort Close itself asked for.
+func (c *Comm) farewell(aborted bool) []error {
 	var errs []error
 	onDevice := c.failureFromDevice()
 	brokenBefore := c.failure != nil || onDevice != nil
 	if c.connected {
-		// After a timeout, say goodbye but do not wait for a peer that may
-		// be gone.
+		// After a timeout or an abort, say goodbye but do not wait for a
+		// peer that may be gone.
 		var te *TimeoutError
-		wait := !errors.As(c.failure, &te) && !errors.As(onDevice, &te)
+		wait := !aborted && !errors.As(c.failure, &te) && !errors.As(onDevice, &te)
 		if err := c.t.goodbye(wait); err != nil {
 			errs = append(errs, err)
 		}
@@ -33,15 +64,12 @@ func (c *Comm) Close() error {
 	if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
 		errs = append(errs, wrapDriver("waiting for queued operations", err))
 	}
-	if !brokenBefore {
+	if !brokenBefore && !aborted {
 		if f := c.failureFromDevice(); f != nil {
 			errs = append(errs, f)
 		}
 	}
-	c.closed = true
-	c.share.remove(c)
-	errs = append(errs, c.release())
-	return errors.Join(errs...)
+	return errs
 }
 
 // release frees what init and Connect acquired; safe on a partly

@@ -48,9 +48,15 @@ type Comm struct {
 
 	tokens    tokenSet
 	connected bool
-	closed    bool
 	failure   error // first failure; the Comm is broken once it is set
 	reported  bool  // failure has been returned once as itself
+
+	// Waiting and closing, which happen without the lock held: see wait
+	// and Close. changed (on mu) signals waiting reaching 0 and closed.
+	waiting int  // Syncs and helpers waiting for the stream
+	closing bool // Close has begun: nothing new is enqueued
+	closed  bool // Close has released everything
+	changed sync.Cond
 }
 
 // New allocates this rank's buffer (capacity plus about 130 KiB of signals
@@ -67,6 +73,7 @@ func New(cfg Config) (*Comm, error) {
 		return nil, err
 	}
 	c := &Comm{cfg: cfg, dev: dev}
+	c.changed.L = &c.mu
 	if err := c.init(); err != nil {
 		c.release()
 		return nil, err
@@ -162,7 +169,7 @@ func (c *Comm) Blocks() int {
 func (c *Comm) Buffer() Tensor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closing {
 		return Tensor{}
 	}
 	return Tensor{Ptr: uintptr(c.buf) + uintptr(c.halfOffset(c.launches)), Shape: [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}, DType: c.cfg.DType}

@@ -11,7 +11,7 @@ import (
 func (c *Comm) Connect(handles [][]byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closing {
 		return prefixed(ErrClosed)
 	}
 	if c.connected {

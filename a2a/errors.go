@@ -116,6 +116,26 @@ func (e *MismatchError) Error() string {
 // Is matches ErrOpMismatch.
 func (e *MismatchError) Is(target error) bool { return target == ErrOpMismatch }
 
+// abortedError reports a wait that Close ended: a Sync (or a memory helper)
+// was blocked on an operation still waiting for a peer, and Close asked the
+// device to stop waiting. It matches ErrClosed.
+type abortedError struct {
+	Rank, Peer int
+	Phase      Phase
+	Epoch      uint32 // the operation's sequence number (0 in Close's own wait)
+}
+
+func (e *abortedError) Error() string {
+	if e.Phase == PhaseClose {
+		return fmt.Sprintf("a2a: rank %d stopped waiting in Close for rank %d to close too: %v", e.Rank, e.Peer, ErrClosed)
+	}
+	return fmt.Sprintf("a2a: rank %d's operation %d stopped waiting for rank %d at the %s barrier because Close was called: %v",
+		e.Rank, e.Epoch, e.Peer, e.Phase, ErrClosed)
+}
+
+// Is matches ErrClosed.
+func (e *abortedError) Is(target error) bool { return target == ErrClosed }
+
 // contextError adds context to an error from this package without
 // repeating its "a2a: " prefix.
 type contextError struct {

@@ -112,3 +112,12 @@ func HandleWithIPCOf(h, other []byte) []byte {
 	copy(out[64:128], other[64:128])
 	return out
 }
+
+// FakeHang is the FAKECUDA_HANG setting under which the stub driver's
+// kernels behave as the real ones do while a peer never comes: they wait
+// until Close sets the status word's abort word, then report the abort.
+func FakeHang() string {
+	var s statusWord
+	return fmt.Sprintf("%d,%d,%d,%d", unsafe.Offsetof(kernelArgs{}.Status),
+		unsafe.Offsetof(s.Abort), unsafe.Offsetof(s.Code), statusAborted)
+}

@@ -6,14 +6,25 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
-// usable returns nil when an operation may be enqueued: not closed, not
-// broken (a failure recorded by the device counts), and connected if
-// needConnect. The first failure is returned as itself once, then wrapped
-// in ErrBroken.
+// usable returns nil when an operation may be enqueued: not closed (or
+// closing), not broken, and connected if needConnect.
 func (c *Comm) usable(needConnect bool) error {
-	if c.closed {
+	if c.closing {
 		return prefixed(ErrClosed)
 	}
+	if err := c.broken(); err != nil {
+		return err
+	}
+	if needConnect && !c.connected {
+		return prefixed(ErrNotConnected)
+	}
+	return nil
+}
+
+// broken returns the Comm's failure (a failure recorded by the device
+// counts), or nil. The first failure is returned as itself once, then
+// wrapped in ErrBroken.
+func (c *Comm) broken() error {
 	if c.failure == nil {
 		if f := c.failureFromDevice(); f != nil {
 			c.failure = f
@@ -25,9 +36,6 @@ func (c *Comm) usable(needConnect bool) error {
 			return c.failure
 		}
 		return &brokenError{first: c.failure}
-	}
-	if needConnect && !c.connected {
-		return prefixed(ErrNotConnected)
 	}
 	return nil
 }

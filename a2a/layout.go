@@ -80,10 +80,12 @@ const (
 	statusTimeout    = 1
 	statusPeerClosed = 2
 	statusMismatch   = 3
+	statusAborted    = 4 // a wait ended by the abort word (Close during a blocked Sync)
 )
 
 // statusWord mirrors struct Status in the kernels: written by the device
-// into pinned host memory when an operation fails.
+// into pinned host memory when an operation fails, except Abort, which the
+// host writes to end the device's waits.
 type statusWord struct {
 	Code    uint32
 	Phase   uint32
@@ -93,4 +95,5 @@ type statusWord struct {
 	Rank    uint32
 	Sig     uint32
 	PeerSig uint32
+	Abort   uint32
 }

@@ -124,6 +124,7 @@ func TestKernelDefinesMatchGo(t *testing.T) {
 		"STATUS_TIMEOUT":     statusTimeout,
 		"STATUS_PEER_CLOSED": statusPeerClosed,
 		"STATUS_MISMATCH":    statusMismatch,
+		"STATUS_ABORTED":     statusAborted,
 	} {
 		got, ok := defs[name]
 		require.True(t, ok, "#define %s not found in %s", name, kernelSource)
@@ -184,10 +185,10 @@ func TestKernelArgsLayout(t *testing.T) {
 
 func TestStatusWordLayout(t *testing.T) {
 	var s statusWord
-	require.Equal(t, uintptr(32), unsafe.Sizeof(s))
+	require.Equal(t, uintptr(36), unsafe.Sizeof(s))
 	src := readKernelSource(t)
 	fields, size := cStruct(t, src, cDefines(t, src), "Status")
-	assert.Equal(t, int64(32), size, "sizeof(struct Status)")
+	assert.Equal(t, int64(36), size, "sizeof(struct Status)")
 	checkGoMirror(t, reflect.TypeOf(s), fields)
 }
 

@@ -129,6 +129,8 @@ func (t *smTransport) failure() error {
 	case statusMismatch:
 		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
 			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
+	case statusAborted:
+		return &abortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
 	}
 	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
 }
@@ -141,6 +143,15 @@ func (t *smTransport) goodbye(wait bool) error {
 		t.args.Active = 1
 	}
 	return t.launch(t.k.close, 1, farewellThreads)
+}
+
+// abort sets the status word's abort word: every wait of a kernel queued
+// so far or later ends within about 50 us (ABORT_POLL_NS) with
+// STATUS_ABORTED. It cannot be undone.
+func (t *smTransport) abort() {
+	if t.statusHost != nil {
+		atomic.StoreUint32(&(*statusWord)(t.statusHost).Abort, 1)
+	}
 }
 
 func (t *smTransport) release() {

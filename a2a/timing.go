@@ -55,7 +55,7 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 	record := func(e driver.Event) error {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.closed {
+		if c.closing {
 			return prefixed(ErrClosed)
 		}
 		if err := ctx.EventRecord(e, c.stream); err != nil {

@@ -35,6 +35,10 @@ type transport interface {
 	// goodbye enqueues telling the peers that this rank leaves and, with
 	// wait, waiting (bounded by the timeout) until each has said the same.
 	goodbye(wait bool) error
+	// abort ends, promptly, every wait of the operations queued so far
+	// and later: they fail with an error matching ErrClosed. Close uses it
+	// when a Sync is blocked.
+	abort()
 	// release hands what the transport holds to the share's graveyard.
 	release()
 }

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "81b524cfe19fba56f5c7b406e0a2c87fe7469dcd34555be4ec21b5613bb9cacd"
+const SourceHash = "8f398f5cd350d9590c87018bc7b96f075e06bb44b0ce1e6b3566b6a13abdfacc"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

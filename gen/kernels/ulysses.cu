@@ -28,6 +28,8 @@
 // fails the operation instead of taking the close for the operation.
 // Every wait is bounded by %globaltimer. On expiry the kernel records what
 // it waited for and returns: it never traps (a trap destroys the context).
+// A wait also ends when the host sets the abort word (Close while a Sync
+// is blocked).
 
 #ifndef ELEM_BYTES
 #error "compile with -DELEM_BYTES=1 or -DELEM_BYTES=2"
@@ -57,6 +59,11 @@
 #define STATUS_TIMEOUT 1u
 #define STATUS_PEER_CLOSED 2u
 #define STATUS_MISMATCH 3u
+#define STATUS_ABORTED 4u
+
+// How often a waiting warp reads the host's abort word (over PCIe, so not
+// at every poll): a wait Close ends takes at most about this much longer.
+#define ABORT_POLL_NS 50000ull
 
 typedef unsigned int u32;
 typedef unsigned long long u64;
@@ -79,6 +86,8 @@ struct Signals {
 
 // What the host reads after a failure: pinned host memory mapped into the
 // device. Written once, by the block that claimed it; code is written last.
+// abort is the one word the host writes: Close sets it to end the waits of
+// operations a blocked Sync is waiting for.
 struct Status {
     u32 code;  // STATUS_*
     u32 phase;
@@ -88,6 +97,7 @@ struct Status {
     u32 rank;
     u32 sig;       // this rank's signature of the operation
     u32 peer_sig;  // the peer's, for STATUS_MISMATCH
+    u32 abort;     // written by the host: nonzero ends every wait
 };
 
 // The single kernel parameter, passed by value. Must match a2a/layout.go.
@@ -196,6 +206,22 @@ __device__ __forceinline__ bool peer_left(const Args &a, u32 p) {
     return load_acquire_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
 }
 
+// Whether the host asked the waits to end (Close during a blocked Sync).
+// A read of host memory costs a PCIe round trip, so a waiting thread reads
+// it only every ABORT_POLL_NS, and with leader_only only the first active
+// lane of its warp does (the others learn of it through the block's
+// failed flag).
+__device__ __forceinline__ bool abort_requested(const Args &a, u64 now, u64 *next_check, bool leader_only) {
+    if (now < *next_check) {
+        return false;
+    }
+    *next_check = now + ABORT_POLL_NS;
+    if (leader_only && (threadIdx.x & 31u) != static_cast<u32>(__ffs(__activemask()) - 1)) {
+        return false;
+    }
+    return load_relaxed_sys32(&reinterpret_cast<const Status *>(a.status)->abort) != 0u;
+}
+
 // ---- waiting ----------------------------------------------------------------
 
 // Wait until every peer's blocks 0..nblocks-1 have signalled epoch e (or
@@ -205,7 +231,9 @@ __device__ __forceinline__ bool peer_left(const Args &a, u32 p) {
 // the whole wait succeeded.
 __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int *failed) {
     const u32 n = nblocks * a.world;
-    const u64 deadline = global_timer_ns() + a.timeout_ns;
+    const u64 started = global_timer_ns();
+    const u64 deadline = started + a.timeout_ns;
+    u64 next_abort_check = started + ABORT_POLL_NS;
     const Signals *mine = signals_of(a, a.rank);
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
         const u32 b = i / a.world, p = i - b * a.world;
@@ -237,8 +265,14 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int
             if (*reinterpret_cast<volatile int *>(failed) != 0) {
                 break;
             }
-            if (global_timer_ns() > deadline) {
+            const u64 now = global_timer_ns();
+            if (now > deadline) {
                 report(a, STATUS_TIMEOUT, phase, p, e, b, 0u);
+                *failed = 1;
+                break;
+            }
+            if (abort_requested(a, now, &next_abort_check, true)) {
+                report(a, STATUS_ABORTED, phase, p, e, b, 0u);
                 *failed = 1;
                 break;
             }
@@ -621,10 +655,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) ulysses_close(const Args a
         __threadfence_system();
         store_release_sys32(&signals_of(a, p)->bye[a.rank], 1u);
         if (a.active != 0u) {
-            const u64 deadline = global_timer_ns() + a.timeout_ns;
+            const u64 started = global_timer_ns();
+            const u64 deadline = started + a.timeout_ns;
+            u64 next_abort_check = started + ABORT_POLL_NS;
             while (!peer_left(a, p)) {
-                if (global_timer_ns() > deadline) {
+                const u64 now = global_timer_ns();
+                if (now > deadline) {
                     report(a, STATUS_TIMEOUT, PHASE_CLOSE, p, 0u, 0u, 0u);
+                    break;
+                }
+                if (abort_requested(a, now, &next_abort_check, false)) {
+                    report(a, STATUS_ABORTED, PHASE_CLOSE, p, 0u, 0u, 0u);
                     break;
                 }
             }

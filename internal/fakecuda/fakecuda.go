@@ -58,6 +58,12 @@
 //   - FAKECUDA_RECORD_PARAMS=N: cuLaunchKernel records the values of its
 //     first N kernel parameters (at most MaxRecordedParams), 8 bytes each;
 //     while it is set, every launch must have at least N parameters.
+//   - FAKECUDA_HANG=A,W,C,V: kernels wait for their host, as a2a's wait for
+//     a peer that never comes until Close sets their abort word: a launch
+//     reads the address p at byte A of its first parameter (a2a's status
+//     word), and cuStreamSynchronize on its stream then waits, without
+//     holding anything, until the 32-bit word at p+W is nonzero, stores V
+//     at p+C and settles the stream.
 //
 // Code under test opens the stub with driver.LoadLibrary, or through
 // internal/driver's ULYSSES_LIBCUDA environment variable, which driver.Load

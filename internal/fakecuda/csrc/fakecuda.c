@@ -25,6 +25,13 @@
 //                                 names (CUDA_ERROR_NOT_FOUND)
 //   FAKECUDA_RECORD_PARAMS=N      cuLaunchKernel records its first N (at
 //                                 most 4) kernel parameters, 8 bytes each
+//   FAKECUDA_HANG=A,W,C,V         kernels wait for their host, as a2a's do
+//                                 for a peer that never comes: a launch
+//                                 reads the address p at byte A of its first
+//                                 parameter, and cuStreamSynchronize on its
+//                                 stream then waits until the 32-bit word at
+//                                 p+W is nonzero, stores V at p+C (32 bits)
+//                                 and settles the stream
 //
 // Work model: a launch is work queued on its stream until the host waits
 // for it: cuStreamSynchronize on the stream, cuEventSynchronize on an event
@@ -181,6 +188,7 @@ struct stream {
 	struct ctx *ctx;
 	int launched;           // a kernel was ever launched on it
 	long long queued, done; // launches on it, and how many the host waited for
+	uintptr_t hang;         // FAKECUDA_HANG's p of the latest launch, or 0
 	struct stream *next;    // every stream made, for the device-wide checks
 };
 
@@ -1109,6 +1117,29 @@ out:
 	return r;
 }
 
+// hang_word returns the address p FAKECUDA_HANG names in a launch's first
+// parameter, or 0 when it is unset.
+static uintptr_t hang_word(void **params) {
+	const char *e = getenv("FAKECUDA_HANG");
+	long a, w, c, v;
+	uint64_t p;
+	if (e == NULL || params == NULL || sscanf(e, "%ld,%ld,%ld,%ld", &a, &w, &c, &v) != 4 || a < 0)
+		return 0;
+	memcpy(&p, (const char *)params[0] + a, 8);
+	return (uintptr_t)p;
+}
+
+// wait_hang waits, without the lock, as FAKECUDA_HANG says for the word at
+// p, then stores its V.
+static void wait_hang(uintptr_t p) {
+	long a, w, c, v;
+	if (sscanf(getenv("FAKECUDA_HANG"), "%ld,%ld,%ld,%ld", &a, &w, &c, &v) != 4)
+		return;
+	while (__atomic_load_n((const unsigned *)(p + w), __ATOMIC_ACQUIRE) == 0)
+		usleep(100);
+	__atomic_store_n((unsigned *)(p + c), (unsigned)v, __ATOMIC_RELEASE);
+}
+
 // cuLaunchKernel checks its arguments, counts the launch and runs nothing;
 // the launch is queued work on its stream until the host waits for it.
 CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -1136,10 +1167,13 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 		return LAUNCH_FAILED;
 	}
 	__atomic_fetch_add(&n_launches, 1, __ATOMIC_SEQ_CST);
+	uintptr_t hang = hang_word(params);
 	lock();
 	struct stream *st = stream_of(stream);
 	st->launched = 1;
 	st->queued++;
+	if (hang != 0)
+		st->hang = hang;
 	unlock();
 	return SUCCESS;
 }
@@ -1196,6 +1230,12 @@ CUresult cuStreamSynchronize(uintptr_t s) {
 	fail = (CUresult)env_long("FAKECUDA_SYNC_ERROR", SUCCESS);
 	lock();
 	st = stream_of(s);
+	uintptr_t hang = pending(st) ? st->hang : 0;
+	st->hang = 0;
+	unlock();
+	if (hang != 0)
+		wait_hang(hang);
+	lock();
 	st->done = st->queued;
 	if (st->launched)
 		r = fail;
