@@ -42,7 +42,10 @@
 //
 // # Concurrency
 //
-// A Comm's methods are safe for concurrent use. A process may hold many
+// A Comm's methods are safe for concurrent use. Sync and Close wait
+// without holding the Comm, and a Close made while a Sync waits for a peer
+// that never comes ends that wait at once (the Sync returns an error
+// matching ErrClosed). A process may hold many
 // Comms, on one GPU or several, and use them at once from any goroutines:
 // no call on one waits for another's kernels. The memory helpers of
 // Device wait for their own copies and for the Comm whose buffer they
