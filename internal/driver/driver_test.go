@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestLoadLibraryMissing(t *testing.T) {
@@ -125,22 +127,34 @@ func TestResultString(t *testing.T) {
 	}
 }
 
-func TestHandleWords(t *testing.T) {
+func TestIpcHandleArg(t *testing.T) {
+	if n := unsafe.Sizeof(ipcHandleArg{}); n != unsafe.Sizeof(IpcMemHandle{}) {
+		t.Fatalf("ipcHandleArg is %d bytes, want 64", n)
+	}
 	var h IpcMemHandle
 	for i := range h {
-		h[i] = byte(i + 1)
+		h[i] = byte(rand.Uint32())
 	}
-	w := handleWords(&h)
-	if w[0] != 0x0807060504030201 || w[7] != 0x403f3e3d3c3b3a39 {
-		t.Errorf("words not little-endian: %#x ... %#x", w[0], w[7])
+	var arg ipcHandleArg
+	*(*IpcMemHandle)(unsafe.Pointer(&arg)) = h
+	if got := *(*IpcMemHandle)(unsafe.Pointer(&arg)); got != h {
+		t.Fatalf("round trip: %x != %x", got, h)
 	}
-	for range 100 {
-		for i := range h {
-			h[i] = byte(rand.Uint32())
-		}
-		if got := handleFromWords(handleWords(&h)); got != h {
-			t.Fatalf("round trip: %x != %x", got, h)
-		}
+}
+
+// TestBindIpcOpen checks that binding never panics: it fails with an
+// error for a nil address, and binds on the platforms where purego passes
+// structs by value (all those with a CUDA driver).
+func TestBindIpcOpen(t *testing.T) {
+	if f, err := bindIpcOpen(0); f != nil || err == nil || !strings.Contains(err.Error(), "cfn is nil") {
+		t.Errorf("bindIpcOpen(0) = %v, %v; want the purego error", f != nil, err)
+	}
+	f, err := bindIpcOpen(0x1000)
+	if runtime.GOOS == "linux" && (runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64") && (f == nil || err != nil) {
+		t.Errorf("bindIpcOpen = %v, %v; want a function", f != nil, err)
+	}
+	if (f == nil) == (err == nil) {
+		t.Errorf("bindIpcOpen = %v, %v; want exactly one of a function and an error", f != nil, err)
 	}
 }
 

@@ -1,7 +1,8 @@
 package driver
 
 import (
-	"encoding/binary"
+	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -30,14 +31,17 @@ func (c *Context) IpcGetMemHandle(p DevicePtr) (IpcMemHandle, error) {
 // (cuIpcOpenMemHandle_v2 with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS). Opening
 // a handle from the same process fails. Undo with IpcCloseMemHandle.
 func (c *Context) IpcOpenMemHandle(h IpcMemHandle) (DevicePtr, error) {
+	if c.d.ipcOpenErr != nil {
+		return 0, c.d.ipcOpenErr
+	}
+	var arg ipcHandleArg
+	*(*IpcMemHandle)(unsafe.Pointer(&arg)) = h // the same 64 bytes, in C's order
 	if err := c.enter(); err != nil {
 		return 0, err
 	}
-	p, r, err := ipcOpen(c.d.fn.ipcOpenMemHandle, &h, ipcLazyEnablePeerAccess)
+	var p DevicePtr
+	r := c.d.ipcOpen(&p, arg, ipcLazyEnablePeerAccess)
 	c.leave()
-	if err != nil {
-		return 0, err
-	}
 	return p, c.d.check("cuIpcOpenMemHandle_v2", r)
 }
 
@@ -52,21 +56,30 @@ func (c *Context) IpcCloseMemHandle(p DevicePtr) error {
 	return c.d.check("cuIpcCloseMemHandle", r)
 }
 
-// handleWords splits a handle into the eight little-endian 64-bit words a
-// by-value struct argument occupies on the stack.
-func handleWords(h *IpcMemHandle) [8]uint64 {
-	var w [8]uint64
-	for i := range w {
-		w[i] = binary.LittleEndian.Uint64(h[i*8:])
-	}
-	return w
-}
+// ipcHandleArg is a CUipcMemHandle as purego passes a struct by value:
+// its fields must be scalars, not arrays, so the 64 bytes are eight words.
+type ipcHandleArg struct{ w0, w1, w2, w3, w4, w5, w6, w7 uint64 }
 
-// handleFromWords is the inverse of handleWords.
-func handleFromWords(w [8]uint64) IpcMemHandle {
-	var h IpcMemHandle
-	for i, v := range w {
-		binary.LittleEndian.PutUint64(h[i*8:], v)
-	}
-	return h
+// ipcOpenFunc calls cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h,
+// unsigned flags) and returns its CUresult.
+type ipcOpenFunc func(p *DevicePtr, h ipcHandleArg, flags uint32) uintptr
+
+// bindIpcOpen wraps cuIpcOpenMemHandle_v2 at fn with purego.RegisterFunc,
+// which lays out the by-value 64-byte handle as the platform's C ABI
+// wants: on the stack under System V amd64, as a pointer to a copy under
+// AAPCS64. The amd64 path is exercised by the GPU tests and by the stub
+// driver's TestFakeIpcByValue; the arm64 path has not run on hardware.
+// Where purego cannot pass structs (it panics, e.g. on 386 or FreeBSD) the
+// error is returned, and IpcOpenMemHandle reports it. Calls go through
+// reflection and allocate (about six small objects each): acceptable, as
+// IPC open is not on the hot path of an operation.
+func bindIpcOpen(fn uintptr) (f ipcOpenFunc, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			f, err = nil, fmt.Errorf("driver: cannot bind cuIpcOpenMemHandle_v2, whose handle is passed by value, on %s/%s: %v",
+				runtime.GOOS, runtime.GOARCH, v)
+		}
+	}()
+	purego.RegisterFunc(&f, fn)
+	return f, nil
 }

@@ -22,6 +22,10 @@ type Driver struct {
 	handle uintptr
 	fn     funcs
 	calls  sync.Pool // of *callBuf, see call.go
+
+	// ipcOpen calls fn.ipcOpenMemHandle, or ipcOpenErr says why it cannot.
+	ipcOpen    ipcOpenFunc
+	ipcOpenErr error
 }
 
 var (
@@ -64,6 +68,7 @@ func LoadLibrary(path string) (*Driver, error) {
 		dlclose(h)
 		return nil, err
 	}
+	d.ipcOpen, d.ipcOpenErr = bindIpcOpen(d.fn.ipcOpenMemHandle)
 	r := d.call(d.fn.init, 0)
 	if err := d.check("cuInit", r); err != nil {
 		// libcuda is not closed here: a failed cuInit may leave threads behind.
