@@ -8,7 +8,7 @@ import "errors"
 // timeout), so that no peer is still writing into this buffer. A peer
 // still inside an operation with this rank gets ErrPeerClosed instead of a
 // result. If a Sync is blocked when Close begins, Close ends the device's
-// waits for peers instead (within about 50 us): that Sync returns an error
+// waits for peers instead (within about 1 ms): that Sync returns an error
 // matching ErrClosed, and Close does not wait for the peers' goodbyes.
 // Close then releases everything: what could wait for other Comms'
 // kernels is deferred until none runs (see deviceShare). Its waits do not

@@ -146,7 +146,7 @@ func (t *smTransport) goodbye(wait bool) error {
 }
 
 // abort sets the status word's abort word: every wait of a kernel queued
-// so far or later ends within about 50 us (ABORT_POLL_NS) with
+// so far or later ends within about 1 ms (ABORT_POLL_NS) with
 // STATUS_ABORTED. It cannot be undone.
 func (t *smTransport) abort() {
 	if t.statusHost != nil {

@@ -24,7 +24,7 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 // out (*TimeoutError, matched by ErrTimeout) or a CUDA error; either leaves
 // the Comm broken. It waits without holding the Comm: other methods go on
 // meanwhile, and a Close made while it waits ends the device's waits for
-// peers, so that Sync returns within about 50 us with an error matching
+// peers, so that Sync returns within about 1 ms with an error matching
 // ErrClosed (or nil, if the operations had completed).
 func (c *Comm) Sync() error { return c.wait(true) }
 

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "8f398f5cd350d9590c87018bc7b96f075e06bb44b0ce1e6b3566b6a13abdfacc"
+const SourceHash = "73ffb9f361f9491e0e885dbc80c1970837ff7cd4e5b439aaed69dbbe5bf3e9f4"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
