@@ -29,7 +29,7 @@ func (c *Comm) Close() error {
 	c.closing = true
 	aborted := c.waiting > 0 && c.t != nil
 	if aborted {
-		c.t.abort()
+		c.t.abort(true)
 	}
 	for c.waiting > 0 {
 		c.changed.Wait()
@@ -52,6 +52,9 @@ func (c *Comm) farewell(aborted bool) []error {
 	var errs []error
 	onDevice := c.failureFromDevice()
 	brokenBefore := c.failure != nil || onDevice != nil
+	if err := c.joinOwnStream(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.connected {
 		// After a timeout or an abort, say goodbye but do not wait for a
 		// peer that may be gone.
@@ -93,6 +96,10 @@ func (c *Comm) release() error {
 		ctx := c.share.ctx
 		c.share.bury(release{"freeing the buffer", func() error { return ctx.MemFree(buf) }})
 		c.buf = 0
+	}
+	if c.tail != 0 {
+		keep("destroying the event", c.dev.ctx.EventDestroy(c.tail))
+		c.tail = 0
 	}
 	if c.stream != 0 {
 		keep("destroying the stream", c.dev.ctx.StreamDestroy(c.stream))

@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -92,5 +93,40 @@ func TestFakeCloseTwiceAtOnce(t *testing.T) {
 		}
 	}
 	assert.ErrorIs(t, <-synced, a2a.ErrClosed)
+	requireReleased(t, lib)
+}
+
+// TestFakeSyncContext ends a SyncContext blocked on an operation whose
+// peer never comes: it returns the context's error promptly, the Comm is
+// broken (ErrAborted), and Close returns at once.
+func TestFakeSyncContext(t *testing.T) {
+	lib := fakeDriver(t, "FAKECUDA_HANG="+a2a.FakeHang())
+	c, x, dst := fakeComm(t, true, true)
+	_, err := c.SendRecvHeads(x)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = c.SyncContext(ctx)
+	took := time.Since(start)
+	t.Logf("SyncContext after %v: %v", took, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, prompt)
+	_, err = c.AllGather(x)
+	require.ErrorIs(t, err, a2a.ErrAborted, "an operation after the abort")
+	t.Logf("next operation: %v", err)
+	assert.ErrorIs(t, err, a2a.ErrBroken)
+
+	// A context that does not end is Sync.
+	c2, x2, dst2 := fakeComm(t, true, true)
+	t.Setenv("FAKECUDA_HANG", "")
+	_, err = c2.AllGather(x2)
+	require.NoError(t, err)
+	require.NoError(t, c2.SyncContext(context.Background()))
+	require.NoError(t, closeFake(t, c2, x2, dst2))
+
+	start = time.Now()
+	require.NoError(t, closeFake(t, c, x, dst))
+	assert.Less(t, time.Since(start), prompt, "Close after an aborted SyncContext")
 	requireReleased(t, lib)
 }

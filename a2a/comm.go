@@ -37,8 +37,12 @@ type Comm struct {
 	dev    *Device
 	share  *deviceShare // what the process's Comms on this device share
 	stream driver.Stream
-	t      transport
-	sm     *smTransport // t, for what only it has (blocks)
+	// The stream of the last operation (stream, or one passed to On), and
+	// an event marking the end of the last operation on a caller's stream.
+	lastStream driver.Stream
+	tail       driver.Event
+	t          transport
+	sm         *smTransport // t, for what only it has (blocks)
 
 	layout    bufferLayout
 	buf       driver.DevicePtr
@@ -90,6 +94,10 @@ func (c *Comm) init() error {
 	ctx := c.dev.ctx
 	if c.stream, err = ctx.StreamCreate(true); err != nil {
 		return wrapDriver("creating stream", err)
+	}
+	c.lastStream = c.stream
+	if c.tail, err = ctx.EventCreate(false); err != nil {
+		return wrapDriver("creating an event", err)
 	}
 	c.layout = newBufferLayout(c.cfg.capacityBytes(), c.cfg.halves())
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {

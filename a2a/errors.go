@@ -31,6 +31,8 @@ var (
 	ErrTokensNotSet = errors.New("SetRankTokens has not been called")
 	ErrPeerClosed   = errors.New("a peer closed its Comm")
 	ErrOpMismatch   = errors.New("ranks ran different operations")
+	ErrStream       = errors.New("bad stream")
+	ErrAborted      = errors.New("wait aborted")
 )
 
 // Phase names the barrier a timed-out rank was waiting in.
@@ -116,25 +118,32 @@ func (e *MismatchError) Error() string {
 // Is matches ErrOpMismatch.
 func (e *MismatchError) Is(target error) bool { return target == ErrOpMismatch }
 
-// abortedError reports a wait that Close ended: a Sync (or a memory helper)
-// was blocked on an operation still waiting for a peer, and Close asked the
-// device to stop waiting. It matches ErrClosed.
+// abortedError reports a wait on the device that the host ended: Close
+// during a blocked Sync, or the end of SyncContext's context. It matches
+// ErrAborted, and ErrClosed when Close ended it.
 type abortedError struct {
 	Rank, Peer int
 	Phase      Phase
 	Epoch      uint32 // the operation's sequence number (0 in Close's own wait)
+	ByClose    bool   // Close ended it, not a context
 }
 
 func (e *abortedError) Error() string {
-	if e.Phase == PhaseClose {
-		return fmt.Sprintf("a2a: rank %d stopped waiting in Close for rank %d to close too: %v", e.Rank, e.Peer, ErrClosed)
+	why, sentinel := "its Sync's context ended", ErrAborted
+	if e.ByClose {
+		why, sentinel = "Close was called", ErrClosed
 	}
-	return fmt.Sprintf("a2a: rank %d's operation %d stopped waiting for rank %d at the %s barrier because Close was called: %v",
-		e.Rank, e.Epoch, e.Peer, e.Phase, ErrClosed)
+	if e.Phase == PhaseClose {
+		return fmt.Sprintf("a2a: rank %d stopped waiting in Close for rank %d to close too: %v", e.Rank, e.Peer, sentinel)
+	}
+	return fmt.Sprintf("a2a: rank %d's operation %d stopped waiting for rank %d at the %s barrier because %s: %v",
+		e.Rank, e.Epoch, e.Peer, e.Phase, why, sentinel)
 }
 
-// Is matches ErrClosed.
-func (e *abortedError) Is(target error) bool { return target == ErrClosed }
+// Is matches ErrAborted, and ErrClosed when Close ended the wait.
+func (e *abortedError) Is(target error) bool {
+	return target == ErrAborted || (e.ByClose && target == ErrClosed)
+}
 
 // contextError adds context to an error from this package without
 // repeating its "a2a: " prefix.

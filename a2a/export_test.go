@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -121,3 +122,62 @@ func FakeHang() string {
 	return fmt.Sprintf("%d,%d,%d,%d", unsafe.Offsetof(kernelArgs{}.Status),
 		unsafe.Offsetof(s.Abort), unsafe.Offsetof(s.Code), statusAborted)
 }
+
+// TestStream is a stream of a test's own on a Comm's device, as a caller
+// with its own CUDA binding would make, with async copies between pinned
+// host memory and the device on it.
+type TestStream struct {
+	d      *Device
+	s      driver.Stream
+	closed bool
+}
+
+// NewTestStream makes a stream on d, destroyed (after a sync) when tb ends.
+func NewTestStream(tb testing.TB, d *Device) *TestStream {
+	tb.Helper()
+	s, err := d.ctx.StreamCreate(true)
+	if err != nil {
+		tb.Fatalf("creating a stream: %v", err)
+	}
+	ts := &TestStream{d: d, s: s}
+	tb.Cleanup(func() { _ = ts.Close() })
+	return ts
+}
+
+// Close waits for the stream and destroys it; later calls do nothing.
+func (ts *TestStream) Close() error {
+	if ts.closed {
+		return nil
+	}
+	ts.closed = true
+	err := ts.d.ctx.StreamSynchronize(ts.s)
+	return errors.Join(err, ts.d.ctx.StreamDestroy(ts.s))
+}
+
+// Stream returns the handle to pass to Comm.On.
+func (ts *TestStream) Stream() Stream { return Stream(ts.s) }
+
+// Pinned returns n bytes of pinned host memory, freed when tb ends (the
+// stream's cleanup, registered earlier, has synchronised it by then).
+func (ts *TestStream) Pinned(tb testing.TB, n int) []byte {
+	tb.Helper()
+	host, _, err := ts.d.ctx.HostAllocMapped(uint64(n))
+	if err != nil {
+		tb.Fatalf("allocating pinned memory: %v", err)
+	}
+	tb.Cleanup(func() { _ = ts.d.ctx.HostFree(host) })
+	return unsafe.Slice((*byte)(host), n)
+}
+
+// Upload enqueues a copy of src (pinned) into t on the stream.
+func (ts *TestStream) Upload(t Tensor, src []byte) error {
+	return ts.d.ctx.MemcpyHtoDAsync(driver.DevicePtr(t.Ptr), unsafe.Pointer(&src[0]), uint64(len(src)), ts.s)
+}
+
+// Download enqueues a copy of t into dst (pinned) on the stream.
+func (ts *TestStream) Download(dst []byte, t Tensor) error {
+	return ts.d.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), driver.DevicePtr(t.Ptr), uint64(len(dst)), ts.s)
+}
+
+// Sync waits for the stream.
+func (ts *TestStream) Sync() error { return ts.d.ctx.StreamSynchronize(ts.s) }

@@ -13,13 +13,13 @@ import (
 // the Comm's stream and returns a view into the Comm's buffer, valid until
 // the next operation on this Comm. One kernel launch; no allocation.
 func (c *Comm) SendRecvHeads(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpSendRecvHeads, x, nil)
+	return c.run(ptx.OpSendRecvHeads, x, nil, c.stream)
 }
 
 // SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
 // the cost of one device-local copy out of the Comm's buffer.
 func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpSendRecvHeads, x, &dst)
+	_, err := c.run(ptx.OpSendRecvHeads, x, &dst, c.stream)
 	return err
 }
 
@@ -30,13 +30,13 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 // operation (the default double buffer keeps the two apart); with
 // Config.SingleBuffer it must not lie in the Comm's buffer.
 func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpGatherHeads, x, nil)
+	return c.run(ptx.OpGatherHeads, x, nil, c.stream)
 }
 
 // GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
 // cost of one device-local copy.
 func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpGatherHeads, x, &dst)
+	_, err := c.run(ptx.OpGatherHeads, x, &dst, c.stream)
 	return err
 }
 
@@ -44,18 +44,19 @@ func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
 // result is [B, T, H, D], the same on every rank. Asynchronous, returning a
 // view valid until the next operation.
 func (c *Comm) AllGather(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpAllGather, x, nil)
+	return c.run(ptx.OpAllGather, x, nil, c.stream)
 }
 
 // AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
 // one device-local copy.
 func (c *Comm) AllGatherInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpAllGather, x, &dst)
+	_, err := c.run(ptx.OpAllGather, x, &dst, c.stream)
 	return err
 }
 
-// run validates, then enqueues op; nothing is enqueued on any error.
-func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
+// run validates, then enqueues op on stream s (the Comm's own or the
+// caller's); nothing is enqueued on any error.
+func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(true); err != nil {
@@ -68,31 +69,46 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor) (Tensor, error) {
 	if err != nil {
 		return Tensor{}, err
 	}
-	// The input may lie anywhere but in the half this operation writes and
-	// in the signals and state after the data.
 	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
-	if overlaps(x.Ptr, x.Bytes(), uintptr(out), c.layout.dataBytes) ||
-		overlaps(x.Ptr, x.Bytes(), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
-		return Tensor{}, fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", op, x, ErrAliased)
+	if err := c.checkPlacement(op, x, dst, p, out); err != nil {
+		return Tensor{}, err
 	}
-	if dst != nil {
-		if err := checkTensor("output", *dst, c.cfg.DType, p.out); err != nil {
-			return Tensor{}, err
-		}
-		if overlaps(dst.Ptr, dst.Bytes(), uintptr(c.buf), c.layout.total) {
-			return Tensor{}, fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", op, *dst, ErrAliased)
-		}
+	if err := c.orderBefore(s); err != nil {
+		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
-	if err := c.t.enqueue(op, p, x); err != nil {
+	if err := c.t.enqueue(op, p, x, s); err != nil {
 		return Tensor{}, c.fail(err)
 	}
 	c.launches++
 	if dst != nil && p.outBytes > 0 {
-		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), out, uint64(p.outBytes), c.stream); err != nil {
+		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), out, uint64(p.outBytes), s); err != nil {
 			return Tensor{}, c.fail(wrapDriver("copying the output", err))
 		}
 	}
+	if err := c.orderAfter(s); err != nil {
+		return Tensor{}, c.fail(err)
+	}
 	return Tensor{Ptr: uintptr(out), Shape: p.out, DType: c.cfg.DType}, nil
+}
+
+// checkPlacement refuses an input in the half the operation writes (or in
+// the signals and state after the data) and an Into output anywhere in
+// the Comm's buffer.
+func (c *Comm) checkPlacement(op ptx.Op, x Tensor, dst *Tensor, p opPlan, out driver.DevicePtr) error {
+	if overlaps(x.Ptr, x.Bytes(), uintptr(out), c.layout.dataBytes) ||
+		overlaps(x.Ptr, x.Bytes(), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
+		return fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", op, x, ErrAliased)
+	}
+	if dst == nil {
+		return nil
+	}
+	if err := checkTensor("output", *dst, c.cfg.DType, p.out); err != nil {
+		return err
+	}
+	if overlaps(dst.Ptr, dst.Bytes(), uintptr(c.buf), c.layout.total) {
+		return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", op, *dst, ErrAliased)
+	}
+	return nil
 }
 
 // overlaps reports whether [ptr, ptr+n) meets [lo, lo+size).

@@ -236,7 +236,7 @@ func (s *deviceShare) tryDrain() error {
 	s.mu.Lock()
 	idle := true
 	for c := range s.comms {
-		if done, err := s.ctx.StreamDone(c.stream); err != nil || !done {
+		if !s.idle(c) {
 			idle = false // busy (or broken, which Sync reports): try again later
 			break
 		}
@@ -246,6 +246,18 @@ func (s *deviceShare) tryDrain() error {
 		return nil
 	}
 	return errors.Join(s.runGraveyard()...)
+}
+
+// idle reports whether c has no work queued: on its stream, and up to the
+// end of its last operation on a caller's stream (c.tail; done if never
+// recorded). Called with s.mu held, while c cannot release either.
+func (s *deviceShare) idle(c *Comm) bool {
+	done, err := s.ctx.StreamDone(c.stream)
+	if err != nil || !done {
+		return false
+	}
+	done, err = s.ctx.EventDone(c.tail)
+	return err == nil && done
 }
 
 func (s *deviceShare) runGraveyard() []error {

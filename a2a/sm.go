@@ -33,6 +33,8 @@ type smTransport struct {
 	threads    int            // per block: see maxThreadsPerBlock
 	args       kernelArgs
 	params     [1]unsafe.Pointer // &args, reused by every launch
+
+	abortedByClose bool // who set the abort word, for the error
 }
 
 // newSMTransport prepares the transport of a Comm whose buffer is buf with
@@ -95,19 +97,19 @@ func (t *smTransport) setTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.
 func (t *smTransport) widths() []int { return t.k.widths }
 
 // enqueue launches the operation's kernel (after the start barrier's with
-// a single buffer). Allocation-free.
-func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor) error {
+// a single buffer) on s. Allocation-free.
+func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, s driver.Stream) error {
 	t.args.Input = uint64(x.Ptr)
 	t.args.Batch = uint32(x.Shape[0])
 	t.args.Units = uint32(p.chunk / int64(p.width))
 	t.args.Active = uint32(activeBlocks(p.groupBytes, t.blocks))
 	t.args.Sig = p.sig
 	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.start, 1, farewellThreads); err != nil {
+		if err := t.launch(t.k.start, 1, farewellThreads, s); err != nil {
 			return err
 		}
 	}
-	return t.launch(t.k.ops[op][p.width], t.blocks, t.threads)
+	return t.launch(t.k.ops[op][p.width], t.blocks, t.threads, s)
 }
 
 // failure decodes the status word a failed kernel wrote, or nil.
@@ -130,7 +132,7 @@ func (t *smTransport) failure() error {
 		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
 			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
 	case statusAborted:
-		return &abortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
+		return &abortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, ByClose: t.abortedByClose}
 	}
 	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
 }
@@ -142,14 +144,15 @@ func (t *smTransport) goodbye(wait bool) error {
 	if wait {
 		t.args.Active = 1
 	}
-	return t.launch(t.k.close, 1, farewellThreads)
+	return t.launch(t.k.close, 1, farewellThreads, t.stream)
 }
 
 // abort sets the status word's abort word: every wait of a kernel queued
 // so far or later ends within about 1 ms (ABORT_POLL_NS) with
-// STATUS_ABORTED. It cannot be undone.
-func (t *smTransport) abort() {
-	if t.statusHost != nil {
+// STATUS_ABORTED. It cannot be undone; the first caller names the cause.
+func (t *smTransport) abort(byClose bool) {
+	if t.statusHost != nil && atomic.LoadUint32(&(*statusWord)(t.statusHost).Abort) == 0 {
+		t.abortedByClose = byClose
 		atomic.StoreUint32(&(*statusWord)(t.statusHost).Abort, 1)
 	}
 }
@@ -163,11 +166,12 @@ func (t *smTransport) release() {
 	}
 }
 
-// launch enqueues one kernel with the current args, holding the share's
-// launch gate so that no graveyard release starts while it may run.
-func (t *smTransport) launch(f driver.Function, grid, threads int) error {
+// launch enqueues one kernel with the current args on s, holding the
+// share's launch gate so that no graveyard release starts while it may
+// run.
+func (t *smTransport) launch(f driver.Function, grid, threads int, s driver.Stream) error {
 	t.share.gate.RLock()
-	err := t.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, t.stream, t.params[:])
+	err := t.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
 	t.share.gate.RUnlock()
 	if err != nil {
 		return wrapDriver("launching kernel", err)

@@ -1,6 +1,8 @@
 package a2a
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -28,6 +30,39 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 // ErrClosed (or nil, if the operations had completed).
 func (c *Comm) Sync() error { return c.wait(true) }
 
+// SyncContext is Sync bounded by ctx. If ctx ends first, it ends the
+// device's waits for peers as Close does (within about 1 ms) and returns
+// ctx's error. The Comm is then broken: the operations that were waiting
+// failed (ErrAborted), and so does every later one; Close it. Peers in
+// the middle of those operations with this rank fail too, once this rank
+// closes or their timeout passes. It costs a goroutine per call.
+func (c *Comm) SyncContext(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- c.Sync() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if !c.closing && c.t != nil {
+		c.t.abort(false)
+	}
+	c.mu.Unlock()
+	err := <-done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failure == nil && !c.closing {
+		// The operations had completed before the abort took effect, but
+		// the abort word stays set: later waits would end at once.
+		c.fail(wrapErr(ErrAborted, "rank %d's Sync context ended, which aborts the Comm's waits for good", c.cfg.Rank))
+	}
+	if err == nil || errors.Is(err, ErrAborted) {
+		return wrapErr(ctx.Err(), "Sync")
+	}
+	return errors.Join(wrapErr(ctx.Err(), "Sync"), err)
+}
+
 // waitQueued waits for the operations queued on the Comm (a memory helper
 // touching its buffer depends on them) and reports a failure as Sync does.
 // A closed Comm has nothing queued.
@@ -49,8 +84,9 @@ func (c *Comm) wait(forSync bool) error {
 	}
 	if c.failure == nil {
 		c.waiting++
+		onCaller := c.lastStream != c.stream
 		c.mu.Unlock()
-		err := c.dev.ctx.StreamSynchronize(c.stream)
+		err := c.waitDevice(onCaller)
 		c.mu.Lock()
 		if c.waiting--; c.waiting == 0 {
 			c.changed.Broadcast()

@@ -3,6 +3,8 @@ package a2a
 import (
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/driver"
+
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -26,9 +28,10 @@ type transport interface {
 	// widest first; planning picks the widest the operation allows.
 	widths() []int
 	// enqueue moves the bytes of the planned operation p on input x into
-	// every rank's data half for this operation, on the Comm's stream,
-	// without waiting for anything.
-	enqueue(op ptx.Op, p opPlan, x Tensor) error
+	// every rank's data half for this operation, on stream s (the Comm's
+	// or the caller's, already ordered after the Comm's previous
+	// operation), without waiting for anything.
+	enqueue(op ptx.Op, p opPlan, x Tensor, s driver.Stream) error
 	// failure returns what the device reported (a *TimeoutError,
 	// *PeerClosedError or *MismatchError), or nil.
 	failure() error
@@ -36,9 +39,9 @@ type transport interface {
 	// wait, waiting (bounded by the timeout) until each has said the same.
 	goodbye(wait bool) error
 	// abort ends, promptly, every wait of the operations queued so far
-	// and later: they fail with an error matching ErrClosed. Close uses it
-	// when a Sync is blocked.
-	abort()
+	// and later: they fail with an *abortedError (byClose says who asked).
+	// It cannot be undone: the Comm is broken after it.
+	abort(byClose bool)
 	// release hands what the transport holds to the share's graveyard.
 	release()
 }

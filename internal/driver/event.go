@@ -50,6 +50,37 @@ func (c *Context) EventSynchronize(e Event) error {
 	return c.d.check("cuEventSynchronize", r)
 }
 
+// EventDone reports, without blocking, whether the work before e's last
+// record is done (cuEventQuery: CUDA_SUCCESS is true, CUDA_ERROR_NOT_READY
+// false). An event never recorded is done. Allocation-free.
+func (c *Context) EventDone(e Event) (bool, error) {
+	if err := c.enter(); err != nil {
+		return false, err
+	}
+	r := c.d.call(c.d.fn.eventQuery, uintptr(e))
+	c.leave()
+	if resultOf(r) == ErrorNotReady {
+		return false, nil
+	}
+	if err := c.d.check("cuEventQuery", r); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// StreamWaitEvent makes the work enqueued on s after this call wait until
+// the work before e's last record is done (cuStreamWaitEvent); the host
+// does not wait. s and e may belong to different streams of the context.
+// Allocation-free.
+func (c *Context) StreamWaitEvent(s Stream, e Event) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r := c.d.call(c.d.fn.streamWaitEvent, uintptr(s), uintptr(e), 0)
+	c.leave()
+	return c.d.check("cuStreamWaitEvent", r)
+}
+
 // EventElapsed returns the GPU time between two completed timing events
 // (cuEventElapsedTime_v2, else cuEventElapsedTime; about 0.5 µs
 // resolution).

@@ -50,6 +50,22 @@ func (c *Context) StreamSynchronize(s Stream) error {
 	return c.d.check("cuStreamSynchronize", r)
 }
 
+// OwnsStream reports whether s, a stream handle from anywhere in the
+// process, belongs to c (cuStreamGetCtx); the legacy and per-thread
+// default streams (0, 1, 2) belong to every context. Allocation-free.
+func (c *Context) OwnsStream(s Stream) (bool, error) {
+	if err := c.enter(); err != nil {
+		return false, err
+	}
+	var owner uintptr
+	r, _, _ := purego.SyscallN(c.d.fn.streamGetCtx, uintptr(s), uintptr(unsafe.Pointer(&owner)))
+	c.leave()
+	if err := c.d.check("cuStreamGetCtx", r); err != nil {
+		return false, err
+	}
+	return owner == c.ctx, nil
+}
+
 // StreamDone reports, without blocking, whether all work on s is done
 // (cuStreamQuery: CUDA_SUCCESS is true, CUDA_ERROR_NOT_READY is false).
 func (c *Context) StreamDone(s Stream) (bool, error) {

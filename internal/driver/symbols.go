@@ -13,8 +13,9 @@ type funcs struct {
 	memcpyPeerAsync, memHostAlloc, memFreeHost, memHostGetDevicePointer          uintptr
 	ipcGetMemHandle, ipcOpenMemHandle, ipcCloseMemHandle                         uintptr
 	moduleLoadDataEx, moduleUnload, moduleGetFunction, launchKernel              uintptr
-	streamCreate, streamDestroy, streamSynchronize, streamQuery                  uintptr
+	streamCreate, streamDestroy, streamSynchronize, streamQuery, streamWaitEvent uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
+	eventQuery, streamGetCtx                                                     uintptr
 	funcGetAttribute, occupancyMaxActiveBlocks, memGetAddressRange               uintptr
 
 	// The names bound where a symbol has several, for error messages.
@@ -90,9 +91,12 @@ func (f *funcs) table() []symbol {
 		req(&f.streamDestroy, "cuStreamDestroy_v2"),
 		req(&f.streamSynchronize, "cuStreamSynchronize"),
 		req(&f.streamQuery, "cuStreamQuery"),
+		req(&f.streamWaitEvent, "cuStreamWaitEvent"),
+		req(&f.streamGetCtx, "cuStreamGetCtx"),
 		req(&f.eventCreate, "cuEventCreate"),
 		req(&f.eventRecord, "cuEventRecord"),
 		req(&f.eventSynchronize, "cuEventSynchronize"),
+		req(&f.eventQuery, "cuEventQuery"),
 		// The _v2 is preferred; either one satisfies the load.
 		req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime").named(&f.eventElapsedTimeName),
 		req(&f.eventDestroy, "cuEventDestroy_v2"),

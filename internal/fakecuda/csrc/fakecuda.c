@@ -1243,6 +1243,25 @@ CUresult cuStreamSynchronize(uintptr_t s) {
 	return r;
 }
 
+// cuStreamGetCtx names the context a stream belongs to; the default
+// streams belong to the current one.
+CUresult cuStreamGetCtx(uintptr_t s, struct ctx **c) {
+	struct stream *st = (struct stream *)s;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (c == NULL)
+		return INVALID_VALUE;
+	if (s <= 2) {
+		*c = current;
+		return SUCCESS;
+	}
+	if (st->magic != MAGIC_STREAM || st->dead)
+		return INVALID_HANDLE;
+	*c = st->ctx;
+	return SUCCESS;
+}
+
 // cuStreamQuery answers CUDA_ERROR_NOT_READY while the stream has work
 // queued.
 CUresult cuStreamQuery(uintptr_t s) {
@@ -1306,6 +1325,36 @@ CUresult cuEventSynchronize(uintptr_t e) {
 	if (ev->stream != NULL && ev->stream->done < ev->seq)
 		ev->stream->done = ev->seq;
 	unlock();
+	return SUCCESS;
+}
+
+// cuEventQuery answers CUDA_ERROR_NOT_READY while the work queued before
+// the event's record is not settled; an event never recorded is done.
+CUresult cuEventQuery(uintptr_t e) {
+	struct event *ev = event_of(e);
+	CUresult r = SUCCESS;
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (ev == NULL)
+		return INVALID_HANDLE;
+	lock();
+	if (ev->stream != NULL && ev->stream->done < ev->seq)
+		r = NOT_READY;
+	unlock();
+	return r;
+}
+
+// cuStreamWaitEvent checks its handles; the stub runs nothing, so there is
+// no order to keep.
+CUresult cuStreamWaitEvent(uintptr_t s, uintptr_t e, unsigned flags) {
+	struct event *ev = event_of(e);
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	if (ev == NULL || ev->ctx != current || flags != 0)
+		return INVALID_HANDLE;
 	return SUCCESS;
 }
 

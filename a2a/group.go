@@ -1,0 +1,84 @@
+package a2a
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Group is a whole group in one process: one Comm per rank, each on its
+// own device (a device may repeat), connected by pointer rather than IPC
+// handles, with peer access enabled between the devices. Its Comms are
+// ordinary Comms: the same operations, semantics and kernels.
+//
+// A collective completes only when every rank has run it, so enqueue the
+// operation on every rank before waiting for any: from one goroutine per
+// rank, or from one goroutine in turn (operations return without
+// waiting), but not Sync of one rank before the others have enqueued.
+// Ranks on one GPU need no more SMs than one: of each operation, only the
+// block that starts last waits, so the ranks' kernels never need to be
+// resident at once. Two ranks must not use the same stream for one
+// collective (see Comm.On): the second would wait for the first, which
+// waits for it, until the timeout.
+type Group struct {
+	comms []*Comm
+}
+
+// NewGroup makes a Group of len(devices) ranks: rank i on device
+// devices[i], each with cfg's capacity, type, SMs, timeout and buffer mode
+// (cfg's Rank, WorldSize and Device are ignored). It costs what New costs
+// per rank, plus peer access between distinct devices. On failure nothing
+// is left allocated.
+func NewGroup(cfg Config, devices []int) (*Group, error) {
+	if len(devices) < 1 || len(devices) > MaxWorldSize {
+		return nil, fmt.Errorf("a2a: a group of %d devices, not 1..%d: %w", len(devices), MaxWorldSize, ErrConfig)
+	}
+	g := &Group{}
+	handles := make([][]byte, len(devices))
+	for r, d := range devices {
+		rc := cfg
+		rc.Rank, rc.WorldSize, rc.Device = r, len(devices), DeviceOrdinal(d)
+		c, err := New(rc)
+		if err != nil {
+			return nil, errors.Join(wrapErr(err, "making rank %d on device %d", r, d), g.Close())
+		}
+		g.comms = append(g.comms, c)
+		handles[r] = c.Handle()
+	}
+	for r, c := range g.comms {
+		if err := c.Connect(handles); err != nil {
+			return nil, errors.Join(wrapErr(err, "connecting rank %d", r), g.Close())
+		}
+	}
+	return g, nil
+}
+
+// Comm returns rank r's Comm (nil if r is out of range).
+func (g *Group) Comm(r int) *Comm {
+	if r < 0 || r >= len(g.comms) {
+		return nil
+	}
+	return g.comms[r]
+}
+
+// Size returns the number of ranks.
+func (g *Group) Size() int { return len(g.comms) }
+
+// Sync waits for every rank's queued operations, all at once, and returns
+// what each Sync returned, joined.
+func (g *Group) Sync() error { return g.each((*Comm).Sync) }
+
+// Close closes every rank at once (one at a time, each would wait for the
+// others' goodbyes until the timeout) and returns what went wrong, joined.
+func (g *Group) Close() error { return g.each((*Comm).Close) }
+
+// each runs f on every rank's Comm concurrently.
+func (g *Group) each(f func(*Comm) error) error {
+	errs := make([]error, len(g.comms))
+	var wg sync.WaitGroup
+	for r, c := range g.comms {
+		wg.Go(func() { errs[r] = f(c) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,137 @@
+package a2a
+
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// Stream is a CUDA stream handle (a CUstream) of the caller's, made by any
+// binding or the runtime API of this process in the primary context of the
+// Comm's device; 0 is the legacy default stream.
+type Stream uintptr
+
+// StreamOps enqueues a Comm's operations on a stream of the caller's; see
+// Comm.On. It is a small value: make one per call or keep it.
+type StreamOps struct {
+	c *Comm
+	s driver.Stream
+}
+
+// On returns the Comm's operations enqueued on s instead of the Comm's own
+// stream, so that they run between the caller's kernels with no host
+// synchronisation: an operation on s reads its input after the work
+// queued on s before it, and work queued on s after it sees its complete
+// output (view or Into destination). The Comm keeps its operations in
+// order across streams: an operation on another stream than the previous
+// one waits for it (one cuEventRecord and one cuStreamWaitEvent on the
+// switch; on a caller's stream, one cuEventRecord after each operation).
+// No allocation, no host wait.
+//
+// A view stays valid, and Comm.Buffer the caller's, until the next
+// operation of the Comm starts on the device. The ranks' operations of one
+// collective run concurrently, so two Comms of one group (NewGroup) must
+// not use the same stream for it. Sync and Close wait for the operations
+// on every stream used.
+func (c *Comm) On(s Stream) StreamOps { return StreamOps{c: c, s: driver.Stream(s)} }
+
+// SendRecvHeads is Comm.SendRecvHeads on the stream.
+func (o StreamOps) SendRecvHeads(x Tensor) (Tensor, error) {
+	return o.c.run(ptx.OpSendRecvHeads, x, nil, o.s)
+}
+
+// SendRecvHeadsInto is Comm.SendRecvHeadsInto on the stream.
+func (o StreamOps) SendRecvHeadsInto(dst, x Tensor) error {
+	_, err := o.c.run(ptx.OpSendRecvHeads, x, &dst, o.s)
+	return err
+}
+
+// GatherHeads is Comm.GatherHeads on the stream.
+func (o StreamOps) GatherHeads(x Tensor) (Tensor, error) {
+	return o.c.run(ptx.OpGatherHeads, x, nil, o.s)
+}
+
+// GatherHeadsInto is Comm.GatherHeadsInto on the stream.
+func (o StreamOps) GatherHeadsInto(dst, x Tensor) error {
+	_, err := o.c.run(ptx.OpGatherHeads, x, &dst, o.s)
+	return err
+}
+
+// AllGather is Comm.AllGather on the stream.
+func (o StreamOps) AllGather(x Tensor) (Tensor, error) {
+	return o.c.run(ptx.OpAllGather, x, nil, o.s)
+}
+
+// AllGatherInto is Comm.AllGatherInto on the stream.
+func (o StreamOps) AllGatherInto(dst, x Tensor) error {
+	_, err := o.c.run(ptx.OpAllGather, x, &dst, o.s)
+	return err
+}
+
+// orderBefore makes s wait for the Comm's previous operation when that one
+// went to another stream. c.tail marks the end of the previous operation
+// when it ran on a caller's stream; on the Comm's own stream it is
+// recorded here. Called with the lock held; a failure enqueued nothing
+// that matters, so it does not break the Comm.
+func (c *Comm) orderBefore(s driver.Stream) error {
+	if s == c.lastStream {
+		return nil
+	}
+	if s != c.stream {
+		own, err := c.dev.ctx.OwnsStream(s)
+		if err != nil {
+			return fmt.Errorf("a2a: stream %#x: %w: %w", uintptr(s), ErrStream, err)
+		}
+		if !own {
+			return fmt.Errorf("a2a: stream %#x is not a stream of device %d's primary context: %w", uintptr(s), c.dev.info.Ordinal, ErrStream)
+		}
+	}
+	if c.lastStream == c.stream {
+		if err := c.dev.ctx.EventRecord(c.tail, c.stream); err != nil {
+			return wrapDriver("marking the Comm's stream", err)
+		}
+	}
+	if err := c.dev.ctx.StreamWaitEvent(s, c.tail); err != nil {
+		return fmt.Errorf("a2a: ordering stream %#x after the previous operation: %w: %w", uintptr(s), ErrStream, err)
+	}
+	return nil
+}
+
+// orderAfter marks the end of an operation enqueued on a caller's stream
+// (c.tail), which the next operation elsewhere, Sync, Close and the
+// share's idleness check go by.
+func (c *Comm) orderAfter(s driver.Stream) error {
+	c.lastStream = s
+	if s == c.stream {
+		return nil
+	}
+	if err := c.dev.ctx.EventRecord(c.tail, s); err != nil {
+		return wrapDriver("marking the end of the operation", err)
+	}
+	return nil
+}
+
+// waitDevice waits, without the lock, for the Comm's operations: on its own
+// stream, or through c.tail when the last one ran on a caller's stream
+// (the earlier ones are ordered before it). onCaller is lastStream !=
+// stream as read under the lock.
+func (c *Comm) waitDevice(onCaller bool) error {
+	if onCaller {
+		return c.dev.ctx.EventSynchronize(c.tail)
+	}
+	return c.dev.ctx.StreamSynchronize(c.stream)
+}
+
+// joinOwnStream orders the Comm's own stream after an operation on a
+// caller's stream, so that what Close enqueues there comes after it.
+func (c *Comm) joinOwnStream() error {
+	if c.lastStream == c.stream {
+		return nil
+	}
+	if err := c.dev.ctx.StreamWaitEvent(c.stream, c.tail); err != nil {
+		return wrapDriver("ordering Close after the last operation", err)
+	}
+	c.lastStream = c.stream
+	return nil
+}
