@@ -144,8 +144,11 @@ func liveShare(ordinal int) *deviceShare {
 
 // put drops the caller's reference; the last one releases the graveyard,
 // the kernels and the context. Those calls may wait for the device, but no
-// Comm of the process is left to be waited for.
+// Comm of the process is left to be waited for. A caller that is not last
+// runs what it can of the graveyard first, while its reference still keeps
+// the context: a teardown never overlaps a drain.
 func (s *deviceShare) put() error {
+	errs := []error{s.tryDrain()}
 	shares.mu.Lock()
 	s.mu.Lock()
 	s.refs--
@@ -155,11 +158,11 @@ func (s *deviceShare) put() error {
 	}
 	s.mu.Unlock()
 	shares.mu.Unlock()
-	errs := s.takeDeferred()
-	if !last {
-		return errors.Join(append(errs, s.tryDrain())...)
+	errs = append(errs, s.takeDeferred()...)
+	if last {
+		errs = append(errs, s.teardown())
 	}
-	return errors.Join(append(errs, s.teardown())...)
+	return errors.Join(errs...)
 }
 
 // tryDrainLater is tryDrain for callers with nothing to report to (Sync):

@@ -101,3 +101,28 @@ func TestFakeGroup(t *testing.T) {
 	t.Logf("device 5 of 2: %v", err)
 	requireReleased(t, lib)
 }
+
+// TestFakeGroupCloseRepeatedly makes, uses and closes groups with two
+// ranks per device many times: the ranks close at once, and the last one
+// of a device tears down what they share while the others drain what they
+// left (a race found on a GPU, run 18; under -race this test failed on
+// the code before the fix within a few rounds).
+func TestFakeGroupCloseRepeatedly(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+	cfg := a2a.Config{MaxTokens: 64, HiddenDim: 4 * 64, DType: a2a.BFloat16}
+	for i := range 50 {
+		g, err := a2a.NewGroup(cfg, []int{0, 1, 0, 1})
+		require.NoError(t, err)
+		for r := range g.Size() {
+			c := g.Comm(r)
+			require.NoError(t, c.SetRankTokens([]int{4, 4, 4, 4}))
+			x, err := c.Device().Alloc([4]int{1, 4, 8, 64}, a2a.BFloat16)
+			require.NoError(t, err)
+			_, err = c.AllGather(x)
+			require.NoError(t, err)
+			require.NoError(t, c.Device().Free(x)) // deferred: Comms are live
+		}
+		require.NoError(t, g.Close(), "round %d", i)
+		requireReleased(t, lib)
+	}
+}
