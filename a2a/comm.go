@@ -51,6 +51,8 @@ type Comm struct {
 	launches  uint64 // operations launched: the device epoch of the last one
 
 	tokens    tokenSet
+	captured  []capturedOp // operations captured into graphs that may replay
+	inCapture bool         // CaptureGraph is recording: only captured operations may be enqueued
 	connected bool
 	failure   error // first failure; the Comm is broken once it is set
 	reported  bool  // failure has been returned once as itself

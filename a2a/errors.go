@@ -33,6 +33,7 @@ var (
 	ErrOpMismatch   = errors.New("ranks ran different operations")
 	ErrStream       = errors.New("bad stream")
 	ErrAborted      = errors.New("wait aborted")
+	ErrOddGraph     = errors.New("a graph with an odd number of a Comm's operations replayed twice in a row")
 )
 
 // Phase names the barrier a timed-out rank was waiting in.

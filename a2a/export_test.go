@@ -125,59 +125,98 @@ func FakeHang() string {
 
 // TestStream is a stream of a test's own on a Comm's device, as a caller
 // with its own CUDA binding would make, with async copies between pinned
-// host memory and the device on it.
+// host memory and the device on it. The GPU tests' child processes use it
+// too, without a testing.TB.
 type TestStream struct {
 	d      *Device
 	s      driver.Stream
+	pinned []unsafe.Pointer
 	closed bool
 }
 
-// NewTestStream makes a stream on d, destroyed (after a sync) when tb ends.
+// OpenTestStream makes a stream on d; Close releases it and its pinned
+// memory.
+func OpenTestStream(d *Device) (*TestStream, error) {
+	s, err := d.ctx.StreamCreate(true)
+	if err != nil {
+		return nil, err
+	}
+	return &TestStream{d: d, s: s}, nil
+}
+
+// NewTestStream is OpenTestStream, closed when tb ends.
 func NewTestStream(tb testing.TB, d *Device) *TestStream {
 	tb.Helper()
-	s, err := d.ctx.StreamCreate(true)
+	ts, err := OpenTestStream(d)
 	if err != nil {
 		tb.Fatalf("creating a stream: %v", err)
 	}
-	ts := &TestStream{d: d, s: s}
 	tb.Cleanup(func() { _ = ts.Close() })
 	return ts
 }
 
-// Close waits for the stream and destroys it; later calls do nothing.
+// Close waits for the stream, destroys it and frees its pinned memory;
+// later calls do nothing.
 func (ts *TestStream) Close() error {
 	if ts.closed {
 		return nil
 	}
 	ts.closed = true
-	err := ts.d.ctx.StreamSynchronize(ts.s)
-	return errors.Join(err, ts.d.ctx.StreamDestroy(ts.s))
+	errs := []error{ts.d.ctx.StreamSynchronize(ts.s), ts.d.ctx.StreamDestroy(ts.s)}
+	for _, p := range ts.pinned {
+		errs = append(errs, ts.d.ctx.HostFree(p))
+	}
+	return errors.Join(errs...)
 }
 
 // Stream returns the handle to pass to Comm.On.
 func (ts *TestStream) Stream() Stream { return Stream(ts.s) }
 
-// Pinned returns n bytes of pinned host memory, freed when tb ends (the
-// stream's cleanup, registered earlier, has synchronised it by then).
-func (ts *TestStream) Pinned(tb testing.TB, n int) []byte {
-	tb.Helper()
-	host, _, err := ts.d.ctx.HostAllocMapped(uint64(n))
+// Pinned returns n bytes of pinned host memory, freed by Close.
+func (ts *TestStream) Pinned(n int) ([]byte, error) {
+	host, _, err := ts.d.ctx.HostAllocMapped(uint64(max(n, 1)))
 	if err != nil {
-		tb.Fatalf("allocating pinned memory: %v", err)
+		return nil, err
 	}
-	tb.Cleanup(func() { _ = ts.d.ctx.HostFree(host) })
-	return unsafe.Slice((*byte)(host), n)
+	ts.pinned = append(ts.pinned, host)
+	return unsafe.Slice((*byte)(host), n), nil
 }
 
 // Upload enqueues a copy of src (pinned) into t on the stream.
 func (ts *TestStream) Upload(t Tensor, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
 	return ts.d.ctx.MemcpyHtoDAsync(driver.DevicePtr(t.Ptr), unsafe.Pointer(&src[0]), uint64(len(src)), ts.s)
 }
 
 // Download enqueues a copy of t into dst (pinned) on the stream.
 func (ts *TestStream) Download(dst []byte, t Tensor) error {
+	if len(dst) == 0 {
+		return nil
+	}
 	return ts.d.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), driver.DevicePtr(t.Ptr), uint64(len(dst)), ts.s)
 }
 
 // Sync waits for the stream.
 func (ts *TestStream) Sync() error { return ts.d.ctx.StreamSynchronize(ts.s) }
+
+// CaptureRaw captures what record enqueues on the stream into a graph
+// without CaptureGraph (no padding, as a caller's own binding would) and
+// returns a function that replays it on the stream.
+func (ts *TestStream) CaptureRaw(record func() error) (func() error, error) {
+	if err := ts.d.ctx.StreamBeginCapture(ts.s); err != nil {
+		return nil, err
+	}
+	rerr := record()
+	g, err := ts.d.ctx.StreamEndCapture(ts.s)
+	if err = errors.Join(rerr, err); err != nil {
+		return nil, err
+	}
+	defer ts.d.ctx.GraphDestroy(g)
+	exec, err := ts.d.ctx.GraphInstantiate(g)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return ts.d.ctx.GraphLaunch(exec, ts.s) }, nil
+}

@@ -22,6 +22,7 @@ const (
 	stateEpochOff   = 0
 	stateArrivedOff = 4
 	stateClaimedOff = 8
+	stateHalfOff    = 12 // the half the last completed operation wrote
 	stateBytes      = 16
 
 	regionAlign = 256
@@ -64,14 +65,27 @@ type kernelArgs struct {
 	TimeoutNs uint64
 	HalfBytes uint64 // offset of the second data half; 0: single buffer
 	Capacity  uint64 // bytes of one data half; kernels store nothing past it
+	Live      uint64 // captured operations: device address of the liveTable; 0 otherwise
+	GroupRow  uint64 // captured: input bytes per token of the largest rank's walk
 	Tokens    [MaxWorldSize]int32
 	Prefix    [MaxWorldSize + 1]int32
 	Rank      uint32
 	World     uint32
 	Batch     uint32
 	Units     uint32 // vectors per chunk
-	Active    uint32 // blocks that copy; ulysses_close: 1 to wait for the peers' byes
-	Sig       uint32 // the operation's signature, the same on every rank
+	Active    uint32 // blocks that copy (captured: computed from Live); ulysses_close: 1 to wait for the peers' byes
+	Sig       uint32 // the operation's signature, the same on every rank (captured: without the counts' hash)
+	Half      uint32 // the data half the operation writes
+	Reserved  uint32
+}
+
+// liveTable mirrors struct Live in the kernels: the token counts captured
+// operations read when a graph replays them, in pinned host memory that
+// SetRankTokens writes.
+type liveTable struct {
+	Tokens    [MaxWorldSize]int32
+	Prefix    [MaxWorldSize + 1]int32
+	TokenHash uint32
 }
 
 // Status codes the kernels write into statusWord.Code.
@@ -81,6 +95,7 @@ const (
 	statusPeerClosed = 2
 	statusMismatch   = 3
 	statusAborted    = 4 // a wait ended by the abort word (Close during a blocked Sync)
+	statusHalfReused = 5 // two operations in a row on one data half (an odd graph replayed)
 )
 
 // statusWord mirrors struct Status in the kernels: written by the device

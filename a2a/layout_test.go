@@ -125,6 +125,8 @@ func TestKernelDefinesMatchGo(t *testing.T) {
 		"STATUS_PEER_CLOSED": statusPeerClosed,
 		"STATUS_MISMATCH":    statusMismatch,
 		"STATUS_ABORTED":     statusAborted,
+		"STATUS_HALF_REUSED": statusHalfReused,
+		"ACTIVE_GRANULE":     activeGranule,
 	} {
 		got, ok := defs[name]
 		require.True(t, ok, "#define %s not found in %s", name, kernelSource)
@@ -139,7 +141,7 @@ func TestStateLayoutMatchesKernels(t *testing.T) {
 		{"epoch", stateEpochOff, 4, 1},
 		{"arrived", stateArrivedOff, 4, 1},
 		{"claimed", stateClaimedOff, 4, 1},
-		{"reserved", 12, 4, 1},
+		{"last_half", stateHalfOff, 4, 1},
 	}
 	assert.Equal(t, want, fields)
 	assert.Equal(t, int64(stateBytes), size)
@@ -162,7 +164,7 @@ func TestSignalsLayoutMatchesKernels(t *testing.T) {
 
 func TestKernelArgsLayout(t *testing.T) {
 	var a kernelArgs
-	require.Equal(t, uintptr(272), unsafe.Sizeof(a))
+	require.Equal(t, uintptr(296), unsafe.Sizeof(a))
 	require.Equal(t, unsafe.Sizeof(a), argsBytes)
 	files := ptx.Files()
 	require.NotEmpty(t, files)
@@ -172,15 +174,26 @@ func TestKernelArgsLayout(t *testing.T) {
 	assert.Equal(t, uintptr(0), unsafe.Offsetof(a.Data))
 	assert.Equal(t, uintptr(64), unsafe.Offsetof(a.Signal))
 	assert.Equal(t, uintptr(128), unsafe.Offsetof(a.Input))
-	assert.Equal(t, uintptr(176), unsafe.Offsetof(a.Tokens))
-	assert.Equal(t, uintptr(208), unsafe.Offsetof(a.Prefix))
-	assert.Equal(t, uintptr(244), unsafe.Offsetof(a.Rank))
-	assert.Equal(t, uintptr(264), unsafe.Offsetof(a.Sig))
+	assert.Equal(t, uintptr(144), unsafe.Offsetof(a.Status))
+	assert.Equal(t, uintptr(176), unsafe.Offsetof(a.Live))
+	assert.Equal(t, uintptr(192), unsafe.Offsetof(a.Tokens))
+	assert.Equal(t, uintptr(224), unsafe.Offsetof(a.Prefix))
+	assert.Equal(t, uintptr(260), unsafe.Offsetof(a.Rank))
+	assert.Equal(t, uintptr(280), unsafe.Offsetof(a.Sig))
+	assert.Equal(t, uintptr(284), unsafe.Offsetof(a.Half))
 
 	src := readKernelSource(t)
 	fields, size := cStruct(t, src, cDefines(t, src), "Args")
 	assert.Equal(t, int64(unsafe.Sizeof(a)), size, "sizeof(struct Args)")
 	checkGoMirror(t, reflect.TypeOf(a), fields)
+}
+
+func TestLiveTableLayout(t *testing.T) {
+	var l liveTable
+	src := readKernelSource(t)
+	fields, size := cStruct(t, src, cDefines(t, src), "Live")
+	assert.Equal(t, int64(unsafe.Sizeof(l)), size, "sizeof(struct Live)")
+	checkGoMirror(t, reflect.TypeOf(l), fields)
 }
 
 func TestStatusWordLayout(t *testing.T) {

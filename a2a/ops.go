@@ -13,13 +13,13 @@ import (
 // the Comm's stream and returns a view into the Comm's buffer, valid until
 // the next operation on this Comm. One kernel launch; no allocation.
 func (c *Comm) SendRecvHeads(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpSendRecvHeads, x, nil, c.stream)
+	return c.run(ptx.OpSendRecvHeads, x, nil, ownStream)
 }
 
 // SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
 // the cost of one device-local copy out of the Comm's buffer.
 func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpSendRecvHeads, x, &dst, c.stream)
+	_, err := c.run(ptx.OpSendRecvHeads, x, &dst, ownStream)
 	return err
 }
 
@@ -30,13 +30,13 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 // operation (the default double buffer keeps the two apart); with
 // Config.SingleBuffer it must not lie in the Comm's buffer.
 func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpGatherHeads, x, nil, c.stream)
+	return c.run(ptx.OpGatherHeads, x, nil, ownStream)
 }
 
 // GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
 // cost of one device-local copy.
 func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpGatherHeads, x, &dst, c.stream)
+	_, err := c.run(ptx.OpGatherHeads, x, &dst, ownStream)
 	return err
 }
 
@@ -44,39 +44,66 @@ func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
 // result is [B, T, H, D], the same on every rank. Asynchronous, returning a
 // view valid until the next operation.
 func (c *Comm) AllGather(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpAllGather, x, nil, c.stream)
+	return c.run(ptx.OpAllGather, x, nil, ownStream)
 }
 
 // AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
 // one device-local copy.
 func (c *Comm) AllGatherInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpAllGather, x, &dst, c.stream)
+	_, err := c.run(ptx.OpAllGather, x, &dst, ownStream)
 	return err
 }
 
-// run validates, then enqueues op on stream s (the Comm's own or the
-// caller's); nothing is enqueued on any error.
+// ownStream stands for the Comm's own stream in run's argument, which is
+// read under the lock (Close clears it).
+const ownStream = driver.Stream(^uintptr(0))
+
+// run validates, then enqueues op on stream s (ownStream or the caller's);
+// nothing is enqueued on any error.
 func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(true); err != nil {
 		return Tensor{}, err
 	}
+	if s == ownStream {
+		s = c.stream
+	}
 	if c.tokens.counts == nil {
 		return Tensor{}, prefixed(ErrTokensNotSet)
 	}
-	p, err := planOp(op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.t.widths())
+	captured, err := c.capturing(s)
 	if err != nil {
 		return Tensor{}, err
 	}
-	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
+	if c.inCapture && !captured {
+		return Tensor{}, fmt.Errorf("a2a: %s on stream %#x while CaptureGraph records this Comm: %w", op, uintptr(s), ErrConfig)
+	}
+	planned := x
+	if captured {
+		if dst != nil {
+			return Tensor{}, fmt.Errorf("a2a: %s: the Into forms cannot be captured (their copy would keep the capture's size): read the view: %w", op, ErrNotSupported)
+		}
+		if planned, err = c.capturedInput(op, x); err != nil {
+			return Tensor{}, err
+		}
+	}
+	p, err := planOp(op, planned, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.t.widths())
+	if err != nil {
+		return Tensor{}, err
+	}
+	half := c.nextHalf()
+	out := c.buf + driver.DevicePtr(int64(half)*c.layout.halfBytes)
 	if err := c.checkPlacement(op, x, dst, p, out); err != nil {
 		return Tensor{}, err
+	}
+	if captured {
+		return c.enqueueCaptured(op, p, planned, x, launchSpec{stream: s, half: half, captured: true}, out)
 	}
 	if err := c.orderBefore(s); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
-	if err := c.t.enqueue(op, p, x, s); err != nil {
+	if err := c.t.enqueue(op, p, planned, launchSpec{stream: s, half: half}); err != nil {
 		return Tensor{}, c.fail(err)
 	}
 	c.launches++
@@ -89,6 +116,15 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, e
 		return Tensor{}, c.fail(err)
 	}
 	return Tensor{Ptr: uintptr(out), Shape: p.out, DType: c.cfg.DType}, nil
+}
+
+// nextHalf is the data half the next operation writes: the other one than
+// the last operation's (always 0 with a single half).
+func (c *Comm) nextHalf() uint32 {
+	if c.layout.halfBytes == 0 {
+		return 0
+	}
+	return uint32((c.launches + 1) & 1)
 }
 
 // checkPlacement refuses an input in the half the operation writes (or in

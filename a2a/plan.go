@@ -20,7 +20,9 @@ type opPlan struct {
 	// groupBytes is the most input bytes any rank's kernel walks: it sets
 	// the number of active blocks, which every rank must compute alike.
 	groupBytes int64
-	sig        uint32 // opSignature: the same on every rank
+	groupRow   int64  // groupBytes per token of the largest rank
+	sig        uint32 // withTokens(shapeSig, the counts): the same on every rank
+	shapeSig   uint32 // sig without the token counts, for captured operations
 }
 
 // maxDim bounds every dimension of a tensor, so that products of a few of
@@ -127,12 +129,20 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 	}
 	p.vectors, ok[0] = mulChecked(chunks, p.chunk/int64(p.width))
 	p.groupBytes, ok[1] = mulChecked(groupChunks, p.chunk)
+	// Per token of the largest rank: the walk is B*P chunks per token, B
+	// for AllGather, which moves whole rows.
+	rowChunks := B * P
+	if op == ptx.OpAllGather {
+		rowChunks = B
+	}
+	p.groupRow, ok[2] = mulChecked(rowChunks, p.chunk)
 	fullHeads := h
 	if op == ptx.OpGatherHeads {
 		fullHeads = h * world
 	}
-	p.sig = opSignature(op, b, fullHeads, d, int(es), ts)
-	if !ok[0] || !ok[1] || p.vectors > math.MaxInt32 {
+	p.shapeSig = shapeSignature(op, b, fullHeads, d, int(es))
+	p.sig = withTokens(p.shapeSig, ts.hash)
+	if !ok[0] || !ok[1] || !ok[2] || p.vectors > math.MaxInt32 {
 		return opPlan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.vectors, p.width, ErrCapacity)
 	}
 	return p, nil

@@ -16,18 +16,28 @@ func fnvAdd(h uint32, v uint64) uint32 {
 	return h
 }
 
-// opSignature names an operation and everything about it that every rank
-// shares (the operation, batch, full head count, head size, element size
-// and token counts). Kernels compare it across ranks: ranks that run
-// different operations at the same epoch get an error, not a result.
-func opSignature(op ptx.Op, batch, heads, headDim, elemBytes int, ts tokenSet) uint32 {
-	h := ts.hash
+// An operation's signature names it and everything about it that every
+// rank shares: the operation, batch, full head count, head size, element
+// size (shapeSignature) and the token counts (mixed in by withTokens).
+// Kernels compare it across ranks: ranks that run different operations at
+// the same epoch get an error, not a result. A captured operation carries
+// only its shape signature; the kernel mixes in the counts it reads at
+// replay (fnv_add in gen/kernels, the same as withTokens).
+func shapeSignature(op ptx.Op, batch, heads, headDim, elemBytes int) uint32 {
+	h := uint32(fnvOffset)
 	h = fnvAdd(h, uint64(opCode(op)))
 	for _, v := range []int{batch, heads, headDim, elemBytes} {
 		h = fnvAdd(h, uint64(v))
 	}
 	return h
 }
+
+// padSignature is the signature of the operation that pads a graph (see
+// CaptureGraph): it moves nothing, on any shape.
+var padSignature = shapeSignature(ptx.OpAllGather, 0, 0, 0, 0)
+
+// withTokens mixes the token counts' hash into a shape signature.
+func withTokens(shape, tokenHash uint32) uint32 { return fnvAdd(shape, uint64(tokenHash)) }
 
 func opCode(op ptx.Op) int {
 	for i, o := range ptx.Ops {

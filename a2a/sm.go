@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -29,8 +30,10 @@ type smTransport struct {
 	buf        driver.DevicePtr
 	layout     bufferLayout
 	statusHost unsafe.Pointer // *statusWord in pinned host memory
-	blocks     int            // this rank's wish until connect, the group's after
-	threads    int            // per block: see maxThreadsPerBlock
+	liveHost   unsafe.Pointer // *liveTable in pinned host memory, for captured operations
+	liveDev    driver.DevicePtr
+	blocks     int // this rank's wish until connect, the group's after
+	threads    int // per block: see maxThreadsPerBlock
 	args       kernelArgs
 	params     [1]unsafe.Pointer // &args, reused by every launch
 
@@ -49,6 +52,11 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 	}
 	t.statusHost = host
 	*(*statusWord)(host) = statusWord{}
+	if t.liveHost, t.liveDev, err = dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(liveTable{}))); err != nil {
+		t.release()
+		return nil, wrapDriver("allocating the token table", err)
+	}
+	*(*liveTable)(t.liveHost) = liveTable{}
 	blocks := cfg.NumSMs
 	if blocks == 0 {
 		blocks = dev.info.SMs
@@ -81,6 +89,8 @@ func (t *smTransport) connect(hs []handle) error {
 	return nil
 }
 
+// setTokens puts the counts in the argument of later launches and in the
+// live table captured operations read when they replay.
 func (t *smTransport) setTokens(ts tokenSet) {
 	t.args.Tokens = [MaxWorldSize]int32{}
 	t.args.Prefix = [MaxWorldSize + 1]int32{}
@@ -90,6 +100,8 @@ func (t *smTransport) setTokens(ts tokenSet) {
 	for i, n := range ts.prefix {
 		t.args.Prefix[i] = int32(n)
 	}
+	live := (*liveTable)(t.liveHost)
+	live.Tokens, live.Prefix, live.TokenHash = t.args.Tokens, t.args.Prefix, ts.hash
 }
 
 func (t *smTransport) setTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
@@ -97,19 +109,43 @@ func (t *smTransport) setTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.
 func (t *smTransport) widths() []int { return t.k.widths }
 
 // enqueue launches the operation's kernel (after the start barrier's with
-// a single buffer) on s. Allocation-free.
-func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, s driver.Stream) error {
+// a single buffer) on ls.stream. A captured one reads the token counts
+// from the live table when it runs, and computes its active blocks and
+// signature from them. Allocation-free.
+func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error {
 	t.args.Input = uint64(x.Ptr)
 	t.args.Batch = uint32(x.Shape[0])
 	t.args.Units = uint32(p.chunk / int64(p.width))
+	t.args.Half = ls.half
+	t.args.Live, t.args.GroupRow = 0, 0
 	t.args.Active = uint32(activeBlocks(p.groupBytes, t.blocks))
 	t.args.Sig = p.sig
+	if ls.captured {
+		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow)
+		t.args.Active, t.args.Sig = 0, p.shapeSig
+	}
+	return t.launchOp(t.k.ops[op][p.width], ls.stream)
+}
+
+// launchOp launches f with the current args, after the start barrier with
+// a single buffer.
+func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 	if t.args.HalfBytes == 0 {
 		if err := t.launch(t.k.start, 1, farewellThreads, s); err != nil {
 			return err
 		}
 	}
-	return t.launch(t.k.ops[op][p.width], t.blocks, t.threads, s)
+	return t.launch(f, t.blocks, t.threads, s)
+}
+
+// pad launches the narrowest AllGather with no batch: one block that
+// signals its peers and waits for theirs, writing nothing.
+func (t *smTransport) pad(ls launchSpec) error {
+	narrowest := t.k.widths[len(t.k.widths)-1]
+	t.args.Input, t.args.Batch, t.args.Units = 0, 0, 1
+	t.args.Half, t.args.Live, t.args.GroupRow = ls.half, 0, 0
+	t.args.Active, t.args.Sig = 1, padSignature
+	return t.launchOp(t.k.ops[ptx.OpAllGather][narrowest], ls.stream)
 }
 
 // failure decodes the status word a failed kernel wrote, or nil.
@@ -131,6 +167,8 @@ func (t *smTransport) failure() error {
 	case statusMismatch:
 		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
 			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
+	case statusHalfReused:
+		return fmt.Errorf("a2a: rank %d's operation %d would write the data half its previous operation wrote (capture with CaptureGraph, which pads a graph to an even count): %w", rank, epoch, ErrOddGraph)
 	case statusAborted:
 		return &abortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, ByClose: t.abortedByClose}
 	}
@@ -159,10 +197,14 @@ func (t *smTransport) abort(byClose bool) {
 
 func (t *smTransport) release() {
 	t.peers.bury()
+	ctx := t.share.ctx
 	if host := t.statusHost; host != nil {
-		ctx := t.share.ctx
 		t.share.bury(release{"freeing the status word", func() error { return ctx.HostFree(host) }})
 		t.statusHost = nil
+	}
+	if host := t.liveHost; host != nil {
+		t.share.bury(release{"freeing the token table", func() error { return ctx.HostFree(host) }})
+		t.liveHost = nil
 	}
 }
 

@@ -20,6 +20,9 @@ func (c *Comm) SetRankTokens(counts []int) error {
 		return err
 	}
 	ts := newTokenSet(counts)
+	if err := c.checkCaptured(ts); err != nil {
+		return err
+	}
 	c.t.setTokens(ts)
 	c.tokens = ts
 	return nil

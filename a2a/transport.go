@@ -8,6 +8,15 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
+// launchSpec is how the Comm wants one operation enqueued.
+type launchSpec struct {
+	stream driver.Stream
+	half   uint32 // the data half it writes: consecutive operations alternate
+	// captured: into a CUDA graph, so the token counts (and what follows
+	// from them) are read when it replays, not frozen now.
+	captured bool
+}
+
 // transport moves the bytes of planned operations between the ranks of a
 // group. The Comm owns everything else, and the same for every transport:
 // validation, the plan of each operation (shapes, token counts, capacity,
@@ -28,10 +37,14 @@ type transport interface {
 	// widest first; planning picks the widest the operation allows.
 	widths() []int
 	// enqueue moves the bytes of the planned operation p on input x into
-	// every rank's data half for this operation, on stream s (the Comm's
-	// or the caller's, already ordered after the Comm's previous
-	// operation), without waiting for anything.
-	enqueue(op ptx.Op, p opPlan, x Tensor, s driver.Stream) error
+	// every rank's data half ls.half, on ls.stream (the Comm's or the
+	// caller's, already ordered after the Comm's previous operation),
+	// without waiting for anything.
+	enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error
+	// pad enqueues an operation that moves nothing but takes its turn
+	// like any other (a barrier with the peers): CaptureGraph adds one to
+	// a graph with an odd number of a Comm's operations.
+	pad(ls launchSpec) error
 	// failure returns what the device reported (a *TimeoutError,
 	// *PeerClosedError or *MismatchError), or nil.
 	failure() error

@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "73ffb9f361f9491e0e885dbc80c1970837ff7cd4e5b439aaed69dbbe5bf3e9f4"
+const SourceHash = "d5dae9af3125264998486d275aa71e9cf1c9218996949d4e1882ac7ca97ac6ac"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 272, Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 296, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -25,7 +25,7 @@ var manifest = []File{
 		"ulysses_start",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 272, Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 296, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",

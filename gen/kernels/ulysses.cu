@@ -60,6 +60,12 @@
 #define STATUS_PEER_CLOSED 2u
 #define STATUS_MISMATCH 3u
 #define STATUS_ABORTED 4u
+#define STATUS_HALF_REUSED 5u
+
+// Input bytes each active block walks (a2a's activeGranule): how many
+// blocks a captured operation activates, computed here from the live
+// token counts.
+#define ACTIVE_GRANULE 32768
 
 // How often a waiting warp reads the host's abort word (over PCIe, so not
 // at every poll): a wait Close ends takes at most about this much longer.
@@ -74,10 +80,19 @@ typedef unsigned long long u64;
 // Local state at the end of each rank's buffer (only its owner's kernels
 // touch it). Must match a2a/layout.go.
 struct State {
-    u32 epoch;    // operations completed: the last block of each advances it
-    u32 arrived;  // active blocks of the running operation that have signalled
-    u32 claimed;  // the first failure claims it; later launches return at once
-    u32 reserved;
+    u32 epoch;      // operations completed: the last block of each advances it
+    u32 arrived;    // active blocks of the running operation that have signalled
+    u32 claimed;    // the first failure claims it; later launches return at once
+    u32 last_half;  // the data half the last completed operation wrote
+};
+
+// The token counts of captured operations (CUDA graphs), which replays
+// must read when they run, not when they were captured: pinned host
+// memory that SetRankTokens writes. Must match a2a/layout.go.
+struct Live {
+    int tokens[MAX_RANKS];
+    int prefix[MAX_RANKS + 1];
+    u32 token_hash;  // the FNV-1a hash of the counts, which signatures mix in
 };
 
 // The signal area of each rank's buffer: written only by its peers.
@@ -115,14 +130,18 @@ struct Args {
     u64 timeout_ns;         // how long one wait may take
     u64 half_bytes;         // offset of the second data half; 0: single buffer
     u64 capacity;           // bytes of one data half: no store goes past it
-    int tokens[MAX_RANKS];  // T_r of every rank
+    u64 live;               // captured operations: the Live table (else 0)
+    u64 group_row;          // captured: input bytes per token of the largest rank's walk
+    int tokens[MAX_RANKS];  // T_r of every rank (not captured)
     int prefix[MAX_RANKS + 1];  // p_r; prefix[world] = T
     u32 rank;
     u32 world;
     u32 batch;
     u32 units;   // vectors per chunk (head ops) or per token row (AllGather)
-    u32 active;  // blocks that copy (the same on every rank); ulysses_close: 1 to wait for byes
-    u32 sig;     // signature of the operation, the same on every rank
+    u32 active;  // blocks that copy (the same on every rank; captured: from live); ulysses_close: 1 to wait for byes
+    u32 sig;     // signature of the operation (captured: without the counts' hash)
+    u32 half;    // the data half this operation writes: 0 or 1
+    u32 reserved;
 };
 
 // ---- memory-model primitives ------------------------------------------------
@@ -183,7 +202,7 @@ __device__ __forceinline__ u64 pack_flag(u32 epoch, u32 sig) {
 
 // ---- failure reporting ------------------------------------------------------
 
-__device__ void report(const Args &a, u32 code, u32 phase, u32 peer, u32 epoch, u32 block, u32 peer_sig) {
+__device__ void report(const Args &a, u32 code, u32 phase, u32 peer, u32 epoch, u32 block, u32 sig, u32 peer_sig) {
     State *st = reinterpret_cast<State *>(a.state);
     if (atomicCAS(&st->claimed, 0u, 1u) != 0u) {
         return;  // another block already reported
@@ -194,7 +213,7 @@ __device__ void report(const Args &a, u32 code, u32 phase, u32 peer, u32 epoch, 
     s->epoch = epoch;
     s->block = block;
     s->rank = a.rank;
-    s->sig = a.sig;
+    s->sig = sig;
     s->peer_sig = peer_sig;
     // The fields must reach host memory before the code that says they are valid.
     __threadfence_system();
@@ -232,7 +251,7 @@ __device__ __forceinline__ bool abort_requested(const Args &a, u64 now, u64 *nex
 // block share the (block, peer) flags. On failure the first failing thread
 // reports and sets *failed; the others stop soon after. Returns whether
 // the whole wait succeeded.
-__device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int *failed) {
+__device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, u32 sig, int *failed) {
     const u32 n = nblocks * a.world;
     const u64 started = global_timer_ns();
     const u64 deadline = started + a.timeout_ns;
@@ -251,7 +270,7 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int
                 // again, now that the bye is seen, before calling it gone.
                 v = load_acquire_sys(flag);
                 if (static_cast<int>(static_cast<u32>(v) - e) < 0) {
-                    report(a, STATUS_PEER_CLOSED, phase, p, e, b, 0u);
+                    report(a, STATUS_PEER_CLOSED, phase, p, e, b, sig, 0u);
                     *failed = 1;
                     break;
                 }
@@ -259,8 +278,8 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int
             // Wrap-safe: the flag is behind while (flag - e) is negative.
             // A peer ahead of us (epoch e+1) checked our signature at e.
             if (static_cast<int>(static_cast<u32>(v) - e) >= 0) {
-                if (static_cast<u32>(v) == e && static_cast<u32>(v >> 32) != a.sig) {
-                    report(a, STATUS_MISMATCH, phase, p, e, b, static_cast<u32>(v >> 32));
+                if (static_cast<u32>(v) == e && static_cast<u32>(v >> 32) != sig) {
+                    report(a, STATUS_MISMATCH, phase, p, e, b, sig, static_cast<u32>(v >> 32));
                     *failed = 1;
                 }
                 break;
@@ -270,12 +289,12 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int
             }
             const u64 now = global_timer_ns();
             if (now > deadline) {
-                report(a, STATUS_TIMEOUT, phase, p, e, b, 0u);
+                report(a, STATUS_TIMEOUT, phase, p, e, b, sig, 0u);
                 *failed = 1;
                 break;
             }
             if (abort_requested(a, now, &next_abort_check, true)) {
-                report(a, STATUS_ABORTED, phase, p, e, b, 0u);
+                report(a, STATUS_ABORTED, phase, p, e, b, sig, 0u);
                 *failed = 1;
                 break;
             }
@@ -292,10 +311,10 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, int
 // peer p. Every store this block made before the __syncthreads that must
 // precede this call is visible to a peer that acquires the flag: the
 // release is cumulative over what the block's barrier ordered before it.
-__device__ __forceinline__ void signal_peers(const Args &a, u32 phase, u32 e) {
+__device__ __forceinline__ void signal_peers(const Args &a, u32 phase, u32 e, u32 sig) {
     const u32 p = threadIdx.x;
     if (p < a.world && p != a.rank) {
-        store_release_sys(&signals_of(a, p)->flag[phase][blockIdx.x][a.rank], pack_flag(e, a.sig));
+        store_release_sys(&signals_of(a, p)->flag[phase][blockIdx.x][a.rank], pack_flag(e, sig));
     }
 }
 
@@ -307,25 +326,39 @@ struct Shared {
     int prefix[MAX_RANKS + 1];
     int gone[MAX_RANKS];  // gone[p]: peer p said bye before this operation wrote anything
     u32 epoch;
+    u32 active;  // a.active, or computed from the live counts
+    u32 sig;     // a.sig, with the live counts' hash mixed in when captured
     int claimed;
     int failed;
     int last;
 };
 
+// FNV-1a over the eight bytes of v, as the host's fnvAdd.
+__device__ __forceinline__ u32 fnv_add(u32 h, u64 v) {
+    for (int i = 0; i < 8; i++) {
+        h = (h ^ static_cast<u32>((v >> (8 * i)) & 0xffull)) * 16777619u;
+    }
+    return h;
+}
+
 // What every active block does before its copy: the epoch of this
-// operation, the token counts into shared memory, the destinations, and
-// the checks that the Comm is not broken and no peer has left (then it
+// operation, the token counts into shared memory (from the arguments, or
+// for a captured operation from the Live table as it is now), the
+// destinations, and the checks that the Comm is not broken, that no peer
+// has left and that the previous operation wrote the other half (then it
 // writes nothing). All loads are issued before one barrier. Blocks past
-// `active` return at once; `active` is computed from values every rank
-// knows, so block b copies on all ranks or on none.
+// the active count return; it is computed from values every rank knows,
+// so block b copies on all ranks or on none.
 // With count, the block then counts itself in: the last block to do so
 // (every other one has started, so it keeps no block of this kernel out
 // of an SM) will wait for the peers at the end. It counts in after it has
 // read the epoch, and so has every other block, before the last one
-// advances it.
-__device__ bool begin(const Args &a, Shared &sh, bool count) {
-    if (blockIdx.x >= a.active) {
-        return false;
+// advances it. Returns the number of active blocks, or 0 when this block
+// does not take part.
+__device__ u32 begin(const Args &a, Shared &sh, bool count) {
+    const Live *live = reinterpret_cast<const Live *>(a.live);
+    if (live == nullptr && blockIdx.x >= a.active) {
+        return 0u;
     }
     const State *st = reinterpret_cast<const State *>(a.state);
     const u32 p = threadIdx.x;
@@ -333,31 +366,58 @@ __device__ bool begin(const Args &a, Shared &sh, bool count) {
         // Written by the last block of the previous operation, which
         // finished before this launch began (stream order).
         const u32 e = st->epoch + 1u;
-        sh.tokens[p] = a.tokens[p];
-        sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
+        sh.tokens[p] = live != nullptr ? *reinterpret_cast<const volatile int *>(&live->tokens[p]) : a.tokens[p];
+        sh.data[p] = a.data[p] + (a.half != 0u ? a.half_bytes : 0ull);
         // Relaxed: a bye seen here only stops the operation.
         sh.gone[p] = p != a.rank && load_relaxed_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
         if (sh.gone[p]) {
-            report(a, STATUS_PEER_CLOSED, PHASE_START, p, e, blockIdx.x, 0u);
+            report(a, STATUS_PEER_CLOSED, PHASE_START, p, e, blockIdx.x, a.sig, 0u);
         }
         if (p == 0) {
             sh.epoch = e;
             sh.claimed = static_cast<int>(*reinterpret_cast<const volatile u32 *>(&st->claimed));
             sh.failed = 0;
+            // Two operations in a row on one half would let a peer's
+            // second overwrite this rank's first view while it is read:
+            // a graph with an odd number of this Comm's operations
+            // replayed twice in a row (the host alternates otherwise).
+            if (a.half_bytes != 0ull && st->last_half == a.half) {
+                report(a, STATUS_HALF_REUSED, PHASE_START, a.rank, e, blockIdx.x, a.sig, 0u);
+                sh.claimed = 1;
+            }
         }
     }
     if (p <= a.world) {
-        sh.prefix[p] = a.prefix[p];
+        sh.prefix[p] = live != nullptr ? *reinterpret_cast<const volatile int *>(&live->prefix[p]) : a.prefix[p];
+    }
+    if (p == MAX_RANKS + 1) {
+        sh.sig = live != nullptr ? fnv_add(a.sig, *reinterpret_cast<const volatile u32 *>(&live->token_hash)) : a.sig;
     }
     __syncthreads();
+    u32 active = a.active;
+    if (live != nullptr) {
+        u32 most = 0;
+        for (u32 q = 0; q < a.world; q++) {
+            most = max(most, static_cast<u32>(sh.tokens[q]));
+        }
+        const u64 granule = ACTIVE_GRANULE;
+        const u64 blocks = (most * a.group_row + granule - 1ull) / granule;
+        active = static_cast<u32>(max(1ull, min(blocks, static_cast<u64>(gridDim.x))));
+        if (blockIdx.x >= active) {
+            return 0u;
+        }
+    }
+    if (threadIdx.x == 0) {
+        sh.active = active;  // read after end's barrier
+    }
     bool ok = sh.claimed == 0;
     for (u32 q = 0; q < a.world; q++) {
         ok = ok && !sh.gone[q];
     }
     if (ok && count && threadIdx.x == blockDim.x - 1) {  // never a signalling thread: blockDim > MAX_RANKS
-        sh.last = arrive(&reinterpret_cast<State *>(a.state)->arrived) + 1u == a.active;
+        sh.last = arrive(&reinterpret_cast<State *>(a.state)->arrived) + 1u == active;
     }
-    return ok;
+    return ok ? active : 0u;
 }
 
 // What every active block does after its copy: signal every peer and, in
@@ -365,14 +425,15 @@ __device__ bool begin(const Args &a, Shared &sh, bool count) {
 // advance the epoch.
 __device__ void end(const Args &a, Shared &sh) {
     __syncthreads();  // the block's stores are issued before its signals; sh.last is set
-    signal_peers(a, PHASE_END, sh.epoch);
+    signal_peers(a, PHASE_END, sh.epoch, sh.sig);
     if (!sh.last) {
         return;
     }
-    wait_for_peers(a, PHASE_END, sh.epoch, a.active, &sh.failed);
+    wait_for_peers(a, PHASE_END, sh.epoch, sh.active, sh.sig, &sh.failed);
     if (threadIdx.x == 0) {
         State *st = reinterpret_cast<State *>(a.state);
         st->arrived = 0u;
+        st->last_half = a.half;
         st->epoch = sh.epoch;
     }
 }
@@ -545,7 +606,8 @@ __device__ __forceinline__ void copy_vectors(u32 n, u32 active, const In &in, co
 template <typename V>
 __device__ __forceinline__ void send_recv_heads(const Args &a) {
     __shared__ Shared sh;
-    if (!begin(a, sh, true)) {
+    const u32 active = begin(a, sh, true);
+    if (active == 0u) {
         return;
     }
     SendRecvHeadsMap<V> m;
@@ -558,14 +620,15 @@ __device__ __forceinline__ void send_recv_heads(const Args &a) {
     m.rank_prefix = sh.prefix[a.rank];
     const u32 n = a.batch * m.rank_tokens * a.world * a.units;
     const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
-    copy_vectors<V>(n, a.active, in, m);
+    copy_vectors<V>(n, active, in, m);
     end(a, sh);
 }
 
 template <typename V>
 __device__ __forceinline__ void gather_heads(const Args &a) {
     __shared__ Shared sh;
-    if (!begin(a, sh, true)) {
+    const u32 active = begin(a, sh, true);
+    if (active == 0u) {
         return;
     }
     GatherHeadsMap<V> m;
@@ -583,14 +646,15 @@ __device__ __forceinline__ void gather_heads(const Args &a) {
         m.max_tokens = max(m.max_tokens, static_cast<u32>(sh.tokens[r]));
     }
     const u32 n = a.batch * m.max_tokens * a.world * a.units;
-    copy_vectors<V>(n, a.active, m, m);
+    copy_vectors<V>(n, active, m, m);
     end(a, sh);
 }
 
 template <typename V>
 __device__ __forceinline__ void all_gather(const Args &a) {
     __shared__ Shared sh;
-    if (!begin(a, sh, true)) {
+    const u32 active = begin(a, sh, true);
+    if (active == 0u) {
         return;
     }
     AllGatherMap<V> m;
@@ -603,7 +667,7 @@ __device__ __forceinline__ void all_gather(const Args &a) {
     m.rank_prefix = sh.prefix[a.rank];
     const u32 n = a.batch * m.rank_tokens * a.units;
     const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
-    copy_vectors<V>(n, a.active, in, m);
+    copy_vectors<V>(n, active, in, m);
     end(a, sh);
 }
 
@@ -639,11 +703,11 @@ ENTRIES(1, V1)
 // launched after it then writes nothing.
 extern "C" __global__ void __launch_bounds__(THREADS) ulysses_start(const Args a) {
     __shared__ Shared sh;
-    if (!begin(a, sh, false)) {
+    if (begin(a, sh, false) == 0u) {
         return;
     }
-    signal_peers(a, PHASE_START, sh.epoch);
-    wait_for_peers(a, PHASE_START, sh.epoch, 1u, &sh.failed);
+    signal_peers(a, PHASE_START, sh.epoch, sh.sig);
+    wait_for_peers(a, PHASE_START, sh.epoch, 1u, sh.sig, &sh.failed);
 }
 
 // Close's farewell (one block): tell every peer that this rank will write
@@ -664,11 +728,11 @@ extern "C" __global__ void __launch_bounds__(THREADS) ulysses_close(const Args a
             while (!peer_left(a, p)) {
                 const u64 now = global_timer_ns();
                 if (now > deadline) {
-                    report(a, STATUS_TIMEOUT, PHASE_CLOSE, p, 0u, 0u, 0u);
+                    report(a, STATUS_TIMEOUT, PHASE_CLOSE, p, 0u, 0u, 0u, 0u);
                     break;
                 }
                 if (abort_requested(a, now, &next_abort_check, false)) {
-                    report(a, STATUS_ABORTED, PHASE_CLOSE, p, 0u, 0u, 0u);
+                    report(a, STATUS_ABORTED, PHASE_CLOSE, p, 0u, 0u, 0u, 0u);
                     break;
                 }
             }

@@ -16,6 +16,8 @@ type funcs struct {
 	streamCreate, streamDestroy, streamSynchronize, streamQuery, streamWaitEvent uintptr
 	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
 	eventQuery, streamGetCtx                                                     uintptr
+	streamBeginCapture, streamEndCapture, streamIsCapturing, graphInstantiate    uintptr
+	graphLaunch, graphExecDestroy, graphDestroy                                  uintptr
 	funcGetAttribute, occupancyMaxActiveBlocks, memGetAddressRange               uintptr
 
 	// The names bound where a symbol has several, for error messages.
@@ -102,6 +104,14 @@ func (f *funcs) table() []symbol {
 		req(&f.eventDestroy, "cuEventDestroy_v2"),
 		req(&f.memGetAddressRange, "cuMemGetAddressRange_v2"),
 		opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
+		// CUDA graphs (a2a's capture): optional, checked when used.
+		opt(&f.streamBeginCapture, "cuStreamBeginCapture_v2"),
+		opt(&f.streamEndCapture, "cuStreamEndCapture"),
+		opt(&f.streamIsCapturing, "cuStreamIsCapturing"),
+		opt(&f.graphInstantiate, "cuGraphInstantiateWithFlags"),
+		opt(&f.graphLaunch, "cuGraphLaunch"),
+		opt(&f.graphExecDestroy, "cuGraphExecDestroy"),
+		opt(&f.graphDestroy, "cuGraphDestroy"),
 		opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
 	}
 }

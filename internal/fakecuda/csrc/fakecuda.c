@@ -33,6 +33,10 @@
 //                                 p+W is nonzero, stores V at p+C (32 bits)
 //                                 and settles the stream
 //
+// Graphs: a launch on a stream being captured is recorded, not queued; the
+// executable graph queues every recorded launch on the stream it is
+// launched on.
+//
 // Work model: a launch is work queued on its stream until the host waits
 // for it: cuStreamSynchronize on the stream, cuEventSynchronize on an event
 // recorded after it, or any call that waits for the whole device (below).
@@ -84,6 +88,8 @@ enum {
 	PEER_ACCESS_NOT_ENABLED = 705,
 	CONTEXT_IS_DESTROYED = 709,
 	LAUNCH_FAILED = 719,
+	STREAM_CAPTURE_UNSUPPORTED = 900,
+	ILLEGAL_STATE = 401,
 	UNKNOWN = 999,
 	STILL_MAPPED = -1, // internal: freed by its owner, kept for open IPC mappings
 };
@@ -179,6 +185,8 @@ static int listed(const char *env, const char *name) {
 #define MAGIC_EVENT 0xE7E70001u
 #define MAGIC_MODULE 0x30D00001u
 #define MAGIC_FUNCTION 0xF0F00001u
+#define MAGIC_GRAPH 0x6A6A0001u
+#define MAGIC_GRAPH_EXEC 0x6A6A0002u
 
 // Objects are never freed, only marked dead, so a stale handle is detected
 // rather than read after free.
@@ -189,6 +197,8 @@ struct stream {
 	int launched;           // a kernel was ever launched on it
 	long long queued, done; // launches on it, and how many the host waited for
 	uintptr_t hang;         // FAKECUDA_HANG's p of the latest launch, or 0
+	int capturing;          // between cuStreamBeginCapture and cuStreamEndCapture
+	long long captured;     // launches captured since the capture began
 	struct stream *next;    // every stream made, for the device-wide checks
 };
 
@@ -211,6 +221,14 @@ struct event {
 };
 
 struct module;
+
+// A captured graph, or its executable form: the kernel launches it holds.
+struct graph {
+	unsigned magic;
+	int dead;
+	struct ctx *ctx;
+	long long launches;
+};
 
 struct function {
 	unsigned magic;
@@ -1166,10 +1184,15 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 		__atomic_fetch_add(&n_launch_failures, 1, __ATOMIC_SEQ_CST);
 		return LAUNCH_FAILED;
 	}
-	__atomic_fetch_add(&n_launches, 1, __ATOMIC_SEQ_CST);
 	uintptr_t hang = hang_word(params);
 	lock();
 	struct stream *st = stream_of(stream);
+	if (st->capturing) {
+		st->captured++; // runs when the graph is launched
+		unlock();
+		return SUCCESS;
+	}
+	__atomic_fetch_add(&n_launches, 1, __ATOMIC_SEQ_CST);
 	st->launched = 1;
 	st->queued++;
 	if (hang != 0)
@@ -1177,6 +1200,125 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 	unlock();
 	return SUCCESS;
 }
+
+// ---- graphs: a capture records the launches made on the stream; the
+// executable graph queues them all when launched ----------------------------
+
+CUresult cuStreamBeginCapture_v2(uintptr_t s, int mode) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	if (s <= 2 || mode < 0 || mode > 2)
+		return s <= 2 ? STREAM_CAPTURE_UNSUPPORTED : INVALID_VALUE;
+	lock();
+	struct stream *st = stream_of(s);
+	if (st->capturing) {
+		unlock();
+		return ILLEGAL_STATE;
+	}
+	st->capturing = 1;
+	st->captured = 0;
+	unlock();
+	return SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(uintptr_t s, int *status) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	if (status == NULL)
+		return INVALID_VALUE;
+	lock();
+	*status = s > 2 && stream_of(s)->capturing ? 1 : 0;
+	unlock();
+	return SUCCESS;
+}
+
+static struct graph *new_graph(unsigned magic, long long launches) {
+	struct graph *g = calloc(1, sizeof *g);
+	if (g != NULL) {
+		g->magic = magic;
+		g->ctx = current;
+		g->launches = launches;
+	}
+	return g;
+}
+
+static struct graph *graph_of(uintptr_t g, unsigned magic) {
+	struct graph *gr = (struct graph *)g;
+	return gr == NULL || gr->magic != magic || gr->dead ? NULL : gr;
+}
+
+CUresult cuStreamEndCapture(uintptr_t s, struct graph **g) {
+	int r = need_ctx();
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	if (g == NULL || s <= 2)
+		return INVALID_VALUE;
+	lock();
+	struct stream *st = stream_of(s);
+	if (!st->capturing) {
+		unlock();
+		return ILLEGAL_STATE;
+	}
+	st->capturing = 0;
+	*g = new_graph(MAGIC_GRAPH, st->captured);
+	unlock();
+	return *g == NULL ? OUT_OF_MEMORY : SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(struct graph **e, uintptr_t g, unsigned long long flags) {
+	int r = need_ctx();
+	struct graph *gr = graph_of(g, MAGIC_GRAPH);
+	if (r != SUCCESS)
+		return r;
+	if (e == NULL || gr == NULL || flags != 0)
+		return INVALID_VALUE;
+	*e = new_graph(MAGIC_GRAPH_EXEC, gr->launches);
+	return *e == NULL ? OUT_OF_MEMORY : SUCCESS;
+}
+
+CUresult cuGraphLaunch(uintptr_t e, uintptr_t s) {
+	int r = need_ctx();
+	struct graph *ex = graph_of(e, MAGIC_GRAPH_EXEC);
+	if (r == SUCCESS)
+		r = check_stream(s);
+	if (r != SUCCESS)
+		return r;
+	if (ex == NULL || ex->ctx != current)
+		return INVALID_HANDLE;
+	lock();
+	struct stream *st = stream_of(s);
+	if (st->capturing) {
+		st->captured += ex->launches;
+	} else if (ex->launches > 0) {
+		st->launched = 1;
+		st->queued += ex->launches;
+		__atomic_fetch_add(&n_launches, ex->launches, __ATOMIC_SEQ_CST);
+	}
+	unlock();
+	return SUCCESS;
+}
+
+static CUresult destroy_graph(uintptr_t g, unsigned magic) {
+	int r = need_ctx();
+	struct graph *gr = graph_of(g, magic);
+	if (r != SUCCESS)
+		return r;
+	if (gr == NULL)
+		return INVALID_HANDLE;
+	gr->dead = 1;
+	return SUCCESS;
+}
+
+CUresult cuGraphExecDestroy(uintptr_t e) { return destroy_graph(e, MAGIC_GRAPH_EXEC); }
+CUresult cuGraphDestroy(uintptr_t g) { return destroy_graph(g, MAGIC_GRAPH); }
 
 // ---- streams and events ----------------------------------------------------
 

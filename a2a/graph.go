@@ -1,0 +1,220 @@
+package a2a
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// Graph is a CUDA graph holding operations of one or more Comms (and
+// whatever else its capture recorded), ready to replay with Launch.
+//
+// A replay reads the token counts that SetRankTokens set last, so counts
+// may change between replays without capturing again, within what the
+// capture allows: each captured input's token dimension is the most
+// tokens a replay may use (SetRankTokens refuses counts beyond it). Change
+// counts only while no replay is queued or running on any rank (after
+// Sync): a replay reads them when it runs. The views the captured
+// operations returned stay valid at every replay, each until the next
+// operation of its Comm; the Into forms cannot be captured. Replays order
+// with the Comms' other operations (Sync and Close wait for them).
+type Graph struct {
+	ctx   *driver.Context
+	exec  driver.GraphExec
+	comms []*Comm // sorted by address: the order Launch locks them in
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// CaptureGraph captures into a graph what record enqueues on s: the
+// operations of comms enqueued there with Comm.On(s), and any work of the
+// caller's. Each Comm whose operations in it are odd in number gets one
+// more that moves nothing (a barrier with its peers, a few microseconds
+// per replay): with double buffering a view stays put across replays
+// only when each replay holds an even number of its Comm's operations.
+// Every rank of a group must capture the same operations. No other
+// operation of these Comms may be enqueued while record runs. The comms
+// must share s's device. It costs a graph instantiation (tens of
+// microseconds to milliseconds, with the size of the graph).
+func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error) {
+	if len(comms) == 0 {
+		return nil, fmt.Errorf("a2a: CaptureGraph needs the Comms it captures: %w", ErrConfig)
+	}
+	g := &Graph{ctx: comms[0].dev.ctx, comms: slices.Clone(comms)}
+	slices.SortFunc(g.comms, func(a, b *Comm) int { return cmpPtr(a, b) })
+	g.comms = slices.Compact(g.comms)
+	stream := driver.Stream(s)
+	marks, err := g.beginCapture(stream)
+	if err != nil {
+		return nil, err
+	}
+	err = record()
+	if err == nil {
+		err = g.pad(stream, marks)
+	}
+	graph, endErr := g.ctx.StreamEndCapture(stream)
+	if err == nil && endErr != nil {
+		err = wrapDriver("ending the capture", endErr)
+	}
+	if err == nil {
+		g.exec, err = g.ctx.GraphInstantiate(graph)
+		if err != nil {
+			err = wrapDriver("instantiating the graph", err)
+		}
+	}
+	if graph != 0 {
+		_ = g.ctx.GraphDestroy(graph) // the executable graph keeps what it needs
+	}
+	g.endCapture(marks, err == nil)
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// cmpPtr orders Comms by address.
+func cmpPtr(a, b *Comm) int {
+	return cmp.Compare(uintptr(unsafe.Pointer(a)), uintptr(unsafe.Pointer(b)))
+}
+
+// captureMark is where a Comm stood when its capture began.
+type captureMark struct {
+	launches uint64
+	captured int
+}
+
+// beginCapture checks the Comms, marks where each stands, and starts
+// capturing s.
+func (g *Graph) beginCapture(s driver.Stream) ([]captureMark, error) {
+	marks := make([]captureMark, len(g.comms))
+	for i, c := range g.comms {
+		c.mu.Lock()
+		err := c.usable(true)
+		if err == nil && c.dev.info.Ordinal != g.comms[0].dev.info.Ordinal {
+			err = fmt.Errorf("a2a: CaptureGraph of Comms on devices %d and %d: %w", g.comms[0].dev.info.Ordinal, c.dev.info.Ordinal, ErrConfig)
+		}
+		if err == nil && c.inCapture {
+			err = fmt.Errorf("a2a: rank %d's Comm is already being captured: %w", c.cfg.Rank, ErrConfig)
+		}
+		if err != nil {
+			c.mu.Unlock()
+			g.endCapture(marks[:i], false)
+			return nil, err
+		}
+		c.inCapture = true
+		marks[i] = captureMark{launches: c.launches, captured: len(c.captured)}
+		c.mu.Unlock()
+	}
+	if own, err := g.ctx.OwnsStream(s); err != nil || !own {
+		g.endCapture(marks, false)
+		return nil, fmt.Errorf("a2a: CaptureGraph on stream %#x, not one of device %d: %w", uintptr(s), g.comms[0].dev.info.Ordinal, ErrStream)
+	}
+	if err := g.ctx.StreamBeginCapture(s); err != nil {
+		g.endCapture(marks, false)
+		return nil, fmt.Errorf("a2a: beginning a capture on stream %#x: %w: %w", uintptr(s), ErrStream, err)
+	}
+	return marks, nil
+}
+
+// pad adds the operation that moves nothing to each Comm with an odd
+// number of operations in the capture.
+func (g *Graph) pad(s driver.Stream, marks []captureMark) error {
+	for i, c := range g.comms {
+		c.mu.Lock()
+		var err error
+		if (c.launches-marks[i].launches)%2 == 1 {
+			if err = c.t.pad(launchSpec{stream: s, half: c.nextHalf(), captured: true}); err == nil {
+				c.launches++
+			}
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return wrapErr(err, "padding the graph")
+		}
+	}
+	return nil
+}
+
+// endCapture ends the Comms' capture: on success their captured
+// operations belong to g; otherwise they are forgotten and each Comm
+// stands where it stood (nothing captured ever runs).
+func (g *Graph) endCapture(marks []captureMark, ok bool) {
+	for i, m := range marks {
+		c := g.comms[i]
+		c.mu.Lock()
+		c.inCapture = false
+		if ok {
+			for j := m.captured; j < len(c.captured); j++ {
+				c.captured[j].graph = g
+			}
+		} else {
+			c.launches = m.launches
+			c.captured = c.captured[:m.captured]
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Launch replays the graph on s (cuGraphLaunch), ordered after the Comms'
+// earlier operations and before their later ones, like an operation on
+// s. It waits for nothing and allocates nothing.
+func (g *Graph) Launch(s Stream) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return fmt.Errorf("a2a: launching a closed Graph: %w", ErrClosed)
+	}
+	stream := driver.Stream(s)
+	for i, c := range g.comms {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err := c.usable(true); err != nil {
+			return err
+		}
+		if i == 0 || c.share != g.comms[i-1].share {
+			c.share.gate.RLock() // as every launch: no graveyard release starts meanwhile
+			defer c.share.gate.RUnlock()
+		}
+	}
+	for _, c := range g.comms {
+		if err := c.orderBefore(stream); err != nil {
+			return err
+		}
+	}
+	if err := g.ctx.GraphLaunch(g.exec, stream); err != nil {
+		return fmt.Errorf("a2a: launching the graph on stream %#x: %w: %w", uintptr(stream), ErrStream, err)
+	}
+	var errs []error
+	for _, c := range g.comms {
+		if err := c.orderAfter(stream); err != nil {
+			errs = append(errs, c.fail(err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close destroys the graph (it must not be replaying) and forgets its
+// operations: their inputs no longer bound SetRankTokens. Idempotent.
+func (g *Graph) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	for _, c := range g.comms {
+		c.mu.Lock()
+		c.captured = slices.DeleteFunc(c.captured, func(co capturedOp) bool { return co.graph == g })
+		c.mu.Unlock()
+	}
+	if err := g.ctx.GraphExecDestroy(g.exec); err != nil {
+		return wrapDriver("destroying the graph", err)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package a2a_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/check"
+	"github.com/ulysses-go/ulysses/internal/launch"
+)
+
+func init() {
+	scenarios["graph"] = workerGraph
+}
+
+// graphLayouts are the token layouts replays cycle through: even, uneven,
+// a rank with none.
+func graphLayouts(world int) [][]int {
+	even, uneven, zero := make([]int, world), make([]int, world), make([]int, world)
+	for r := range even {
+		even[r], uneven[r], zero[r] = 24, 7+11*r, 5+3*r
+	}
+	zero[0] = 0
+	return [][]int{even, uneven, zero}
+}
+
+// graphReplays captures SendRecvHeads, GatherHeads and AllGather once on a
+// stream of its own (CaptureGraph pads them to 4) and replays the graph
+// iters times: before each replay, fresh random inputs are copied in on
+// the stream; after it, the three views are copied out; the host waits
+// every 4 replays and compares each with the reference. The token layout
+// changes every 50 replays (SetRankTokens after a wait, no recapture).
+// Every rank of the group runs it with the same arguments.
+func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
+	dev, rank, world := c.Device(), c.Rank(), c.WorldSize()
+	layouts := graphLayouts(world)
+	cases := make([]check.Case, len(layouts))
+	maxLocal, maxTotal := 0, 0
+	for i, tokens := range layouts {
+		cases[i] = check.Case{Name: "graph", Batch: 2, Tokens: tokens, Heads: 4 * world, HeadDim: 64, DType: dt}
+		maxLocal, maxTotal = max(maxLocal, tokens[rank]), max(maxTotal, cases[i].Shape().TotalTokens())
+	}
+	ts, err := a2a.OpenTestStream(dev)
+	if err != nil {
+		return err
+	}
+	defer ts.Close()
+	x, err := dev.Alloc([4]int{2, maxLocal, 4 * world, 64}, dt)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(x)
+	y, err := dev.Alloc([4]int{2, maxTotal, 4, 64}, dt)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(y)
+	if err := c.SetRankTokens(layouts[0]); err != nil {
+		return err
+	}
+	on := c.On(ts.Stream())
+	var views [3]a2a.Tensor
+	g, err := a2a.CaptureGraph(ts.Stream(), func() error {
+		var err error
+		if views[0], err = on.SendRecvHeads(x); err != nil {
+			return err
+		}
+		if views[1], err = on.GatherHeads(y); err != nil {
+			return err
+		}
+		views[2], err = on.AllGather(x)
+		return err
+	}, c)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	return replayChecked(c, ts, g, cases, views, x, y, iters)
+}
+
+// replaySlot is one replay's pinned inputs and outputs, and what they expect.
+type replaySlot struct {
+	x, y      []byte
+	out, want [3][]byte
+	what      string
+}
+
+func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.Case, views [3]a2a.Tensor, x, y a2a.Tensor, iters int) error {
+	rank := c.Rank()
+	var slots [4]replaySlot
+	for i := range slots {
+		var err error
+		if slots[i].x, err = ts.Pinned(int(x.Bytes())); err != nil {
+			return err
+		}
+		if slots[i].y, err = ts.Pinned(int(y.Bytes())); err != nil {
+			return err
+		}
+		for k := range slots[i].out {
+			if slots[i].out[k], err = ts.Pinned(int(max(x.Bytes(), y.Bytes()) * int64(c.WorldSize()))); err != nil {
+				return err
+			}
+		}
+	}
+	wait := func(n int) error {
+		if err := ts.Sync(); err != nil {
+			return err
+		}
+		if err := c.Sync(); err != nil {
+			return err
+		}
+		for _, s := range slots[:n] {
+			for k := range s.out {
+				if err := check.Compare(fmt.Sprintf("%s, operation %d", s.what, k), s.out[k], s.want[k]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for i := range iters {
+		cs := cases[(i/50)%len(cases)]
+		if i%50 == 0 && i > 0 {
+			if err := c.SetRankTokens(cs.Tokens); err != nil { // the earlier replays are done: see wait
+				return err
+			}
+		}
+		d, err := check.MakeData(cs, uint64(1000+i), rank)
+		if err != nil {
+			return err
+		}
+		s := &slots[i%len(slots)]
+		s.what = fmt.Sprintf("replay %d (%v) on rank %d", i, cs.Tokens, rank)
+		s.want = [3][]byte{d.Shard, d.X, d.Gathered}
+		x0, y0 := s.x[:copy(s.x, d.X)], s.y[:copy(s.y, d.Shard)]
+		if err := errors.Join(ts.Upload(x, x0), ts.Upload(y, y0)); err != nil {
+			return err
+		}
+		if err := g.Launch(ts.Stream()); err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		for k := range s.out {
+			s.out[k] = s.out[k][:cap(s.out[k])][:len(s.want[k])]
+			for j := range s.out[k] {
+				s.out[k][j] = 0x5A // poison: an output never written cannot pass
+			}
+			if err := ts.Download(s.out[k], views[k]); err != nil {
+				return err
+			}
+		}
+		if n := i%len(slots) + 1; n == len(slots) || i == iters-1 || (i+1)%50 == 0 {
+			if err := wait(n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// workerGraph is graphReplays in one process per rank, both widths.
+func workerGraph(rk launch.Rank) error {
+	ex, err := exchangerFor(rk)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	iters := graphIters()
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+		layouts := graphLayouts(rk.World)
+		var cases []check.Case
+		for _, tokens := range layouts {
+			cases = append(cases, check.Case{Batch: 2, Tokens: tokens, Heads: 4 * rk.World, HeadDim: 64, DType: dt})
+		}
+		comm, err := joinFor(rk, ex, dt, cases, false)
+		if err != nil {
+			return err
+		}
+		err = graphReplays(comm, dt, iters)
+		if cerr := comm.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("%v: %w", dt, err)
+		}
+		fmt.Printf("rank %d: %v: %d replays checked\n", rk.Rank, dt, iters)
+	}
+	return nil
+}
+
+func graphIters() int {
+	if testing.Short() {
+		return 200
+	}
+	return 1000
+}
+
+// TestGraphReplay: graphReplays in a group of 2 processes and in a
+// single-process group (one goroutine per rank), both widths.
+func TestGraphReplay(t *testing.T) {
+	info := requireGPU(t)
+	t.Run("processes", func(t *testing.T) {
+		runGroup(t, "graph", 2, nil)
+	})
+	devices := []int{0, 0}
+	if len(info.Devices) >= 2 {
+		devices = []int{0, 1}
+	}
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+		t.Run(fmt.Sprintf("group/%v", dt), func(t *testing.T) {
+			var cases []check.Case
+			for _, tokens := range graphLayouts(len(devices)) {
+				cases = append(cases, check.Case{Batch: 2, Tokens: tokens, Heads: 4 * len(devices), HeadDim: 64, DType: dt})
+			}
+			g := newTestGroup(t, devices, dt, cases)
+			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, graphIters()) }))
+		})
+	}
+}
+
+// TestOddGraphReplayedTwice captures one operation per rank without
+// CaptureGraph's padding and replays it twice in a row: the second replay
+// would write the half the first one's view lies in, and fails with
+// ErrOddGraph on every rank instead.
+func TestOddGraphReplayedTwice(t *testing.T) {
+	info := requireGPU(t)
+	devices := []int{0, 0}
+	if len(info.Devices) >= 2 {
+		devices = []int{0, 1}
+	}
+	cs := check.Case{Batch: 1, Tokens: []int{8, 8}, Heads: 4, HeadDim: 64, DType: a2a.BFloat16}
+	g := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
+	require.NoError(t, eachRank(g, func(c *a2a.Comm) error {
+		if err := c.SetRankTokens(cs.Tokens); err != nil {
+			return err
+		}
+		x, err := c.Device().Alloc([4]int{1, 8, 4, 64}, a2a.BFloat16)
+		if err != nil {
+			return err
+		}
+		defer c.Device().Free(x)
+		ts := a2a.NewTestStream(t, c.Device())
+		replay, err := ts.CaptureRaw(func() error { _, err := c.On(ts.Stream()).AllGather(x); return err })
+		if err != nil {
+			return err
+		}
+		if err := replay(); err != nil {
+			return err
+		}
+		if err := replay(); err != nil {
+			return err
+		}
+		if err := ts.Sync(); err != nil {
+			return err
+		}
+		err = c.Sync()
+		t.Logf("rank %d: %v", c.Rank(), err)
+		if !errors.Is(err, a2a.ErrOddGraph) {
+			return fmt.Errorf("Sync after an odd graph replayed twice: %v, want ErrOddGraph", err)
+		}
+		return nil
+	}))
+}
