@@ -179,6 +179,8 @@ type benchRow struct {
 	P90US         float64 `json:"p90_us"`
 	MeanUS        float64 `json:"mean_us"`
 	BackToBackUS  float64 `json:"back_to_back_us"` // mean per operation with no events between operations
+	StreamUS      float64 `json:"stream_us"`       // the same on a stream of the caller's (Comm.On)
+	GraphUS       float64 `json:"graph_us"`        // the same replayed from a CUDA graph of 2 operations
 	AlgBWGBps     float64 `json:"algbw_gbps"`
 	NVLinkBytes   float64 `json:"nvlink_bytes_per_rank"`
 	FloorUS       float64 `json:"floor_us"`

@@ -151,6 +151,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 				Impl: "ulysses", Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
+				StreamUS: s.Stream, GraphUS: s.Graph,
 			})
 			fmt.Fprintf(stderr, "bench: %v %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
 				dt, formatBytes(float64(sz.bytes)), op, s.Median, s.P10, s.P90)
@@ -199,6 +200,11 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			return nil, err
 		}
 	}
+	st, err := newStreamTimer(comm)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
 	stats := make([]opStats, len(ops))
 	for k, op := range ops {
 		fn := opFunc(comm, op, xs, ys)
@@ -217,6 +223,9 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			return nil, fmt.Errorf("%s back to back: %w", op, err)
 		}
 		stats[k].BackToBack = float64(b2b) / float64(time.Microsecond)
+		if err := timeStreamAndGraph(st, comm, o, op, xs, ys, &stats[k]); err != nil {
+			return nil, err
+		}
 	}
 	return stats, nil
 }

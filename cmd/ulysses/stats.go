@@ -14,6 +14,11 @@ type opStats struct {
 	// BackToBack is the mean time per operation of a run with no events
 	// between operations (filled in by the caller, not by summarize).
 	BackToBack float64 `json:"back_to_back_us"`
+	// Stream and Graph are the mean time per operation back to back on a
+	// stream of the bench's own (Comm.On), and replayed from a CUDA graph
+	// of two operations (filled in by the caller).
+	Stream float64 `json:"stream_us"`
+	Graph  float64 `json:"graph_us"`
 }
 
 // summarize returns the median, 10th and 90th percentiles and mean of
@@ -76,6 +81,8 @@ func maxOver(ranks []opStats) opStats {
 		m.P90 = max(m.P90, s.P90)
 		m.Mean = max(m.Mean, s.Mean)
 		m.BackToBack = max(m.BackToBack, s.BackToBack)
+		m.Stream = max(m.Stream, s.Stream)
+		m.Graph = max(m.Graph, s.Graph)
 	}
 	return m
 }

@@ -46,9 +46,9 @@ func writeTable(w io.Writer, head []string, align string, rows [][]string) {
 	}
 }
 
-var benchHead = []string{"op", "dtype", "bytes/rank", "SMs", "median us", "p10-p90 us", "b2b us", "algbw GB/s", "NVLink bytes/rank", "floor us", "time/floor"}
+var benchHead = []string{"op", "dtype", "bytes/rank", "SMs", "median us", "p10-p90 us", "b2b us", "stream us", "graph us", "algbw GB/s", "NVLink bytes/rank", "floor us", "time/floor"}
 
-const benchAlign = "llrrrrrrrrr"
+const benchAlign = "llrrrrrrrrrrr"
 
 // benchTableRows formats ulysses rows for writeTable with benchHead.
 func benchTableRows(rows []benchRow) [][]string {
@@ -62,7 +62,7 @@ func benchTableRows(rows []benchRow) [][]string {
 		out = append(out, []string{
 			r.Op, r.DType, formatBytes(float64(r.BytesPerRank)), smsLabel(r.SMs, r.Blocks),
 			fmt.Sprintf("%.1f", r.MedianUS), fmt.Sprintf("%.1f-%.1f", r.P10US, r.P90US), fmt.Sprintf("%.1f", r.BackToBackUS),
-			fmt.Sprintf("%.1f", r.AlgBWGBps), formatBytes(r.NVLinkBytes), floor, ratio,
+			fmt.Sprintf("%.1f", r.StreamUS), fmt.Sprintf("%.1f", r.GraphUS), fmt.Sprintf("%.1f", r.AlgBWGBps), formatBytes(r.NVLinkBytes), floor, ratio,
 		})
 	}
 	return out
