@@ -55,6 +55,9 @@ func (c *Comm) capturedInput(op ptx.Op, x Tensor) (Tensor, error) {
 // enqueueCaptured records a captured operation: it is not run now, and
 // orders nothing on other streams (the graph does, when launched).
 func (c *Comm) enqueueCaptured(op ptx.Op, p opPlan, planned, x Tensor, ls launchSpec, out driver.DevicePtr) (Tensor, error) {
+	if err := c.t.refreshCaptured(); err != nil {
+		return Tensor{}, err
+	}
 	if err := c.t.enqueue(op, p, planned, ls); err != nil {
 		return Tensor{}, wrapErr(err, "capturing %s", op) // the capture fails, not the Comm
 	}

@@ -198,6 +198,11 @@ func (ts *TestStream) Download(dst []byte, t Tensor) error {
 	return ts.d.ctx.MemcpyDtoHAsync(unsafe.Pointer(&dst[0]), driver.DevicePtr(t.Ptr), uint64(len(dst)), ts.s)
 }
 
+// CopyDtoD enqueues a copy of n bytes from src to dst on the stream.
+func (ts *TestStream) CopyDtoD(dst, src Tensor, n int64) error {
+	return ts.d.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), driver.DevicePtr(src.Ptr), uint64(n), ts.s)
+}
+
 // Sync waits for the stream.
 func (ts *TestStream) Sync() error { return ts.d.ctx.StreamSynchronize(ts.s) }
 

@@ -61,24 +61,51 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
 	if err := c.SetRankTokens(layouts[0]); err != nil {
 		return err
 	}
+	// A view holds until the next operation: inside the graph, each is
+	// copied out right after its operation, as an attention kernel would
+	// read it (the largest output's bytes: the copy's size is frozen).
+	var outs [3]a2a.Tensor
+	for k := range outs {
+		if outs[k], err = dev.Alloc([4]int{2, maxTotal, 4 * world, 64}, dt); err != nil {
+			return err
+		}
+		defer dev.Free(outs[k])
+	}
 	on := c.On(ts.Stream())
-	var views [3]a2a.Tensor
 	g, err := a2a.CaptureGraph(ts.Stream(), func() error {
-		var err error
-		if views[0], err = on.SendRecvHeads(x); err != nil {
-			return err
+		ops := []func() (a2a.Tensor, error){
+			func() (a2a.Tensor, error) { return on.SendRecvHeads(x) },
+			func() (a2a.Tensor, error) { return on.GatherHeads(y) },
+			func() (a2a.Tensor, error) { return on.AllGather(x) },
 		}
-		if views[1], err = on.GatherHeads(y); err != nil {
-			return err
+		for k, op := range ops {
+			view, err := op()
+			if err != nil {
+				return err
+			}
+			if err := ts.CopyDtoD(outs[k], view, maxOutput(cases, k, rank)); err != nil {
+				return err
+			}
 		}
-		views[2], err = on.AllGather(x)
-		return err
+		return nil
 	}, c)
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	return replayChecked(c, ts, g, cases, views, x, y, iters)
+	return replayChecked(c, ts, g, cases, outs, x, y, iters)
+}
+
+// maxOutput is the most bytes operation k (SendRecvHeads, GatherHeads,
+// AllGather) writes on rank over the cases.
+func maxOutput(cases []check.Case, k, rank int) int64 {
+	var most int64
+	for _, cs := range cases {
+		d := cs.Shape()
+		n := []int{d.HeadShardBytes(), d.RankInputBytes(rank), d.GatheredBytes()}[k]
+		most = max(most, int64(n))
+	}
+	return most
 }
 
 // replaySlot is one replay's pinned inputs and outputs, and what they expect.

@@ -1,5 +1,7 @@
 package a2a
 
+import "unsafe"
+
 // The Comm's one device allocation, shared with its peers through one IPC
 // handle (the same layout on every rank, since all ranks have the same
 // capacity):
@@ -24,6 +26,10 @@ const (
 	stateClaimedOff = 8
 	stateHalfOff    = 12 // the half the last completed operation wrote
 	stateBytes      = 16
+	// The live token table (struct Live) follows the state: what captured
+	// operations read when a graph replays them.
+	liveOff    = stateBytes
+	localBytes = liveOff + int64(unsafe.Sizeof(liveTable{}))
 
 	regionAlign = 256
 
@@ -50,7 +56,7 @@ func newBufferLayout(dataBytes int64, halves int64) bufferLayout {
 	}
 	l.signalOff = l.halfBytes + alignUp(dataBytes, regionAlign)
 	l.stateOff = alignUp(l.signalOff+signalAreaBytes, regionAlign)
-	l.total = alignUp(l.stateOff+stateBytes, regionAlign)
+	l.total = alignUp(l.stateOff+localBytes, regionAlign)
 	return l
 }
 
@@ -80,8 +86,8 @@ type kernelArgs struct {
 }
 
 // liveTable mirrors struct Live in the kernels: the token counts captured
-// operations read when a graph replays them, in pinned host memory that
-// SetRankTokens writes.
+// operations read when a graph replays them, in the Comm's buffer after
+// the state (see smTransport.refreshCaptured).
 type liveTable struct {
 	Tokens    [MaxWorldSize]int32
 	Prefix    [MaxWorldSize + 1]int32

@@ -7,9 +7,12 @@ import "fmt"
 const maxTotalTokens = 1 << 30
 
 // SetRankTokens sets the number of tokens each rank holds (uneven counts and
-// zeros allowed; no padding) for the operations enqueued after it. Every
-// rank must pass the same counts. The counts travel with each launch, so
-// this touches no device memory and waits for nothing.
+// zeros allowed; no padding) for the operations enqueued after it, and for
+// the replays of captured ones (see Graph). Every rank must pass the same
+// counts. The counts travel with each launch, so this touches no device
+// memory and waits for nothing, unless the Comm has captured operations:
+// then it copies the counts into its buffer for their replays and waits
+// for that copy (tens of microseconds).
 func (c *Comm) SetRankTokens(counts []int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -25,6 +28,12 @@ func (c *Comm) SetRankTokens(counts []int) error {
 	}
 	c.t.setTokens(ts)
 	c.tokens = ts
+	if len(c.captured) > 0 {
+		// Replays read the counts from the buffer: copy them there now.
+		if err := c.t.refreshCaptured(); err != nil {
+			return c.fail(err)
+		}
+	}
 	return nil
 }
 

@@ -33,6 +33,9 @@ type transport interface {
 	// them carry; they touch no device memory.
 	setTokens(ts tokenSet)
 	setTimeout(d time.Duration)
+	// refreshCaptured makes what captured operations read when they
+	// replay hold the counts setTokens set last; it waits for that alone.
+	refreshCaptured() error
 	// widths lists the vector widths in bytes the transport copies with,
 	// widest first; planning picks the widest the operation allows.
 	widths() []int

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "d5dae9af3125264998486d275aa71e9cf1c9218996949d4e1882ac7ca97ac6ac"
+const SourceHash = "7a81db0d7f26291cd8cd9eec621613a0bbac962c850d60be1e0cff606871b139"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

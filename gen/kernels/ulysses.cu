@@ -87,8 +87,10 @@ struct State {
 };
 
 // The token counts of captured operations (CUDA graphs), which replays
-// must read when they run, not when they were captured: pinned host
-// memory that SetRankTokens writes. Must match a2a/layout.go.
+// must read when they run, not when they were captured: in the Comm's
+// buffer after the State, where SetRankTokens copies them (reading pinned
+// host memory from every block cost hundreds of microseconds per
+// operation). Must match a2a/layout.go.
 struct Live {
     int tokens[MAX_RANKS];
     int prefix[MAX_RANKS + 1];
@@ -366,7 +368,11 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
         // Written by the last block of the previous operation, which
         // finished before this launch began (stream order).
         const u32 e = st->epoch + 1u;
-        sh.tokens[p] = live != nullptr ? *reinterpret_cast<const volatile int *>(&live->tokens[p]) : a.tokens[p];
+        int tokens = a.tokens[p];  // read first: a select between the two would copy Args to local memory
+        if (live != nullptr) {
+            tokens = *reinterpret_cast<const volatile int *>(&live->tokens[p]);
+        }
+        sh.tokens[p] = tokens;
         sh.data[p] = a.data[p] + (a.half != 0u ? a.half_bytes : 0ull);
         // Relaxed: a bye seen here only stops the operation.
         sh.gone[p] = p != a.rank && load_relaxed_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
@@ -388,7 +394,11 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
         }
     }
     if (p <= a.world) {
-        sh.prefix[p] = live != nullptr ? *reinterpret_cast<const volatile int *>(&live->prefix[p]) : a.prefix[p];
+        int prefix = a.prefix[p];
+        if (live != nullptr) {
+            prefix = *reinterpret_cast<const volatile int *>(&live->prefix[p]);
+        }
+        sh.prefix[p] = prefix;
     }
     if (p == MAX_RANKS + 1) {
         sh.sig = live != nullptr ? fnv_add(a.sig, *reinterpret_cast<const volatile u32 *>(&live->token_hash)) : a.sig;
