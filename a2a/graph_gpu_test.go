@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -289,4 +290,46 @@ func TestOddGraphReplayedTwice(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestGraphPeerStopsReplaying: both ranks of a single-process group replay
+// a graph, then rank 1 stops; rank 0's next replay times out within the
+// bound, as any operation does, and the group still closes.
+func TestGraphPeerStopsReplaying(t *testing.T) {
+	info := requireGPU(t)
+	devices := []int{0, 0}
+	if len(info.Devices) >= 2 {
+		devices = []int{0, 1}
+	}
+	cs := check.Case{Batch: 1, Tokens: []int{8, 8}, Heads: 4, HeadDim: 64, DType: a2a.BFloat16}
+	g := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
+	graphs := make([]*a2a.Graph, 2)
+	streams := make([]*a2a.TestStream, 2)
+	for r := range 2 {
+		c := g.Comm(r)
+		require.NoError(t, c.SetRankTokens(cs.Tokens))
+		require.NoError(t, c.SetTimeout(time.Second))
+		x, err := c.Device().Alloc([4]int{1, 8, 4, 64}, a2a.BFloat16)
+		require.NoError(t, err)
+		defer c.Device().Free(x)
+		streams[r] = a2a.NewTestStream(t, c.Device())
+		on := c.On(streams[r].Stream())
+		graphs[r], err = a2a.CaptureGraph(streams[r].Stream(), func() error { _, err := on.AllGather(x); return err }, c)
+		require.NoError(t, err)
+		defer graphs[r].Close()
+	}
+	for range 5 {
+		for r := range 2 {
+			require.NoError(t, graphs[r].Launch(streams[r].Stream()))
+		}
+	}
+	require.NoError(t, g.Sync())
+	start := time.Now()
+	require.NoError(t, graphs[0].Launch(streams[0].Stream()))
+	err := g.Comm(0).Sync()
+	took := time.Since(start)
+	t.Logf("rank 0's replay without rank 1: %v after %v", err, took)
+	require.ErrorIs(t, err, a2a.ErrTimeout)
+	require.GreaterOrEqual(t, took, time.Second)
+	require.Less(t, took, 5*time.Second/2)
 }

@@ -150,7 +150,7 @@ func checkInTurn(g *a2a.Group, cs check.Case, seed uint64) error {
 // (they need a GPU), and checks what they print.
 func TestExamples(t *testing.T) {
 	requireGPU(t)
-	for name, f := range map[string]func(){"Join": ExampleJoin, "NewGroup": ExampleNewGroup} {
+	for name, f := range map[string]func(){"Join": ExampleJoin, "NewGroup": ExampleNewGroup, "CaptureGraph": ExampleCaptureGraph} {
 		t.Run(name, func(t *testing.T) {
 			out := captureStdout(t, f)
 			require.Equal(t, "round trip: ok\n", out)
