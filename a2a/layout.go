@@ -8,7 +8,8 @@ import "unsafe"
 //
 //	[ data: 1 or 2 halves of capacity bytes | signal area | local state ]
 //
-// Operation e (counted from 1 on every rank) writes half e&1; with a single
+// Operation e (counted from 1 on every rank) writes half e&1 (the host's
+// count; the kernels check that halves alternate); with a single
 // half every operation writes half 0 and needs a start barrier.
 // The signal area (struct Signals in the kernels) is written by peers only:
 // one 64-bit flag {epoch, signature} per (phase, block, peer), then one

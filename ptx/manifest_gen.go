@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "7a81db0d7f26291cd8cd9eec621613a0bbac962c850d60be1e0cff606871b139"
+const SourceHash = "342b20aa92d535eec1ec82e0f2f2238ce748b07b5b22a404e1f94178efe838c7"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -10,9 +10,10 @@
 //   1. Start: each active block reads the epoch e and counts itself in.
 //   2. Copy: each active block reads its part of the local input once and
 //      stores every vector straight to its final place in the owner's data
-//      half e&1 (the layout change is fused into the copy). No block waits
-//      before writing: the half was last read two operations ago (with a
-//      single half, ulysses_start ran first and met every peer).
+//      half the host chose (the layout change is fused into the copy).
+//      Halves alternate, so no block waits before writing: the half was
+//      last read two operations ago (with a single half, ulysses_start ran
+//      first and met every peer).
 //   3. Signal: each active block publishes its stores and stores {epoch,
 //      signature} into its flag at every peer.
 //   4. Wait: only the LAST block to count itself in waits, for every flag
