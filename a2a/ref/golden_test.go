@@ -47,6 +47,9 @@ var goldenCases = []goldenHeader{
 	{Name: "p2_d72_e2", Batch: 1, Heads: 4, HeadDim: 72, ElemSize: 2, Tokens: []int{3, 2}, Seed: 5},
 	{Name: "p4_zero_ranks_e1", Batch: 1, Heads: 4, HeadDim: 16, ElemSize: 1, Tokens: []int{0, 2, 0, 1}, Seed: 6},
 	{Name: "p8_e2", Batch: 1, Heads: 8, HeadDim: 2, ElemSize: 2, Tokens: []int{1, 0, 2, 1, 0, 0, 3, 1}, Seed: 7},
+	// Uneven heads: 5 over 3 ranks (2, 2, 1), 7 over 5 (2, 2, 1, 1, 1).
+	{Name: "p3_h5_uneven_heads_e2", Batch: 2, Heads: 5, HeadDim: 2, ElemSize: 2, Tokens: []int{2, 0, 3}, Seed: 8},
+	{Name: "p5_h7_uneven_heads_e1", Batch: 1, Heads: 7, HeadDim: 3, ElemSize: 1, Tokens: []int{1, 2, 0, 1, 2}, Seed: 9},
 }
 
 // goldenSections are the per-rank line kinds of a golden file, in order.

@@ -8,15 +8,19 @@
 // positive ElemSize works (2 for bf16/fp16, 1 for fp8, ...).
 //
 // Rank r holds T_r tokens, T = T_0 + ... + T_{P-1} and the prefix
-// p_r = T_0 + ... + T_{r-1}. Heads are split evenly: Hp = H/P.
+// p_r = T_0 + ... + T_{r-1}. Heads are split in contiguous ranges: rank q
+// holds H_q heads from head h_q, with H_q = H/P, plus one for the first
+// H mod P ranks (see HeadRange); when P divides H, H_q = Hp = H/P and
+// h_q = q*Hp.
 //
 //	op             input on rank r   output on rank q
-//	SendRecvHeads  [B, T_r, H, D]    [B, T, Hp, D]  out_q[b, p_r+t, h, :] = in_r[b, t, q*Hp+h, :]
-//	GatherHeads    [B, T, Hp, D]     [B, T_q, H, D] out_r[b, t, q*Hp+h, :] = in_q[b, p_r+t, h, :]
+//	SendRecvHeads  [B, T_r, H, D]    [B, T, H_q, D] out_q[b, p_r+t, h, :] = in_r[b, t, h_q+h, :]
+//	GatherHeads    [B, T, H_q, D]    [B, T_r, H, D] out_r[b, t, h_q+h, :] = in_q[b, p_r+t, h, :]
 //	AllGather      [B, T_r, H, D]    [B, T, H, D]   out_q[b, p_r+t, :, :] = in_r[b, t, :, :]
+//	HeadAllGather  [B, T, H_r, D]    [B, T, H, D]   out_q[b, t, h_r+h, :] = in_r[b, t, h, :]
 //
 // GatherHeads is the exact inverse of SendRecvHeads, and every output of
-// AllGather is the same on all ranks.
+// AllGather and HeadAllGather is the same on all ranks.
 package ref
 
 import (
@@ -28,7 +32,8 @@ import (
 type Shape struct {
 	// Batch is the batch size B (>= 1).
 	Batch int
-	// Heads is the total number of heads H (>= 1, divisible by the world size).
+	// Heads is the total number of heads H (>= 1; split across the ranks by
+	// HeadRange, evenly when the world size divides it).
 	Heads int
 	// HeadDim is the number of elements per head D (>= 1).
 	HeadDim int
@@ -60,14 +65,15 @@ func (s Shape) Prefix(r int) int {
 	return p
 }
 
-// HeadsPerRank returns Hp = H/P, the number of heads each rank holds after
-// SendRecvHeads. It is only meaningful for a valid shape.
-func (s Shape) HeadsPerRank() int { return s.Heads / len(s.Tokens) }
+// HeadsPerRank returns the most heads a rank holds after SendRecvHeads:
+// H/P when P divides H, else H/P + 1 (rank 0's; see HeadRange). It is only
+// meaningful for a valid shape.
+func (s Shape) HeadsPerRank() int { return (s.Heads + len(s.Tokens) - 1) / len(s.Tokens) }
 
 // Validate reports whether s describes a valid exchange: Batch, Heads,
-// HeadDim, ElemSize and the world size are all >= 1, Heads is divisible by
-// the world size, every token count is >= 0, and the largest buffer size
-// (GatheredBytes) fits in an int. The error wraps ErrShape.
+// HeadDim, ElemSize and the world size are all >= 1, every token count is
+// >= 0, and the largest buffer size (GatheredBytes) fits in an int. The
+// error wraps ErrShape.
 func (s Shape) Validate() error {
 	switch {
 	case s.Batch < 1:
@@ -80,8 +86,6 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("ref: element size must be >= 1, got %d: %w", s.ElemSize, ErrShape)
 	case len(s.Tokens) < 1:
 		return fmt.Errorf("ref: world size must be >= 1 (len(Tokens) = 0): %w", ErrShape)
-	case s.Heads%len(s.Tokens) != 0:
-		return fmt.Errorf("ref: heads %d not divisible by world size %d: %w", s.Heads, len(s.Tokens), ErrShape)
 	}
 	const maxInt = int(^uint(0) >> 1)
 	total := 0
@@ -112,10 +116,20 @@ func (s Shape) RankInputBytes(r int) int {
 	return s.Batch * s.Tokens[r] * s.Heads * s.HeadDim * s.ElemSize
 }
 
-// HeadShardBytes returns B*T*Hp*D*ElemSize: the size of each rank's output of
-// SendRecvHeads and of each rank's input to GatherHeads.
+// HeadShardBytes returns B*T*HeadsPerRank()*D*ElemSize: the size of each
+// rank's output of SendRecvHeads and input to GatherHeads when P divides
+// H, and the largest one (rank 0's) otherwise; HeadShardBytesFor gives
+// each rank's.
 func (s Shape) HeadShardBytes() int {
 	return s.Batch * s.TotalTokens() * s.HeadsPerRank() * s.HeadDim * s.ElemSize
+}
+
+// HeadShardBytesFor returns B*T*H_q*D*ElemSize: the size of rank q's output
+// of SendRecvHeads and input to GatherHeads and HeadAllGather. It panics if
+// q is not in [0, P).
+func (s Shape) HeadShardBytesFor(q int) int {
+	_, n := s.HeadRange(q)
+	return s.Batch * s.TotalTokens() * n * s.HeadDim * s.ElemSize
 }
 
 // GatheredBytes returns B*T*H*D*ElemSize: the size of each rank's output of
@@ -159,34 +173,31 @@ func checkOutput(op string, s Shape, rank int, out []byte, want func(r int) int)
 	return nil
 }
 
-// headShardBytes adapts HeadShardBytes to the per-rank signature of checkInputs
-// and checkOutput (every rank's head shard has the same size).
-func (s Shape) headShardBytes(int) int { return s.HeadShardBytes() }
-
 // gatheredBytes adapts GatheredBytes to the per-rank signature of checkOutput.
 func (s Shape) gatheredBytes(int) int { return s.GatheredBytes() }
 
 // SendRecvHeadsFor writes rank q's output of SendRecvHeads into out.
 // in[r] is rank r's [B, T_r, H, D] input of RankInputBytes(r) bytes; out must
-// hold exactly HeadShardBytes() bytes and becomes rank q's [B, T, Hp, D]
-// output: out[b, p_r+t, h, :] = in[r][b, t, q*Hp+h, :]. Every byte of out is
-// written. Errors wrap ErrShape.
+// hold exactly HeadShardBytesFor(q) bytes and becomes rank q's
+// [B, T, H_q, D] output: out[b, p_r+t, h, :] = in[r][b, t, h_q+h, :]. Every
+// byte of out is written. Errors wrap ErrShape.
 func SendRecvHeadsFor(s Shape, q int, in [][]byte, out []byte) error {
 	const op = "SendRecvHeads"
 	if err := checkInputs(op, s, in, s.RankInputBytes); err != nil {
 		return err
 	}
-	if err := checkOutput(op, s, q, out, s.headShardBytes); err != nil {
+	if err := checkOutput(op, s, q, out, s.HeadShardBytesFor); err != nil {
 		return err
 	}
-	H, Hp, T := s.Heads, s.HeadsPerRank(), s.TotalTokens()
-	chunk := Hp * s.HeadDim * s.ElemSize
+	H, T := s.Heads, s.TotalTokens()
+	hq, Hq := s.HeadRange(q)
+	chunk := Hq * s.HeadDim * s.ElemSize
 	for r := 0; r < s.World(); r++ {
 		Tr, pr := s.Tokens[r], s.Prefix(r)
 		for b := 0; b < s.Batch; b++ {
 			for t := 0; t < Tr; t++ {
-				src := s.offset(b, t, q*Hp, Tr, H)
-				dst := s.offset(b, pr+t, 0, T, Hp)
+				src := s.offset(b, t, hq, Tr, H)
+				dst := s.offset(b, pr+t, 0, T, Hq)
 				copy(out[dst:dst+chunk], in[r][src:src+chunk])
 			}
 		}
@@ -195,26 +206,27 @@ func SendRecvHeadsFor(s Shape, q int, in [][]byte, out []byte) error {
 }
 
 // GatherHeadsFor writes rank r's output of GatherHeads into out.
-// in[q] is rank q's [B, T, Hp, D] head shard of HeadShardBytes() bytes; out
-// must hold exactly RankInputBytes(r) bytes and becomes rank r's
-// [B, T_r, H, D] output: out[b, t, q*Hp+h, :] = in[q][b, p_r+t, h, :].
+// in[q] is rank q's [B, T, H_q, D] head shard of HeadShardBytesFor(q)
+// bytes; out must hold exactly RankInputBytes(r) bytes and becomes rank
+// r's [B, T_r, H, D] output: out[b, t, h_q+h, :] = in[q][b, p_r+t, h, :].
 // Every byte of out is written. Errors wrap ErrShape.
 func GatherHeadsFor(s Shape, r int, in [][]byte, out []byte) error {
 	const op = "GatherHeads"
-	if err := checkInputs(op, s, in, s.headShardBytes); err != nil {
+	if err := checkInputs(op, s, in, s.HeadShardBytesFor); err != nil {
 		return err
 	}
 	if err := checkOutput(op, s, r, out, s.RankInputBytes); err != nil {
 		return err
 	}
-	H, Hp, T := s.Heads, s.HeadsPerRank(), s.TotalTokens()
+	H, T := s.Heads, s.TotalTokens()
 	Tr, pr := s.Tokens[r], s.Prefix(r)
-	chunk := Hp * s.HeadDim * s.ElemSize
 	for q := 0; q < s.World(); q++ {
+		hq, Hq := s.HeadRange(q)
+		chunk := Hq * s.HeadDim * s.ElemSize
 		for b := 0; b < s.Batch; b++ {
 			for t := 0; t < Tr; t++ {
-				src := s.offset(b, pr+t, 0, T, Hp)
-				dst := s.offset(b, t, q*Hp, Tr, H)
+				src := s.offset(b, pr+t, 0, T, Hq)
+				dst := s.offset(b, t, hq, Tr, H)
 				copy(out[dst:dst+chunk], in[q][src:src+chunk])
 			}
 		}
@@ -252,15 +264,15 @@ func AllGatherFor(s Shape, q int, in [][]byte, out []byte) error {
 
 // SendRecvHeads scatters heads and gathers tokens: in[r] is rank r's
 // [B, T_r, H, D] input (RankInputBytes(r) bytes) and the result out[q] is
-// rank q's [B, T, Hp, D] output (HeadShardBytes() bytes) with
-// out[q][b, p_r+t, h, :] = in[r][b, t, q*Hp+h, :]. Errors wrap ErrShape.
+// rank q's [B, T, H_q, D] output (HeadShardBytesFor(q) bytes) with
+// out[q][b, p_r+t, h, :] = in[r][b, t, h_q+h, :]. Errors wrap ErrShape.
 func SendRecvHeads(s Shape, in [][]byte) ([][]byte, error) {
 	if err := checkInputs("SendRecvHeads", s, in, s.RankInputBytes); err != nil {
 		return nil, err
 	}
 	out := make([][]byte, s.World())
 	for q := range out {
-		out[q] = make([]byte, s.HeadShardBytes())
+		out[q] = make([]byte, s.HeadShardBytesFor(q))
 		if err := SendRecvHeadsFor(s, q, in, out[q]); err != nil {
 			return nil, err
 		}
@@ -269,11 +281,11 @@ func SendRecvHeads(s Shape, in [][]byte) ([][]byte, error) {
 }
 
 // GatherHeads is the inverse of SendRecvHeads: in[q] is rank q's
-// [B, T, Hp, D] head shard (HeadShardBytes() bytes) and the result out[r] is
-// rank r's [B, T_r, H, D] tensor (RankInputBytes(r) bytes) with
-// out[r][b, t, q*Hp+h, :] = in[q][b, p_r+t, h, :]. Errors wrap ErrShape.
+// [B, T, H_q, D] head shard (HeadShardBytesFor(q) bytes) and the result
+// out[r] is rank r's [B, T_r, H, D] tensor (RankInputBytes(r) bytes) with
+// out[r][b, t, h_q+h, :] = in[q][b, p_r+t, h, :]. Errors wrap ErrShape.
 func GatherHeads(s Shape, in [][]byte) ([][]byte, error) {
-	if err := checkInputs("GatherHeads", s, in, s.headShardBytes); err != nil {
+	if err := checkInputs("GatherHeads", s, in, s.HeadShardBytesFor); err != nil {
 		return nil, err
 	}
 	out := make([][]byte, s.World())

@@ -155,6 +155,9 @@ func randomShape(rng *rand.Rand) Shape {
 	for r := range s.Tokens {
 		s.Tokens[r] = rng.IntN(10)
 	}
+	if rng.IntN(2) == 0 {
+		s.Heads = 1 + rng.IntN(3*p) // uneven heads, some ranks possibly with none
+	}
 	return s
 }
 
@@ -180,20 +183,21 @@ func elem(s Shape, buf []byte, b, t, h, d, tokens, heads int) []byte {
 // defining formulas.
 func checkFormulas(t *testing.T, s Shape, in, sendRecv, gathered, all [][]byte) {
 	t.Helper()
-	P, H, Hp, T := s.World(), s.Heads, s.HeadsPerRank(), s.TotalTokens()
+	P, H, T := s.World(), s.Heads, s.TotalTokens()
 	for r := 0; r < P; r++ {
 		Tr, pr := s.Tokens[r], s.Prefix(r)
 		for b := 0; b < s.Batch; b++ {
 			for tok := 0; tok < Tr; tok++ {
 				for q := 0; q < P; q++ {
-					for h := 0; h < Hp; h++ {
+					hq, Hq := s.HeadRange(q)
+					for h := 0; h < Hq; h++ {
 						for d := 0; d < s.HeadDim; d++ {
-							want := elem(s, in[r], b, tok, q*Hp+h, d, Tr, H)
-							if got := elem(s, sendRecv[q], b, pr+tok, h, d, T, Hp); string(got) != string(want) {
+							want := elem(s, in[r], b, tok, hq+h, d, Tr, H)
+							if got := elem(s, sendRecv[q], b, pr+tok, h, d, T, Hq); string(got) != string(want) {
 								t.Fatalf("%+v: SendRecvHeads out[%d][%d,%d,%d,%d] = %x, want %x", s, q, b, pr+tok, h, d, got, want)
 							}
-							if got := elem(s, gathered[r], b, tok, q*Hp+h, d, Tr, H); string(got) != string(want) {
-								t.Fatalf("%+v: GatherHeads out[%d][%d,%d,%d,%d] = %x, want %x", s, r, b, tok, q*Hp+h, d, got, want)
+							if got := elem(s, gathered[r], b, tok, hq+h, d, Tr, H); string(got) != string(want) {
+								t.Fatalf("%+v: GatherHeads out[%d][%d,%d,%d,%d] = %x, want %x", s, r, b, tok, hq+h, d, got, want)
 							}
 						}
 					}
@@ -222,7 +226,8 @@ func TestRandomShapes(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, sr, s.World())
 		for q := range sr {
-			require.Len(t, sr[q], s.HeadShardBytes())
+			require.Len(t, sr[q], s.HeadShardBytesFor(q))
+			require.LessOrEqual(t, len(sr[q]), s.HeadShardBytes(), "HeadShardBytes bounds every shard")
 		}
 
 		back, err := GatherHeads(s, sr)
@@ -244,10 +249,15 @@ func TestRandomShapes(t *testing.T) {
 
 		checkFormulas(t, s, in, sr, back, all)
 
+		// HeadAllGather of the head shards is AllGather of the inputs.
+		heads, err := HeadAllGather(s, sr)
+		require.NoError(t, err)
+		require.Equal(t, all, heads, "HeadAllGather(SendRecvHeads) %+v", s)
+
 		// The *For variants equal the matching slice of the full result,
 		// writing every byte of a buffer that starts out dirty.
 		for q := 0; q < s.World(); q++ {
-			out := make([]byte, s.HeadShardBytes())
+			out := make([]byte, s.HeadShardBytesFor(q))
 			for j := range out {
 				out[j] = 0xEE
 			}
@@ -261,6 +271,10 @@ func TestRandomShapes(t *testing.T) {
 			out = make([]byte, s.GatheredBytes())
 			require.NoError(t, AllGatherFor(s, q, in, out))
 			require.Equal(t, all[q], out, "AllGatherFor rank %d", q)
+
+			out = make([]byte, s.GatheredBytes())
+			require.NoError(t, HeadAllGatherFor(s, q, sr, out))
+			require.Equal(t, all[q], out, "HeadAllGatherFor rank %d", q)
 		}
 
 		// Inputs are not modified.
@@ -284,7 +298,6 @@ func TestValidation(t *testing.T) {
 		"zero head dim":   with(func(s *Shape) { s.HeadDim = 0 }),
 		"zero elem size":  with(func(s *Shape) { s.ElemSize = 0 }),
 		"no ranks":        with(func(s *Shape) { s.Tokens = nil }),
-		"H not divisible": with(func(s *Shape) { s.Heads = 3 }),
 		"negative tokens": with(func(s *Shape) { s.Tokens[1] = -1 }),
 		"overflow":        with(func(s *Shape) { s.Tokens[0] = 1 << 62 }),
 	}
@@ -307,16 +320,14 @@ func TestValidation(t *testing.T) {
 			assert.ErrorIs(t, AllGatherFor(s, 0, in, nil), ErrShape)
 		})
 	}
-	assert.EqualError(t, with(func(s *Shape) { s.Heads = 3 }).Validate(),
-		"ref: heads 3 not divisible by world size 2: ref: invalid shape")
 	assert.EqualError(t, with(func(s *Shape) { s.Tokens[1] = -1 }).Validate(),
 		"ref: tokens[1] = -1 is negative: ref: invalid shape")
 }
 
 func TestBufferErrors(t *testing.T) {
 	s := Shape{Batch: 1, Heads: 4, HeadDim: 2, ElemSize: 2, Tokens: []int{1, 2}}
-	in := randomInputs(s, 7, s.RankInputBytes)     // 16 and 32 bytes
-	shards := randomInputs(s, 7, s.headShardBytes) // 24 bytes each
+	in := randomInputs(s, 7, s.RankInputBytes)        // 16 and 32 bytes
+	shards := randomInputs(s, 7, s.HeadShardBytesFor) // 24 bytes each
 	type op struct {
 		name  string
 		full  func(Shape, [][]byte) ([][]byte, error)
@@ -325,7 +336,7 @@ func TestBufferErrors(t *testing.T) {
 		outSz func(r int) int
 	}
 	ops := []op{
-		{"SendRecvHeads", SendRecvHeads, SendRecvHeadsFor, in, s.headShardBytes},
+		{"SendRecvHeads", SendRecvHeads, SendRecvHeadsFor, in, s.HeadShardBytesFor},
 		{"GatherHeads", GatherHeads, GatherHeadsFor, shards, s.RankInputBytes},
 		{"AllGather", AllGather, AllGatherFor, in, s.gatheredBytes},
 	}
@@ -414,4 +425,33 @@ func TestErrShapeWrapped(t *testing.T) {
 	err := Shape{}.Validate()
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrShape))
+}
+
+// TestHeadRange checks the split of H heads over P ranks: contiguous
+// ranges in rank order that tile [0, H), counts differing by at most one,
+// the larger ones first, and H/P each when P divides H.
+func TestHeadRange(t *testing.T) {
+	for _, tc := range []struct {
+		heads, world int
+		want         []int
+	}{
+		{40, 3, []int{14, 13, 13}},
+		{40, 6, []int{7, 7, 7, 7, 6, 6}},
+		{24, 5, []int{5, 5, 5, 5, 4}},
+		{24, 8, []int{3, 3, 3, 3, 3, 3, 3, 3}},
+		{2, 3, []int{1, 1, 0}},
+		{1, 1, []int{1}},
+	} {
+		s := Shape{Batch: 1, Heads: tc.heads, HeadDim: 1, ElemSize: 1, Tokens: make([]int, tc.world)}
+		next := 0
+		for q, want := range tc.want {
+			first, count := s.HeadRange(q)
+			assert.Equal(t, next, first, "H=%d P=%d rank %d", tc.heads, tc.world, q)
+			assert.Equal(t, want, count, "H=%d P=%d rank %d", tc.heads, tc.world, q)
+			next += count
+		}
+		assert.Equal(t, tc.heads, next, "H=%d P=%d: the ranges tile the heads", tc.heads, tc.world)
+		assert.Equal(t, tc.want[0], s.HeadsPerRank(), "HeadsPerRank is the largest count")
+	}
+	assert.Panics(t, func() { Shape{Heads: 4, Tokens: []int{1, 1}}.HeadRange(2) })
 }
