@@ -22,11 +22,23 @@
 // on the Comm's stream and return at once; Sync waits for them; Close says
 // goodbye to the peers and releases everything. Every rank must run the
 // same operations, on the same shapes and counts, in the same order.
+// NewGroup makes a whole group in one process instead, one Comm per
+// device.
+//
+// # Streams and graphs
+//
+// Comm.On(s) enqueues the operations on a stream of the caller's, between
+// the caller's own kernels, with no host wait; the Comm keeps its
+// operations in order across streams. CaptureGraph records operations
+// enqueued on a capturing stream into a CUDA graph that Graph.Launch
+// replays; replays use the token counts set last, and the views keep their
+// address.
 //
 // # Views
 //
 // An operation returns a view: a Tensor inside the Comm's buffer, valid
-// until the next operation on the Comm is enqueued. It may be passed to
+// until the next operation on the Comm is enqueued; on the device, work
+// queued on the operation's stream before the next operation may read it. It may be passed to
 // the next operation directly (GatherHeads(SendRecvHeads(x)) needs no
 // copy). The Into forms copy the result to a tensor of the caller's.
 //
