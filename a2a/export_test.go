@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	_ "embed"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -224,4 +225,65 @@ func (ts *TestStream) CaptureRaw(record func() error) (func() error, error) {
 		return nil, err
 	}
 	return func() error { return ts.d.ctx.GraphLaunch(exec, ts.s) }, nil
+}
+
+//go:embed testdata/testkernels.ptx
+var testKernelsPTX []byte
+
+// TestKernels are the test's own kernels (testdata/testkernels.ptx),
+// loaded once per device before any Comm there runs an operation: a
+// module load waits for every kernel of the context.
+type TestKernels struct {
+	d          *Device
+	module     driver.Module
+	fill, copy driver.Function
+}
+
+// LoadTestKernels loads the test kernels on d.
+func LoadTestKernels(d *Device) (*TestKernels, error) {
+	m, err := d.ctx.LoadModule(testKernelsPTX)
+	if err != nil {
+		return nil, err
+	}
+	tk := &TestKernels{d: d, module: m}
+	if tk.fill, err = d.ctx.Function(m, "fill_pattern"); err == nil {
+		tk.copy, err = d.ctx.Function(m, "copy_bytes")
+	}
+	if err != nil {
+		return nil, errors.Join(err, d.ctx.UnloadModule(m))
+	}
+	return tk, nil
+}
+
+// Close unloads the kernels (which waits for the device).
+func (tk *TestKernels) Close() error { return tk.d.ctx.UnloadModule(tk.module) }
+
+// Pattern is byte i of what Fill writes with seed.
+func Pattern(seed uint64, i int) byte {
+	return byte(((uint64(i)^seed)*0x9E3779B97F4A7C15)>>56) | 1
+}
+
+// Fill enqueues a kernel on ts that writes Pattern(seed, i) into byte i of t.
+func (tk *TestKernels) Fill(ts *TestStream, t Tensor, seed uint64) error {
+	return tk.launch(ts, tk.fill, uint64(t.Ptr), uint64(t.Bytes()), seed)
+}
+
+// Copy enqueues a kernel on ts that copies n bytes from src to dst.
+func (tk *TestKernels) Copy(ts *TestStream, dst, src Tensor, n int64) error {
+	return tk.launch(ts, tk.copy, uint64(dst.Ptr), uint64(src.Ptr), uint64(n))
+}
+
+// launch runs f(a, b, c) over n = the second or third argument's bytes
+// with a grid of 256-thread blocks.
+func (tk *TestKernels) launch(ts *TestStream, f driver.Function, a, b, c uint64) error {
+	n := c
+	if f == tk.fill {
+		n = b
+	}
+	if n == 0 {
+		return nil
+	}
+	blocks := uint32(min((n+255)/256, 1024))
+	params := []unsafe.Pointer{unsafe.Pointer(&a), unsafe.Pointer(&b), unsafe.Pointer(&c)}
+	return tk.d.ctx.Launch(f, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, ts.s, params)
 }

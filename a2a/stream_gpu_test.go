@@ -1,12 +1,14 @@
 package a2a_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/check"
 )
 
@@ -128,6 +130,154 @@ func streamIterations(t *testing.T, c *a2a.Comm, cases []check.Case, iters int) 
 				}
 			}
 			queued = queued[:0]
+		}
+	}
+	return nil
+}
+
+// TestCallerStreamKernels is TestCallerStream with kernels of the test on
+// each rank's stream instead of copies: one writes the input right before
+// each operation, another copies the view out right after, with no host
+// wait between; every streamSlots iterations the host waits and compares
+// the copies with the reference, then poisons them again.
+func TestCallerStreamKernels(t *testing.T) {
+	info := requireGPU(t)
+	devices := []int{0, 0}
+	if len(info.Devices) >= 2 {
+		devices = []int{0, 1}
+	}
+	iters := 1000
+	if testing.Short() {
+		iters = 200
+	}
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+		t.Run(dt.String(), func(t *testing.T) {
+			layouts := [][]int{{24, 40}, {17, 0}, {0, 9}}
+			cases := make([]check.Case, len(layouts))
+			for i, tokens := range layouts {
+				cases[i] = check.Case{Name: "kernels", Batch: 2, Tokens: tokens, Heads: 8, HeadDim: 64, DType: dt}
+			}
+			g := newTestGroup(t, devices, dt, cases)
+			kernels := make([]*a2a.TestKernels, g.Size())
+			for r := range kernels { // before any operation: a module load waits for the device
+				tk, err := a2a.LoadTestKernels(g.Comm(r).Device())
+				require.NoError(t, err)
+				kernels[r] = tk
+			}
+			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return kernelIterations(t, c, kernels[c.Rank()], cases, iters) }))
+			require.NoError(t, g.Sync())
+			for _, tk := range kernels {
+				require.NoError(t, tk.Close())
+			}
+		})
+	}
+}
+
+// patternInputs are every rank's inputs of one iteration, as the fill
+// kernel writes them: x (SendRecvHeads, AllGather) and the head shard
+// (GatherHeads).
+func patternInputs(cs check.Case, iter int) (xs, shards [][]byte) {
+	s := cs.Shape()
+	for r := range s.World() {
+		x, y := make([]byte, s.RankInputBytes(r)), make([]byte, s.HeadShardBytesFor(r))
+		for i := range x {
+			x[i] = a2a.Pattern(uint64(2*iter*8+r), i)
+		}
+		for i := range y {
+			y[i] = a2a.Pattern(uint64((2*iter+1)*8+r), i)
+		}
+		xs, shards = append(xs, x), append(shards, y)
+	}
+	return xs, shards
+}
+
+// kernelIterations is one rank's part of TestCallerStreamKernels.
+func kernelIterations(t *testing.T, c *a2a.Comm, tk *a2a.TestKernels, cases []check.Case, iters int) error {
+	dev, rank := c.Device(), c.Rank()
+	ts := a2a.NewTestStream(t, dev)
+	maxTokens, hidden := check.Capacity(cases...)
+	x, err := dev.Alloc([4]int{1, maxTokens, 1, hidden}, cases[0].DType)
+	if err != nil {
+		return err
+	}
+	defer dev.Free(x)
+	var slots [streamSlots]a2a.Tensor
+	for i := range slots {
+		if slots[i], err = dev.Alloc([4]int{1, maxTokens, 1, hidden}, cases[0].DType); err != nil {
+			return err
+		}
+		defer dev.Free(slots[i])
+		if err := dev.Fill(slots[i], 0xA5); err != nil {
+			return err
+		}
+	}
+	type queued struct {
+		want []byte
+		what string
+	}
+	var pending []queued
+	for i := range iters {
+		cs := cases[(i/50)%len(cases)]
+		if i%50 == 0 {
+			if err := c.SetRankTokens(cs.Tokens); err != nil {
+				return err
+			}
+		}
+		s := cs.Shape()
+		xs, shards := patternInputs(cs, i)
+		local := [4]int{cs.Batch, cs.Tokens[rank], cs.Heads, cs.HeadDim}
+		shard := [4]int{cs.Batch, s.TotalTokens(), cs.Heads / s.World(), cs.HeadDim}
+		ops := c.On(ts.Stream())
+		var op func(a2a.Tensor) (a2a.Tensor, error)
+		var inShape [4]int
+		var seed uint64
+		var want []byte
+		switch i % 3 {
+		case 0:
+			op, inShape, seed = ops.SendRecvHeads, local, uint64(2*i*8+rank)
+			want = make([]byte, s.HeadShardBytesFor(rank))
+			err = ref.SendRecvHeadsFor(s, rank, xs, want)
+		case 1:
+			op, inShape, seed = ops.GatherHeads, shard, uint64((2*i+1)*8+rank)
+			want = make([]byte, s.RankInputBytes(rank))
+			err = ref.GatherHeadsFor(s, rank, shards, want)
+		case 2:
+			op, inShape, seed = ops.AllGather, local, uint64(2*i*8+rank)
+			want = make([]byte, s.GatheredBytes())
+			err = ref.AllGatherFor(s, rank, xs, want)
+		}
+		if err != nil {
+			return err
+		}
+		xi := a2a.Tensor{Ptr: x.Ptr, Shape: inShape, DType: cs.DType}
+		what := fmt.Sprintf("iteration %d (op %d, %v) on rank %d", i, i%3, cs.Tokens, rank)
+		if err := tk.Fill(ts, xi, seed); err != nil {
+			return err
+		}
+		view, err := op(xi)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := tk.Copy(ts, slots[i%streamSlots], view, int64(len(want))); err != nil {
+			return err
+		}
+		if pending = append(pending, queued{want, what}); len(pending) == streamSlots || i == iters-1 {
+			if err := errors.Join(ts.Sync(), c.Sync()); err != nil {
+				return err
+			}
+			for k, q := range pending {
+				got, err := dev.Download(slots[k])
+				if err != nil {
+					return err
+				}
+				if err := check.Compare(q.what, got[:len(q.want)], q.want); err != nil {
+					return err
+				}
+				if err := dev.Fill(slots[k], 0xA5); err != nil {
+					return err
+				}
+			}
+			pending = pending[:0]
 		}
 	}
 	return nil
