@@ -46,13 +46,20 @@ func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error)
 	if len(comms) == 0 {
 		return nil, fmt.Errorf("a2a: CaptureGraph needs the Comms it captures: %w", ErrConfig)
 	}
-	g := &Graph{ctx: comms[0].dev.ctx, comms: slices.Clone(comms)}
+	// The graph keeps a context reference of its own: it may outlive its
+	// Comms (and their Devices' references).
+	dev := comms[0].dev
+	ctx, err := dev.drv.RetainPrimaryContext(dev.info.Ordinal)
+	if err != nil {
+		return nil, wrapDriver("retaining the context", err)
+	}
+	g := &Graph{ctx: ctx, comms: slices.Clone(comms)}
 	slices.SortFunc(g.comms, func(a, b *Comm) int { return cmpPtr(a, b) })
 	g.comms = slices.Compact(g.comms)
 	stream := driver.Stream(s)
 	marks, err := g.beginCapture(stream)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, ctx.Release())
 	}
 	err = record()
 	if err == nil {
@@ -73,7 +80,7 @@ func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error)
 	}
 	g.endCapture(marks, err == nil)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, ctx.Release())
 	}
 	return g, nil
 }
@@ -171,13 +178,19 @@ func (g *Graph) Launch(s Stream) error {
 		return fmt.Errorf("a2a: launching a closed Graph: %w", ErrClosed)
 	}
 	stream := driver.Stream(s)
-	for i, c := range g.comms {
+	// Every Comm's lock first (in address order), then the launch gates:
+	// a Sync holds its Comm's lock while it may take a gate exclusively.
+	for _, c := range g.comms {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if err := c.usable(true); err != nil {
 			return err
 		}
-		if i == 0 || c.share != g.comms[i-1].share {
+	}
+	var gated []*deviceShare
+	for _, c := range g.comms {
+		if !slices.Contains(gated, c.share) {
+			gated = append(gated, c.share)
 			c.share.gate.RLock() // as every launch: no graveyard release starts meanwhile
 			defer c.share.gate.RUnlock()
 		}
@@ -213,8 +226,12 @@ func (g *Graph) Close() error {
 		c.captured = slices.DeleteFunc(c.captured, func(co capturedOp) bool { return co.graph == g })
 		c.mu.Unlock()
 	}
-	if err := g.ctx.GraphExecDestroy(g.exec); err != nil {
-		return wrapDriver("destroying the graph", err)
+	err := g.ctx.GraphExecDestroy(g.exec)
+	if err != nil {
+		err = wrapDriver("destroying the graph", err)
 	}
-	return nil
+	if rerr := g.ctx.Release(); rerr != nil {
+		err = errors.Join(err, wrapDriver("releasing the context", rerr))
+	}
+	return err
 }

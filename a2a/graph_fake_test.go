@@ -73,8 +73,14 @@ func TestFakeCaptureGraph(t *testing.T) {
 
 	_, err = a2a.CaptureGraph(ts.Stream(), func() error { return nil })
 	require.ErrorIs(t, err, a2a.ErrConfig, "no Comms")
+
+	// A graph may outlive its Comm: it holds a context reference of its own.
+	late, err := a2a.CaptureGraph(ts.Stream(), func() error { _, err := on.AllGather(x); return err }, c)
+	require.NoError(t, err)
 	require.NoError(t, c.Sync())
 	require.NoError(t, ts.Close())
 	require.NoError(t, closeFake(t, c, x, dst))
+	require.ErrorIs(t, late.Launch(0), a2a.ErrClosed, "replaying a closed Comm's graph")
+	require.NoError(t, late.Close(), "closing a graph after its Comm")
 	requireReleased(t, lib)
 }
