@@ -26,8 +26,9 @@ type StreamOps struct {
 // output (view or Into destination). The Comm keeps its operations in
 // order across streams: an operation on another stream than the previous
 // one waits for it (one cuEventRecord and one cuStreamWaitEvent on the
-// switch; on a caller's stream, one cuEventRecord after each operation).
-// No allocation, no host wait.
+// switch; on a caller's stream, a cuStreamIsCapturing before and one
+// cuEventRecord after each operation). No allocation, no host wait. On a
+// stream being captured the operations are captured instead (see Graph).
 //
 // A view stays valid, and Comm.Buffer the caller's, until the next
 // operation of the Comm starts on the device. The ranks' operations of one
