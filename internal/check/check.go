@@ -160,7 +160,7 @@ func MakeData(cs Case, seed uint64, rank int) (Data, error) {
 		return Data{}, err
 	}
 	in := inputs(s, seed)
-	d := Data{X: in[rank], Shard: make([]byte, s.HeadShardBytes()), Gathered: make([]byte, s.GatheredBytes())}
+	d := Data{X: in[rank], Shard: make([]byte, s.HeadShardBytesFor(rank)), Gathered: make([]byte, s.GatheredBytes())}
 	if err := ref.SendRecvHeadsFor(s, rank, in, d.Shard); err != nil {
 		return d, err
 	}
