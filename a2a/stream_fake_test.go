@@ -126,3 +126,28 @@ func TestFakeGroupCloseRepeatedly(t *testing.T) {
 		requireReleased(t, lib)
 	}
 }
+
+// TestFakeTestKernels runs the GPU tests' own kernels' helpers on the
+// stub (which launches nothing): the module loads, both entries are found,
+// each launch goes to the test's stream, and an empty range launches
+// nothing.
+func TestFakeTestKernels(t *testing.T) {
+	lib := fakeDriver(t)
+	c, x, dst := fakeComm(t, true, true)
+	tk, err := a2a.LoadTestKernels(c.Device())
+	require.NoError(t, err)
+	ts := a2a.NewTestStream(t, c.Device())
+	before := fakeCounters(t, lib).Launches
+	require.NoError(t, tk.Fill(ts, x, 7))
+	require.NoError(t, tk.Copy(ts, dst, x, x.Bytes()))
+	require.NoError(t, tk.Copy(ts, dst, x, 0), "nothing to copy")
+	assert.Equal(t, before+2, fakeCounters(t, lib).Launches)
+	calls, err := fakecuda.ReadCalls(lib)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(ts.Stream()), uint64(calls.Launch.Stream))
+	assert.Equal(t, byte(a2a.Pattern(7, 3)), a2a.Pattern(7, 3)|1, "patterns are never zero")
+	require.NoError(t, ts.Close())
+	require.NoError(t, tk.Close())
+	require.NoError(t, closeFake(t, c, x, dst))
+	requireReleased(t, lib)
+}
