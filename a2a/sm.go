@@ -44,8 +44,8 @@ type smTransport struct {
 }
 
 // newSMTransport prepares the transport of a Comm whose buffer is buf with
-// layout l, on stream: it allocates the status word (pinned host memory,
-// which waits for nothing). numSMs is Config.NumSMs.
+// layout l, on stream: it allocates the status word and the staging of the
+// live token table (pinned host memory, which waits for nothing).
 func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l bufferLayout, cfg Config) (*smTransport, error) {
 	t := &smTransport{dev: dev, share: share, stream: stream, k: share.kernels[cfg.DType.Size()],
 		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l}
