@@ -35,13 +35,13 @@ type Graph struct {
 // CaptureGraph captures into a graph what record enqueues on s: the
 // operations of comms enqueued there with Comm.On(s), and any work of the
 // caller's. Each Comm whose operations in it are odd in number gets one
-// more that moves nothing (a barrier with its peers, a few microseconds
-// per replay): with double buffering a view stays put across replays
+// more that moves nothing (a barrier with its peers, one more kernel per
+// replay; its time has not been measured on its own): with double buffering a view stays put across replays
 // only when each replay holds an even number of its Comm's operations.
 // Every rank of a group must capture the same operations. No other
 // operation of these Comms may be enqueued while record runs. The comms
-// must share s's device. It costs a graph instantiation (tens of
-// microseconds to milliseconds, with the size of the graph).
+// must share s's device. It costs a copy of the token counts and a graph
+// instantiation (cuGraphInstantiateWithFlags; not timed here).
 func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error) {
 	if len(comms) == 0 {
 		return nil, fmt.Errorf("a2a: CaptureGraph needs the Comms it captures: %w", ErrConfig)
