@@ -136,7 +136,7 @@ func (g *Graph) pad(s driver.Stream, marks []captureMark) error {
 		c.mu.Lock()
 		var err error
 		if (c.launches-marks[i].launches)%2 == 1 {
-			if err = c.t.pad(launchSpec{stream: s, half: c.nextHalf(), captured: true}); err == nil {
+			if err = c.t.pad(launchSpec{stream: s, half: c.halfOf(c.launches + 1), captured: true}); err == nil {
 				c.launches++
 			}
 		}

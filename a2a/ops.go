@@ -13,14 +13,13 @@ import (
 // the Comm's stream and returns a view into the Comm's buffer, valid until
 // the next operation on this Comm. One kernel launch; no allocation.
 func (c *Comm) SendRecvHeads(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpSendRecvHeads, x, nil, ownStream)
+	return c.own().SendRecvHeads(x)
 }
 
 // SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
 // the cost of one device-local copy out of the Comm's buffer.
 func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpSendRecvHeads, x, &dst, ownStream)
-	return err
+	return c.own().SendRecvHeadsInto(dst, x)
 }
 
 // GatherHeads is the inverse of SendRecvHeads: x is [B, T, H/P, D] holding
@@ -30,33 +29,34 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 // operation (the default double buffer keeps the two apart); with
 // Config.SingleBuffer it must not lie in the Comm's buffer.
 func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpGatherHeads, x, nil, ownStream)
+	return c.own().GatherHeads(x)
 }
 
 // GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
 // cost of one device-local copy.
 func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpGatherHeads, x, &dst, ownStream)
-	return err
+	return c.own().GatherHeadsInto(dst, x)
 }
 
 // AllGather gathers the sequence: x is this rank's [B, T_r, H, D]; the
 // result is [B, T, H, D], the same on every rank. Asynchronous, returning a
 // view valid until the next operation.
 func (c *Comm) AllGather(x Tensor) (Tensor, error) {
-	return c.run(ptx.OpAllGather, x, nil, ownStream)
+	return c.own().AllGather(x)
 }
 
 // AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
 // one device-local copy.
 func (c *Comm) AllGatherInto(dst, x Tensor) error {
-	_, err := c.run(ptx.OpAllGather, x, &dst, ownStream)
-	return err
+	return c.own().AllGatherInto(dst, x)
 }
 
 // ownStream stands for the Comm's own stream in run's argument, which is
 // read under the lock (Close clears it).
 const ownStream = driver.Stream(^uintptr(0))
+
+// own returns the operations on the Comm's own stream.
+func (c *Comm) own() StreamOps { return StreamOps{c: c, s: ownStream} }
 
 // run validates, then enqueues op on stream s (ownStream or the caller's);
 // nothing is enqueued on any error.
@@ -92,8 +92,8 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, e
 	if err != nil {
 		return Tensor{}, err
 	}
-	half := c.nextHalf()
-	out := c.buf + driver.DevicePtr(int64(half)*c.layout.halfBytes)
+	half := c.halfOf(c.launches + 1)
+	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
 	if err := c.checkPlacement(op, x, dst, p, out); err != nil {
 		return Tensor{}, err
 	}
@@ -116,15 +116,6 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, e
 		return Tensor{}, c.fail(err)
 	}
 	return Tensor{Ptr: uintptr(out), Shape: p.out, DType: c.cfg.DType}, nil
-}
-
-// nextHalf is the data half the next operation writes: the other one than
-// the last operation's (always 0 with a single half).
-func (c *Comm) nextHalf() uint32 {
-	if c.layout.halfBytes == 0 {
-		return 0
-	}
-	return uint32((c.launches + 1) & 1)
 }
 
 // checkPlacement refuses an input in the half the operation writes (or in
@@ -155,7 +146,16 @@ func overlaps(ptr uintptr, n int64, lo uintptr, size int64) bool {
 	return uint64(ptr) < uint64(lo)+uint64(size) && uint64(ptr)+uint64(n) > uint64(lo)
 }
 
+// halfOf is the data half operation number epoch writes: halves
+// alternate; with a single half it is always 0.
+func (c *Comm) halfOf(epoch uint64) uint32 {
+	if c.layout.halfBytes == 0 {
+		return 0
+	}
+	return uint32(epoch & 1)
+}
+
 // halfOffset is where operation number epoch writes its output.
 func (c *Comm) halfOffset(epoch uint64) int64 {
-	return int64(epoch&1) * c.layout.halfBytes
+	return int64(c.halfOf(epoch)) * c.layout.halfBytes
 }
