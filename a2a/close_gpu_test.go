@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/exchange"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
 )
@@ -27,25 +28,13 @@ func TestCloseEndsBlockedSync(t *testing.T) {
 }
 
 func workerCloseDuringSync(rk launch.Rank) error {
-	ex, err := exchangerFor(rk)
-	if err != nil {
-		return err
-	}
-	defer ex.Close()
-	for _, single := range []bool{false, true} {
-		cs := smallCase(rk.World, a2a.BFloat16)
-		comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, single)
-		if err != nil {
-			return err
-		}
+	return inBufferModes(rk, func(ex *exchange.TCP, comm *a2a.Comm, cs check.Case, single bool) error {
 		// Far beyond the test's bounds: only Close can end the wait.
-		if err := comm.SetTimeout(time.Minute); err != nil {
-			return err
+		err := comm.SetTimeout(time.Minute)
+		if err == nil {
+			err = comm.SetRankTokens(cs.Tokens)
 		}
-		if err := comm.SetRankTokens(cs.Tokens); err != nil {
-			return err
-		}
-		if rk.Rank == 0 {
+		if err == nil && rk.Rank == 0 {
 			err = closeDuringSync(comm, cs, single)
 		}
 		if err == nil {
@@ -56,13 +45,10 @@ func workerCloseDuringSync(rk launch.Rank) error {
 		}
 		if err != nil {
 			comm.Close()
-			return fmt.Errorf("single-buffer=%v: %w", single, err)
-		}
-		if err := rendezvous(ex, "done"); err != nil {
 			return err
 		}
-	}
-	return nil
+		return rendezvous(ex, "done")
+	})
 }
 
 // closeDuringSync is rank 0's part: the blocked Sync and the Close.

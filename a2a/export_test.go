@@ -265,22 +265,17 @@ func Pattern(seed uint64, i int) byte {
 
 // Fill enqueues a kernel on ts that writes Pattern(seed, i) into byte i of t.
 func (tk *TestKernels) Fill(ts *TestStream, t Tensor, seed uint64) error {
-	return tk.launch(ts, tk.fill, uint64(t.Ptr), uint64(t.Bytes()), seed)
+	return tk.launch(ts, tk.fill, t.Bytes(), uint64(t.Ptr), uint64(t.Bytes()), seed)
 }
 
 // Copy enqueues a kernel on ts that copies n bytes from src to dst.
 func (tk *TestKernels) Copy(ts *TestStream, dst, src Tensor, n int64) error {
-	return tk.launch(ts, tk.copy, uint64(dst.Ptr), uint64(src.Ptr), uint64(n))
+	return tk.launch(ts, tk.copy, n, uint64(dst.Ptr), uint64(src.Ptr), uint64(n))
 }
 
-// launch runs f(a, b, c) over n = the second or third argument's bytes
-// with a grid of 256-thread blocks.
-func (tk *TestKernels) launch(ts *TestStream, f driver.Function, a, b, c uint64) error {
-	n := c
-	if f == tk.fill {
-		n = b
-	}
-	if n == 0 {
+// launch runs f(a, b, c) on ts over n bytes, with 256-thread blocks.
+func (tk *TestKernels) launch(ts *TestStream, f driver.Function, n int64, a, b, c uint64) error {
+	if n <= 0 {
 		return nil
 	}
 	blocks := uint32(min((n+255)/256, 1024))

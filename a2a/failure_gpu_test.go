@@ -310,6 +310,19 @@ func TestKilledPeer(t *testing.T) {
 // of the same input (the same epoch); with a single buffer too. Every rank
 // must get ErrOpMismatch, not a result, and close cleanly.
 func workerMismatch(rk launch.Rank) error {
+	return inBufferModes(rk, func(_ *exchange.TCP, comm *a2a.Comm, cs check.Case, _ bool) error {
+		err := mismatchOn(comm, cs, rk.Rank)
+		if cerr := comm.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("Close after the mismatch: %w", cerr)
+		}
+		return err
+	})
+}
+
+// inBufferModes joins a group of rk's ranks on the small bf16 case, with a
+// double and then a single buffer, and runs f on each Comm, which f
+// closes (also on failure).
+func inBufferModes(rk launch.Rank, f func(ex *exchange.TCP, comm *a2a.Comm, cs check.Case, single bool) error) error {
 	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
@@ -321,11 +334,7 @@ func workerMismatch(rk launch.Rank) error {
 		if err != nil {
 			return err
 		}
-		err = mismatchOn(comm, cs, rk.Rank)
-		if cerr := comm.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("Close after the mismatch: %w", cerr)
-		}
-		if err != nil {
+		if err := f(ex, comm, cs, single); err != nil {
 			return fmt.Errorf("single-buffer=%v: %w", single, err)
 		}
 	}

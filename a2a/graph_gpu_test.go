@@ -17,15 +17,19 @@ func init() {
 	scenarios["graph"] = workerGraph
 }
 
-// graphLayouts are the token layouts replays cycle through: even, uneven,
-// a rank with none.
-func graphLayouts(world int) [][]int {
+// graphCases are the token layouts replays cycle through on a group of
+// world ranks: even, uneven, a rank with none.
+func graphCases(world int, dt a2a.DType) []check.Case {
 	even, uneven, zero := make([]int, world), make([]int, world), make([]int, world)
 	for r := range even {
 		even[r], uneven[r], zero[r] = 24, 7+11*r, 5+3*r
 	}
 	zero[0] = 0
-	return [][]int{even, uneven, zero}
+	var cases []check.Case
+	for _, tokens := range [][]int{even, uneven, zero} {
+		cases = append(cases, check.Case{Name: "graph", Batch: 2, Tokens: tokens, Heads: 4 * world, HeadDim: 64, DType: dt})
+	}
+	return cases
 }
 
 // graphReplays captures SendRecvHeads, GatherHeads and AllGather once on a
@@ -37,12 +41,10 @@ func graphLayouts(world int) [][]int {
 // Every rank of the group runs it with the same arguments.
 func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
 	dev, rank, world := c.Device(), c.Rank(), c.WorldSize()
-	layouts := graphLayouts(world)
-	cases := make([]check.Case, len(layouts))
+	cases := graphCases(world, dt)
 	maxLocal, maxTotal := 0, 0
-	for i, tokens := range layouts {
-		cases[i] = check.Case{Name: "graph", Batch: 2, Tokens: tokens, Heads: 4 * world, HeadDim: 64, DType: dt}
-		maxLocal, maxTotal = max(maxLocal, tokens[rank]), max(maxTotal, cases[i].Shape().TotalTokens())
+	for _, cs := range cases {
+		maxLocal, maxTotal = max(maxLocal, cs.Tokens[rank]), max(maxTotal, cs.Shape().TotalTokens())
 	}
 	ts, err := a2a.OpenTestStream(dev)
 	if err != nil {
@@ -59,7 +61,7 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
 		return err
 	}
 	defer dev.Free(y)
-	if err := c.SetRankTokens(layouts[0]); err != nil {
+	if err := c.SetRankTokens(cases[0].Tokens); err != nil {
 		return err
 	}
 	// A view holds until the next operation: inside the graph, each is
@@ -195,14 +197,9 @@ func workerGraph(rk launch.Rank) error {
 		return err
 	}
 	defer ex.Close()
-	iters := graphIters()
+	iters := iterations()
 	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-		layouts := graphLayouts(rk.World)
-		var cases []check.Case
-		for _, tokens := range layouts {
-			cases = append(cases, check.Case{Batch: 2, Tokens: tokens, Heads: 4 * rk.World, HeadDim: 64, DType: dt})
-		}
-		comm, err := joinFor(rk, ex, dt, cases, false)
+		comm, err := joinFor(rk, ex, dt, graphCases(rk.World, dt), false)
 		if err != nil {
 			return err
 		}
@@ -218,13 +215,6 @@ func workerGraph(rk launch.Rank) error {
 	return nil
 }
 
-func graphIters() int {
-	if testing.Short() {
-		return 200
-	}
-	return 1000
-}
-
 // TestGraphReplay: graphReplays in a group of 2 processes and in a
 // single-process group (one goroutine per rank), both widths.
 func TestGraphReplay(t *testing.T) {
@@ -232,18 +222,11 @@ func TestGraphReplay(t *testing.T) {
 	t.Run("processes", func(t *testing.T) {
 		runGroup(t, "graph", 2, nil)
 	})
-	devices := []int{0, 0}
-	if len(info.Devices) >= 2 {
-		devices = []int{0, 1}
-	}
+	devices := pairDevices(info)
 	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
 		t.Run(fmt.Sprintf("group/%v", dt), func(t *testing.T) {
-			var cases []check.Case
-			for _, tokens := range graphLayouts(len(devices)) {
-				cases = append(cases, check.Case{Batch: 2, Tokens: tokens, Heads: 4 * len(devices), HeadDim: 64, DType: dt})
-			}
-			g := newTestGroup(t, devices, dt, cases)
-			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, graphIters()) }))
+			g := newTestGroup(t, devices, dt, graphCases(len(devices), dt))
+			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()) }))
 		})
 	}
 }
@@ -254,10 +237,7 @@ func TestGraphReplay(t *testing.T) {
 // ErrOddGraph on every rank instead.
 func TestOddGraphReplayedTwice(t *testing.T) {
 	info := requireGPU(t)
-	devices := []int{0, 0}
-	if len(info.Devices) >= 2 {
-		devices = []int{0, 1}
-	}
+	devices := pairDevices(info)
 	cs := check.Case{Batch: 1, Tokens: []int{8, 8}, Heads: 4, HeadDim: 64, DType: a2a.BFloat16}
 	g := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
 	require.NoError(t, eachRank(g, func(c *a2a.Comm) error {
@@ -297,10 +277,7 @@ func TestOddGraphReplayedTwice(t *testing.T) {
 // bound, as any operation does, and the group still closes.
 func TestGraphPeerStopsReplaying(t *testing.T) {
 	info := requireGPU(t)
-	devices := []int{0, 0}
-	if len(info.Devices) >= 2 {
-		devices = []int{0, 1}
-	}
+	devices := pairDevices(info)
 	cs := check.Case{Batch: 1, Tokens: []int{8, 8}, Heads: 4, HeadDim: 64, DType: a2a.BFloat16}
 	g := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
 	graphs := make([]*a2a.Graph, 2)

@@ -23,6 +23,24 @@ func groupPlacements(gpus int) [][]int {
 	return ps
 }
 
+// pairDevices is a group of two for the single-process tests: one rank per
+// GPU when there are two, else both on GPU 0.
+func pairDevices(info a2a.SystemInfo) []int {
+	if len(info.Devices) >= 2 {
+		return []int{0, 1}
+	}
+	return []int{0, 0}
+}
+
+// iterations is how many operations or replays the stream and graph tests
+// check: 1000, 200 with -short.
+func iterations() int {
+	if testing.Short() {
+		return 200
+	}
+	return 1000
+}
+
 // groupCases are the shapes checked on a group of world ranks: even and
 // uneven token counts, one rank with none.
 func groupCases(world int, dt a2a.DType) []check.Case {

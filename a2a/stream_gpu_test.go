@@ -26,25 +26,25 @@ const streamSlots = 4
 // group of 2, both element widths.
 func TestCallerStream(t *testing.T) {
 	info := requireGPU(t)
-	devices := []int{0, 0}
-	if len(info.Devices) >= 2 {
-		devices = []int{0, 1}
-	}
-	iters := 1000
-	if testing.Short() {
-		iters = 200
-	}
+	devices := pairDevices(info)
+	iters := iterations()
 	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
 		t.Run(dt.String(), func(t *testing.T) {
-			layouts := [][]int{{24, 40}, {17, 0}, {0, 9}}
-			cases := make([]check.Case, len(layouts))
-			for i, tokens := range layouts {
-				cases[i] = check.Case{Name: "stream", Batch: 2, Tokens: tokens, Heads: 8, HeadDim: 64, DType: dt}
-			}
+			cases := streamCases(dt)
 			g := newTestGroup(t, devices, dt, cases)
 			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return streamIterations(t, c, cases, iters) }))
 		})
 	}
+}
+
+// streamCases are the token layouts the stream tests cycle through (one
+// with a rank holding none), a group of 2.
+func streamCases(dt a2a.DType) []check.Case {
+	var cases []check.Case
+	for _, tokens := range [][]int{{24, 40}, {17, 0}, {0, 9}} {
+		cases = append(cases, check.Case{Name: "stream", Batch: 2, Tokens: tokens, Heads: 8, HeadDim: 64, DType: dt})
+	}
+	return cases
 }
 
 // streamSlot is one iteration's pinned input and output and what it expects.
@@ -142,21 +142,11 @@ func streamIterations(t *testing.T, c *a2a.Comm, cases []check.Case, iters int) 
 // the copies with the reference, then poisons them again.
 func TestCallerStreamKernels(t *testing.T) {
 	info := requireGPU(t)
-	devices := []int{0, 0}
-	if len(info.Devices) >= 2 {
-		devices = []int{0, 1}
-	}
-	iters := 1000
-	if testing.Short() {
-		iters = 200
-	}
+	devices := pairDevices(info)
+	iters := iterations()
 	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
 		t.Run(dt.String(), func(t *testing.T) {
-			layouts := [][]int{{24, 40}, {17, 0}, {0, 9}}
-			cases := make([]check.Case, len(layouts))
-			for i, tokens := range layouts {
-				cases[i] = check.Case{Name: "kernels", Batch: 2, Tokens: tokens, Heads: 8, HeadDim: 64, DType: dt}
-			}
+			cases := streamCases(dt)
 			g := newTestGroup(t, devices, dt, cases)
 			kernels := make([]*a2a.TestKernels, g.Size())
 			for r := range kernels { // before any operation: a module load waits for the device
