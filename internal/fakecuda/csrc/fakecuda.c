@@ -312,6 +312,12 @@ static int check_stream(uintptr_t s) {
 	return SUCCESS;
 }
 
+// need_stream is need_ctx, then check_stream(s).
+static int need_stream(uintptr_t s) {
+	int r = need_ctx();
+	return r == SUCCESS ? check_stream(s) : r;
+}
+
 // stream_of returns the state of a stream handle check_stream accepted:
 // the default streams share their context's.
 static struct stream *stream_of(uintptr_t s) {
@@ -807,9 +813,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 
 static CUresult memset_check(CUdeviceptr p, size_t bytes, size_t align, uintptr_t stream) {
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(stream);
+	int r = need_stream(stream);
 	if (r != SUCCESS)
 		return r;
 	if (p % align != 0 || !covered((uintptr_t)p, bytes))
@@ -843,9 +847,7 @@ CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, uintptr_t s) 
 // copy_check checks a copy of n bytes; dst_dev and src_dev say which sides
 // are device (or mapped host) memory, which must lie in one allocation.
 static CUresult copy_check(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, size_t n, uintptr_t stream) {
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(stream);
+	int r = need_stream(stream);
 	if (r != SUCCESS)
 		return r;
 	if (n == 0)
@@ -1135,27 +1137,33 @@ out:
 	return r;
 }
 
+// hang_spec reads FAKECUDA_HANG=A,W,C,V into v; false when it is unset or
+// malformed.
+static int hang_spec(long v[4]) {
+	const char *e = getenv("FAKECUDA_HANG");
+	return e != NULL && sscanf(e, "%ld,%ld,%ld,%ld", &v[0], &v[1], &v[2], &v[3]) == 4 && v[0] >= 0;
+}
+
 // hang_word returns the address p FAKECUDA_HANG names in a launch's first
 // parameter, or 0 when it is unset.
 static uintptr_t hang_word(void **params) {
-	const char *e = getenv("FAKECUDA_HANG");
-	long a, w, c, v;
+	long v[4];
 	uint64_t p;
-	if (e == NULL || params == NULL || sscanf(e, "%ld,%ld,%ld,%ld", &a, &w, &c, &v) != 4 || a < 0)
+	if (params == NULL || !hang_spec(v))
 		return 0;
-	memcpy(&p, (const char *)params[0] + a, 8);
+	memcpy(&p, (const char *)params[0] + v[0], 8);
 	return (uintptr_t)p;
 }
 
 // wait_hang waits, without the lock, as FAKECUDA_HANG says for the word at
 // p, then stores its V.
 static void wait_hang(uintptr_t p) {
-	long a, w, c, v;
-	if (sscanf(getenv("FAKECUDA_HANG"), "%ld,%ld,%ld,%ld", &a, &w, &c, &v) != 4)
+	long v[4];
+	if (!hang_spec(v))
 		return;
-	while (__atomic_load_n((const unsigned *)(p + w), __ATOMIC_ACQUIRE) == 0)
+	while (__atomic_load_n((const unsigned *)(p + v[1]), __ATOMIC_ACQUIRE) == 0)
 		usleep(100);
-	__atomic_store_n((unsigned *)(p + c), (unsigned)v, __ATOMIC_RELEASE);
+	__atomic_store_n((unsigned *)(p + v[2]), (unsigned)v[3], __ATOMIC_RELEASE);
 }
 
 // cuLaunchKernel checks its arguments, counts the launch and runs nothing;
@@ -1164,10 +1172,8 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 			unsigned bz, unsigned shared, uintptr_t stream, void **params, void **extra) {
 	long long n;
 	long fail_after;
-	int r = need_ctx();
 	record_launch((uintptr_t)f, (unsigned[6]){gx, gy, gz, bx, by, bz}, shared, stream, params, extra);
-	if (r == SUCCESS)
-		r = check_stream(stream);
+	int r = need_stream(stream);
 	if (r != SUCCESS)
 		return r;
 	if (f == NULL || f->magic != MAGIC_FUNCTION || !valid_module(f->mod))
@@ -1205,9 +1211,7 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 // executable graph queues them all when launched ----------------------------
 
 CUresult cuStreamBeginCapture_v2(uintptr_t s, int mode) {
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	if (s <= 2 || mode < 0 || mode > 2)
@@ -1225,9 +1229,7 @@ CUresult cuStreamBeginCapture_v2(uintptr_t s, int mode) {
 }
 
 CUresult cuStreamIsCapturing(uintptr_t s, int *status) {
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	if (status == NULL)
@@ -1254,9 +1256,7 @@ static struct graph *graph_of(uintptr_t g, unsigned magic) {
 }
 
 CUresult cuStreamEndCapture(uintptr_t s, struct graph **g) {
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	if (g == NULL || s <= 2)
@@ -1285,10 +1285,8 @@ CUresult cuGraphInstantiateWithFlags(struct graph **e, uintptr_t g, unsigned lon
 }
 
 CUresult cuGraphLaunch(uintptr_t e, uintptr_t s) {
-	int r = need_ctx();
 	struct graph *ex = graph_of(e, MAGIC_GRAPH_EXEC);
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	if (ex == NULL || ex->ctx != current)
@@ -1364,9 +1362,7 @@ CUresult cuStreamDestroy_v2(uintptr_t s) {
 CUresult cuStreamSynchronize(uintptr_t s) {
 	struct stream *st;
 	CUresult fail;
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	fail = (CUresult)env_long("FAKECUDA_SYNC_ERROR", SUCCESS);
@@ -1407,9 +1403,7 @@ CUresult cuStreamGetCtx(uintptr_t s, struct ctx **c) {
 // cuStreamQuery answers CUDA_ERROR_NOT_READY while the stream has work
 // queued.
 CUresult cuStreamQuery(uintptr_t s) {
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	lock();
@@ -1441,9 +1435,7 @@ CUresult cuEventCreate(struct event **e, unsigned flags) {
 
 CUresult cuEventRecord(uintptr_t e, uintptr_t s) {
 	struct event *ev = event_of(e);
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	if (ev == NULL || ev->ctx != current)
@@ -1490,9 +1482,7 @@ CUresult cuEventQuery(uintptr_t e) {
 // no order to keep.
 CUresult cuStreamWaitEvent(uintptr_t s, uintptr_t e, unsigned flags) {
 	struct event *ev = event_of(e);
-	int r = need_ctx();
-	if (r == SUCCESS)
-		r = check_stream(s);
+	int r = need_stream(s);
 	if (r != SUCCESS)
 		return r;
 	if (ev == NULL || ev->ctx != current || flags != 0)
