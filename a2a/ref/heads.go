@@ -54,15 +54,5 @@ func HeadAllGatherFor(s Shape, q int, in [][]byte, out []byte) error {
 // AllGather along heads instead of tokens: HeadAllGather of SendRecvHeads'
 // outputs equals AllGather of its inputs. Errors wrap ErrShape.
 func HeadAllGather(s Shape, in [][]byte) ([][]byte, error) {
-	if err := checkInputs("HeadAllGather", s, in, s.HeadShardBytesFor); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, s.World())
-	for q := range out {
-		out[q] = make([]byte, s.GatheredBytes())
-		if err := HeadAllGatherFor(s, q, in, out[q]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return everyRank("HeadAllGather", s, in, s.HeadShardBytesFor, s.gatheredBytes, HeadAllGatherFor)
 }

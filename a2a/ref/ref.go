@@ -267,17 +267,7 @@ func AllGatherFor(s Shape, q int, in [][]byte, out []byte) error {
 // rank q's [B, T, H_q, D] output (HeadShardBytesFor(q) bytes) with
 // out[q][b, p_r+t, h, :] = in[r][b, t, h_q+h, :]. Errors wrap ErrShape.
 func SendRecvHeads(s Shape, in [][]byte) ([][]byte, error) {
-	if err := checkInputs("SendRecvHeads", s, in, s.RankInputBytes); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, s.World())
-	for q := range out {
-		out[q] = make([]byte, s.HeadShardBytesFor(q))
-		if err := SendRecvHeadsFor(s, q, in, out[q]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return everyRank("SendRecvHeads", s, in, s.RankInputBytes, s.HeadShardBytesFor, SendRecvHeadsFor)
 }
 
 // GatherHeads is the inverse of SendRecvHeads: in[q] is rank q's
@@ -285,17 +275,7 @@ func SendRecvHeads(s Shape, in [][]byte) ([][]byte, error) {
 // out[r] is rank r's [B, T_r, H, D] tensor (RankInputBytes(r) bytes) with
 // out[r][b, t, h_q+h, :] = in[q][b, p_r+t, h, :]. Errors wrap ErrShape.
 func GatherHeads(s Shape, in [][]byte) ([][]byte, error) {
-	if err := checkInputs("GatherHeads", s, in, s.HeadShardBytesFor); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, s.World())
-	for r := range out {
-		out[r] = make([]byte, s.RankInputBytes(r))
-		if err := GatherHeadsFor(s, r, in, out[r]); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return everyRank("GatherHeads", s, in, s.HeadShardBytesFor, s.RankInputBytes, GatherHeadsFor)
 }
 
 // AllGather concatenates every rank's tokens: in[r] is rank r's
@@ -304,13 +284,21 @@ func GatherHeads(s Shape, in [][]byte) ([][]byte, error) {
 // out[q][b, p_r+t, :, :] = in[r][b, t, :, :]. The returned slices do not
 // share memory. Errors wrap ErrShape.
 func AllGather(s Shape, in [][]byte) ([][]byte, error) {
-	if err := checkInputs("AllGather", s, in, s.RankInputBytes); err != nil {
+	return everyRank("AllGather", s, in, s.RankInputBytes, s.gatheredBytes, AllGatherFor)
+}
+
+// everyRank checks in (inBytes(r) bytes on rank r) and returns every
+// rank's output of op, each in a new slice of outBytes(q) bytes written by
+// forRank.
+func everyRank(op string, s Shape, in [][]byte, inBytes, outBytes func(int) int,
+	forRank func(s Shape, q int, in [][]byte, out []byte) error) ([][]byte, error) {
+	if err := checkInputs(op, s, in, inBytes); err != nil {
 		return nil, err
 	}
 	out := make([][]byte, s.World())
 	for q := range out {
-		out[q] = make([]byte, s.GatheredBytes())
-		if err := AllGatherFor(s, q, in, out[q]); err != nil {
+		out[q] = make([]byte, outBytes(q))
+		if err := forRank(s, q, in, out[q]); err != nil {
 			return nil, err
 		}
 	}
