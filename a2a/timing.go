@@ -13,12 +13,13 @@ import (
 // events). op must enqueue on this Comm (SendRecvHeads and friends). It
 // costs n+1 events, created before and destroyed after the run.
 func (c *Comm) TimeOps(n int, op func(i int) error) ([]time.Duration, error) {
-	return c.timeEvents(n, op, true)
+	return c.timeEvents(n, op, true, ownStream)
 }
 
-// timeEvents runs op n times between device events: one after each
-// operation when each is true (n durations), else one at each end (one).
-func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Duration, error) {
+// timeEvents runs op n times between device events on stream s (ownStream
+// or the caller's): one after each operation when each is true (n
+// durations), else one at each end (one).
+func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Stream) ([]time.Duration, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("a2a: timing %d operations: %w", n, ErrConfig)
 	}
@@ -58,7 +59,11 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 		if c.closing {
 			return prefixed(ErrClosed)
 		}
-		if err := ctx.EventRecord(e, c.stream); err != nil {
+		on := s
+		if on == ownStream {
+			on = c.stream
+		}
+		if err := ctx.EventRecord(e, on); err != nil {
 			return wrapDriver("recording an event", err)
 		}
 		return nil
@@ -79,6 +84,11 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 	if err := c.Sync(); err != nil {
 		return nil, err
 	}
+	// On a caller's stream the last event comes after the Comm's last
+	// operation, which is all Sync waits for.
+	if err := ctx.EventSynchronize(events[count-1]); err != nil {
+		return nil, wrapDriver("waiting for the last event", err)
+	}
 	times := make([]time.Duration, count-1)
 	for i := range times {
 		d, err := ctx.EventElapsed(events[i], events[i+1])
@@ -95,7 +105,13 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool) ([]time.Durati
 // operation: what a caller issuing operations one after another sees, with
 // no events between them. It costs two events.
 func (c *Comm) TimeBackToBack(n int, op func(i int) error) (time.Duration, error) {
-	times, err := c.timeEvents(n, op, false)
+	return c.own().TimeBackToBack(n, op)
+}
+
+// TimeBackToBack is Comm.TimeBackToBack with the events on the stream: op
+// enqueues there (operations through the StreamOps, a Graph's Launch).
+func (o StreamOps) TimeBackToBack(n int, op func(i int) error) (time.Duration, error) {
+	times, err := o.c.timeEvents(n, op, false, o.s)
 	if err != nil {
 		return 0, err
 	}

@@ -200,11 +200,11 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			return nil, err
 		}
 	}
-	st, err := newStreamTimer(comm)
+	stream, err := dev.NewStream()
 	if err != nil {
 		return nil, err
 	}
-	defer st.close()
+	defer dev.DestroyStream(stream)
 	stats := make([]opStats, len(ops))
 	for k, op := range ops {
 		fn := opFunc(comm, op, xs, ys)
@@ -223,23 +223,31 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			return nil, fmt.Errorf("%s back to back: %w", op, err)
 		}
 		stats[k].BackToBack = float64(b2b) / float64(time.Microsecond)
-		if err := timeStreamAndGraph(st, comm, o, op, xs, ys, &stats[k]); err != nil {
+		if err := timeStreamAndGraph(comm, stream, o, op, xs, ys, &stats[k]); err != nil {
 			return nil, err
 		}
 	}
 	return stats, nil
 }
 
+// enqueuer is what enqueues the timed operations: a *a2a.Comm (its own
+// stream) or an a2a.StreamOps (a stream of the bench's).
+type enqueuer interface {
+	SendRecvHeads(x a2a.Tensor) (a2a.Tensor, error)
+	GatherHeads(x a2a.Tensor) (a2a.Tensor, error)
+	AllGather(x a2a.Tensor) (a2a.Tensor, error)
+}
+
 // opFunc is the i-th operation of a timed run: op on input i modulo the
-// number of inputs.
-func opFunc(comm *a2a.Comm, op benchOp, xs, ys []a2a.Tensor) func(int) error {
+// number of inputs, through e.
+func opFunc(e enqueuer, op benchOp, xs, ys []a2a.Tensor) func(int) error {
 	n := len(xs)
 	switch op {
 	case opSendRecvHeads:
-		return func(i int) error { _, err := comm.SendRecvHeads(xs[i%n]); return err }
+		return func(i int) error { _, err := e.SendRecvHeads(xs[i%n]); return err }
 	case opGatherHeads:
-		return func(i int) error { _, err := comm.GatherHeads(ys[i%n]); return err }
+		return func(i int) error { _, err := e.GatherHeads(ys[i%n]); return err }
 	default:
-		return func(i int) error { _, err := comm.AllGather(xs[i%n]); return err }
+		return func(i int) error { _, err := e.AllGather(xs[i%n]); return err }
 	}
 }
