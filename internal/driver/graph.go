@@ -28,6 +28,8 @@ const (
 const captureModeRelaxed = 2
 
 // graphs reports whether the driver exports the graph calls (all optional).
+// StreamBeginCapture checks it; the other graph calls take a graph that
+// only a capture makes, so they need no check of their own.
 func (d *Driver) graphs() error {
 	for _, f := range []struct {
 		addr uintptr
