@@ -152,11 +152,9 @@ func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.
 		return nil
 	}
 	for i := range iters {
-		cs := cases[(i/50)%len(cases)]
-		if i%50 == 0 && i > 0 {
-			if err := c.SetRankTokens(cs.Tokens); err != nil { // the earlier replays are done: see wait
-				return err
-			}
+		cs, err := layoutAt(c, cases, i) // the earlier replays are done: see wait
+		if err != nil {
+			return err
 		}
 		d, err := check.MakeData(cs, uint64(1000+i), rank)
 		if err != nil {

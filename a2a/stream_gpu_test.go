@@ -47,6 +47,16 @@ func streamCases(dt a2a.DType) []check.Case {
 	return cases
 }
 
+// layoutAt is the case of iteration i: the token layout changes every 50
+// iterations, and at a change layoutAt sets the Comm's counts.
+func layoutAt(c *a2a.Comm, cases []check.Case, i int) (check.Case, error) {
+	cs := cases[(i/50)%len(cases)]
+	if i%50 != 0 {
+		return cs, nil
+	}
+	return cs, c.SetRankTokens(cs.Tokens)
+}
+
 // streamSlot is one iteration's pinned input and output and what it expects.
 type streamSlot struct {
 	in, out, want []byte
@@ -75,11 +85,9 @@ func streamIterations(t *testing.T, c *a2a.Comm, cases []check.Case, iters int) 
 	}
 	var queued []streamSlot
 	for i := range iters {
-		cs := cases[(i/50)%len(cases)]
-		if i%50 == 0 {
-			if err := c.SetRankTokens(cs.Tokens); err != nil {
-				return err
-			}
+		cs, err := layoutAt(c, cases, i)
+		if err != nil {
+			return err
 		}
 		d, err := check.MakeData(cs, uint64(i), rank)
 		if err != nil {
@@ -207,11 +215,9 @@ func kernelIterations(t *testing.T, c *a2a.Comm, tk *a2a.TestKernels, cases []ch
 	}
 	var pending []queued
 	for i := range iters {
-		cs := cases[(i/50)%len(cases)]
-		if i%50 == 0 {
-			if err := c.SetRankTokens(cs.Tokens); err != nil {
-				return err
-			}
+		cs, err := layoutAt(c, cases, i)
+		if err != nil {
+			return err
 		}
 		s := cs.Shape()
 		xs, shards := patternInputs(cs, i)
