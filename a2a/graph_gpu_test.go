@@ -213,19 +213,21 @@ func workerGraph(rk launch.Rank) error {
 	return nil
 }
 
-// TestGraphReplay: graphReplays in a group of 2 processes and in a
-// single-process group (one goroutine per rank), both widths.
+// TestGraphReplay: graphReplays in a group of 2 processes and in
+// single-process groups (one goroutine per rank) on every pairPlacements
+// placement, both widths.
 func TestGraphReplay(t *testing.T) {
 	info := requireGPU(t)
 	t.Run("processes", func(t *testing.T) {
 		runGroup(t, "graph", 2, nil)
 	})
-	devices := pairDevices(info)
-	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-		t.Run(fmt.Sprintf("group/%v", dt), func(t *testing.T) {
-			g := newTestGroup(t, devices, dt, graphCases(len(devices), dt))
-			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()) }))
-		})
+	for _, devices := range pairPlacements(info) {
+		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+			t.Run(fmt.Sprintf("group%v/%v", devices, dt), func(t *testing.T) {
+				g := newTestGroup(t, devices, dt, graphCases(len(devices), dt))
+				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()) }))
+			})
+		}
 	}
 }
 

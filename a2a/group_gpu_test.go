@@ -32,6 +32,16 @@ func pairDevices(info a2a.SystemInfo) []int {
 	return []int{0, 0}
 }
 
+// pairPlacements are the groups of two the graph and stream tests run on:
+// one rank per GPU when there are two, and both ranks on GPU 0 always (two
+// Comms sharing a context, where a spinning kernel is not preempted).
+func pairPlacements(info a2a.SystemInfo) [][]int {
+	if len(info.Devices) >= 2 {
+		return [][]int{{0, 1}, {0, 0}}
+	}
+	return [][]int{{0, 0}}
+}
+
 // iterations is how many operations or replays the stream and graph tests
 // check: 1000, 200 with -short.
 func iterations() int {

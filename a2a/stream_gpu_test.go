@@ -22,18 +22,19 @@ const streamSlots = 4
 // view right after, with no host wait between; the host waits once every
 // streamSlots iterations, then compares each output with the reference.
 // 1000 iterations (200 with -short) cycling through the three operations
-// and three token layouts (one with a rank holding none), a single-process
-// group of 2, both element widths.
+// and three token layouts (one with a rank holding none), single-process
+// groups of 2 on every pairPlacements placement, both element widths.
 func TestCallerStream(t *testing.T) {
 	info := requireGPU(t)
-	devices := pairDevices(info)
 	iters := iterations()
-	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-		t.Run(dt.String(), func(t *testing.T) {
-			cases := streamCases(dt)
-			g := newTestGroup(t, devices, dt, cases)
-			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return streamIterations(t, c, cases, iters) }))
-		})
+	for _, devices := range pairPlacements(info) {
+		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+			t.Run(fmt.Sprintf("%v/%v", devices, dt), func(t *testing.T) {
+				cases := streamCases(dt)
+				g := newTestGroup(t, devices, dt, cases)
+				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return streamIterations(t, c, cases, iters) }))
+			})
+		}
 	}
 }
 
@@ -150,24 +151,25 @@ func streamIterations(t *testing.T, c *a2a.Comm, cases []check.Case, iters int) 
 // the copies with the reference, then poisons them again.
 func TestCallerStreamKernels(t *testing.T) {
 	info := requireGPU(t)
-	devices := pairDevices(info)
 	iters := iterations()
-	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-		t.Run(dt.String(), func(t *testing.T) {
-			cases := streamCases(dt)
-			g := newTestGroup(t, devices, dt, cases)
-			kernels := make([]*a2a.TestKernels, g.Size())
-			for r := range kernels { // before any operation: a module load waits for the device
-				tk, err := a2a.LoadTestKernels(g.Comm(r).Device())
-				require.NoError(t, err)
-				kernels[r] = tk
-			}
-			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return kernelIterations(t, c, kernels[c.Rank()], cases, iters) }))
-			require.NoError(t, g.Sync())
-			for _, tk := range kernels {
-				require.NoError(t, tk.Close())
-			}
-		})
+	for _, devices := range pairPlacements(info) {
+		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+			t.Run(fmt.Sprintf("%v/%v", devices, dt), func(t *testing.T) {
+				cases := streamCases(dt)
+				g := newTestGroup(t, devices, dt, cases)
+				kernels := make([]*a2a.TestKernels, g.Size())
+				for r := range kernels { // before any operation: a module load waits for the device
+					tk, err := a2a.LoadTestKernels(g.Comm(r).Device())
+					require.NoError(t, err)
+					kernels[r] = tk
+				}
+				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return kernelIterations(t, c, kernels[c.Rank()], cases, iters) }))
+				require.NoError(t, g.Sync())
+				for _, tk := range kernels {
+					require.NoError(t, tk.Close())
+				}
+			})
+		}
 	}
 }
 
