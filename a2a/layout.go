@@ -25,7 +25,6 @@ const (
 	stateEpochOff   = 0
 	stateArrivedOff = 4
 	stateClaimedOff = 8
-	stateHalfOff    = 12 // the half the last completed operation wrote
 	stateBytes      = 16
 	// The live token table (struct Live) follows the state: what captured
 	// operations read when a graph replays them.

@@ -141,7 +141,7 @@ func TestStateLayoutMatchesKernels(t *testing.T) {
 		{"epoch", stateEpochOff, 4, 1},
 		{"arrived", stateArrivedOff, 4, 1},
 		{"claimed", stateClaimedOff, 4, 1},
-		{"last_half", stateHalfOff, 4, 1},
+		{"reserved", 12, 4, 1},
 	}
 	assert.Equal(t, want, fields)
 	assert.Equal(t, int64(stateBytes), size)

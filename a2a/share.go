@@ -47,8 +47,11 @@ type kernelSet struct {
 	widths []int // the file's vector widths, widest first
 	module driver.Module
 	ops    map[ptx.Op]map[int]driver.Function
-	start  driver.Function // the single-buffer start barrier
-	close  driver.Function // Close's farewell
+	// captured holds the ops' twins for captured operations, which read
+	// the token counts from the live table when a graph replays them.
+	captured map[ptx.Op]map[int]driver.Function
+	start    driver.Function // the single-buffer start barrier
+	close    driver.Function // Close's farewell
 }
 
 // release is one deferred driver call.
@@ -99,7 +102,7 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 	if uintptr(file.ArgsBytes) != argsBytes {
 		return nil, fmt.Errorf("a2a: kernels take %d parameter bytes, the host passes %d: %w", file.ArgsBytes, argsBytes, ErrNotSupported)
 	}
-	k := &kernelSet{file: file, widths: file.Widths(), ops: map[ptx.Op]map[int]driver.Function{}}
+	k := &kernelSet{file: file, widths: file.Widths(), ops: map[ptx.Op]map[int]driver.Function{}, captured: map[ptx.Op]map[int]driver.Function{}}
 	if k.module, err = ctx.LoadModule(image); err != nil {
 		return nil, wrapDriver("loading kernels", err)
 	}
@@ -112,9 +115,12 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 		return f, nil
 	}
 	for _, op := range ptx.Ops {
-		k.ops[op] = map[int]driver.Function{}
+		k.ops[op], k.captured[op] = map[int]driver.Function{}, map[int]driver.Function{}
 		for _, w := range k.widths {
 			if k.ops[op][w], err = fn(ptx.EntryFor(op, w)); err != nil {
+				return nil, err
+			}
+			if k.captured[op][w], err = fn(ptx.CapturedEntryFor(op, w)); err != nil {
 				return nil, err
 			}
 		}

@@ -145,6 +145,7 @@ func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) erro
 	if ls.captured {
 		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow)
 		t.args.Active, t.args.Sig = 0, p.shapeSig
+		return t.launchOp(t.k.captured[op][p.width], ls.stream)
 	}
 	return t.launchOp(t.k.ops[op][p.width], ls.stream)
 }

@@ -45,6 +45,12 @@ func EntryFor(op Op, width int) Entry {
 	return Entry(fmt.Sprintf("ulysses_%s_v%d", op, width))
 }
 
+// CapturedEntryFor names EntryFor's twin for operations captured into a
+// CUDA graph, which reads the token counts when it runs.
+func CapturedEntryFor(op Op, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_captured_v%d", op, width))
+}
+
 // File describes one embedded PTX file.
 type File struct {
 	Name      string  // file name in this package
@@ -82,7 +88,7 @@ func Files() []File {
 }
 
 // ForElemBytes returns the file for n-byte elements and its NUL-terminated
-// PTX text, ready for the driver. Each call copies the text (about 0.4 MB).
+// PTX text, ready for the driver. Each call copies the text (about 0.8 MB).
 func ForElemBytes(n int) (File, []byte, error) {
 	for _, f := range manifest {
 		if f.ElemBytes == n {

@@ -39,9 +39,10 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\.address_size 64$`), text, f.Name)
 		for _, op := range Ops {
 			for _, w := range []int{16, 8, 4, f.ElemBytes} {
-				e := EntryFor(op, w)
-				assert.True(t, f.HasEntry(e), "%s lacks %s", f.Name, e)
-				assert.Contains(t, text, ".entry "+string(e)+"(", f.Name)
+				for _, e := range []Entry{EntryFor(op, w), CapturedEntryFor(op, w)} {
+					assert.True(t, f.HasEntry(e), "%s lacks %s", f.Name, e)
+					assert.Contains(t, text, ".entry "+string(e)+"(", f.Name)
+				}
 			}
 		}
 		assert.True(t, f.HasEntry(Start), f.Name)

@@ -10,10 +10,10 @@
 //   1. Start: each active block reads the epoch e and counts itself in.
 //   2. Copy: each active block reads its part of the local input once and
 //      stores every vector straight to its final place in the owner's data
-//      half the host chose (the layout change is fused into the copy).
-//      Halves alternate, so no block waits before writing: the half was
-//      last read two operations ago (with a single half, ulysses_start ran
-//      first and met every peer).
+//      half e&1 (the layout change is fused into the copy; the host's
+//      choice of half is checked against it). Halves alternate, so no
+//      block waits before writing: the half was last read two operations
+//      ago (with a single half, ulysses_start ran first and met every peer).
 //   3. Signal: each active block publishes its stores and stores {epoch,
 //      signature} into its flag at every peer.
 //   4. Wait: only the LAST block to count itself in waits, for every flag
@@ -84,7 +84,7 @@ struct State {
     u32 epoch;      // operations completed: the last block of each advances it
     u32 arrived;    // active blocks of the running operation that have signalled
     u32 claimed;    // the first failure claims it; later launches return at once
-    u32 last_half;  // the data half the last completed operation wrote
+    u32 reserved;
 };
 
 // The token counts of captured operations (CUDA graphs), which replays
@@ -346,9 +346,9 @@ __device__ __forceinline__ u32 fnv_add(u32 h, u64 v) {
 
 // What every active block does before its copy: the epoch of this
 // operation, the token counts into shared memory (from the arguments, or
-// for a captured operation from the Live table as it is now), the
+// for a CAPTURED operation from the Live table as it is now), the
 // destinations, and the checks that the Comm is not broken, that no peer
-// has left and that the previous operation wrote the other half (then it
+// has left and that the host chose the half this epoch writes (else it
 // writes nothing). All loads are issued before one barrier. Blocks past
 // the active count return; it is computed from values every rank knows,
 // so block b copies on all ranks or on none.
@@ -358,8 +358,12 @@ __device__ __forceinline__ u32 fnv_add(u32 h, u64 v) {
 // read the epoch, and so has every other block, before the last one
 // advances it. Returns the number of active blocks, or 0 when this block
 // does not take part.
+// Captured operations have entries of their own (CAPTURED): the Live path
+// compiled into every entry cost 0.3 us per operation at 1 MiB
+// (docs/GPU-RUNS.md, runs 23-24).
+template <bool CAPTURED>
 __device__ u32 begin(const Args &a, Shared &sh, bool count) {
-    const Live *live = reinterpret_cast<const Live *>(a.live);
+    const Live *live = CAPTURED ? reinterpret_cast<const Live *>(a.live) : nullptr;
     if (live == nullptr && blockIdx.x >= a.active) {
         return 0u;
     }
@@ -374,7 +378,11 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
             tokens = *reinterpret_cast<const volatile int *>(&live->tokens[p]);
         }
         sh.tokens[p] = tokens;
-        sh.data[p] = a.data[p] + (a.half != 0u ? a.half_bytes : 0ull);
+        // Operation e writes half e&1, so that halves alternate in the
+        // order operations run (graph replays included). Taking the
+        // half from a.half instead made GatherHeads 3 us slower at 128 MiB
+        // (runs 21-24); the host's choice is checked below.
+        sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
         // Relaxed: a bye seen here only stops the operation.
         sh.gone[p] = p != a.rank && load_relaxed_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
         if (sh.gone[p]) {
@@ -384,11 +392,13 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
             sh.epoch = e;
             sh.claimed = static_cast<int>(*reinterpret_cast<const volatile u32 *>(&st->claimed));
             sh.failed = 0;
-            // Two operations in a row on one half would let a peer's
-            // second overwrite this rank's first view while it is read:
-            // a graph with an odd number of this Comm's operations
-            // replayed twice in a row (the host alternates otherwise).
-            if (a.half_bytes != 0ull && st->last_half == a.half) {
+            // The host returns a view in the half it chose: when that is
+            // not e&1, its count and the device's differ by an odd number
+            // of operations (a graph with an odd number of this Comm's
+            // operations replayed), and two operations in a row would
+            // write one half, a peer's second overwriting this rank's first
+            // view while it is read.
+            if (a.half_bytes != 0ull && a.half != (e & 1u)) {
                 report(a, STATUS_HALF_REUSED, PHASE_START, a.rank, e, blockIdx.x, a.sig, 0u);
                 sh.claimed = 1;
             }
@@ -444,7 +454,6 @@ __device__ void end(const Args &a, Shared &sh) {
     if (threadIdx.x == 0) {
         State *st = reinterpret_cast<State *>(a.state);
         st->arrived = 0u;
-        st->last_half = a.half;
         st->epoch = sh.epoch;
     }
 }
@@ -614,10 +623,10 @@ __device__ __forceinline__ void copy_vectors(u32 n, u32 active, const In &in, co
     }
 }
 
-template <typename V>
+template <typename V, bool CAPTURED>
 __device__ __forceinline__ void send_recv_heads(const Args &a) {
     __shared__ Shared sh;
-    const u32 active = begin(a, sh, true);
+    const u32 active = begin<CAPTURED>(a, sh, true);
     if (active == 0u) {
         return;
     }
@@ -635,10 +644,10 @@ __device__ __forceinline__ void send_recv_heads(const Args &a) {
     end(a, sh);
 }
 
-template <typename V>
+template <typename V, bool CAPTURED>
 __device__ __forceinline__ void gather_heads(const Args &a) {
     __shared__ Shared sh;
-    const u32 active = begin(a, sh, true);
+    const u32 active = begin<CAPTURED>(a, sh, true);
     if (active == 0u) {
         return;
     }
@@ -661,10 +670,10 @@ __device__ __forceinline__ void gather_heads(const Args &a) {
     end(a, sh);
 }
 
-template <typename V>
+template <typename V, bool CAPTURED>
 __device__ __forceinline__ void all_gather(const Args &a) {
     __shared__ Shared sh;
-    const u32 active = begin(a, sh, true);
+    const u32 active = begin<CAPTURED>(a, sh, true);
     if (active == 0u) {
         return;
     }
@@ -685,18 +694,20 @@ __device__ __forceinline__ void all_gather(const Args &a) {
 // ---- entry points -----------------------------------------------------------
 // One per operation and vector width: v16, v8, v4 and the element width
 // (v2 for 2-byte types, v1 for 1-byte types). The host picks the widest one
-// that the chunk size and the pointers' alignment allow.
+// that the chunk size and the pointers' alignment allow. Each has a twin
+// for captured operations (ulysses_<op>_captured_v<W>), which reads the
+// token counts from the Live table.
 
-#define ENTRIES(W, V)                                                                              \
-    extern "C" __global__ void __launch_bounds__(THREADS) ulysses_send_recv_heads_v##W(const Args a) { \
-        send_recv_heads<V>(a);                                                                     \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(THREADS) ulysses_gather_heads_v##W(const Args a) {    \
-        gather_heads<V>(a);                                                                        \
-    }                                                                                              \
-    extern "C" __global__ void __launch_bounds__(THREADS) ulysses_all_gather_v##W(const Args a) {      \
-        all_gather<V>(a);                                                                          \
-    }
+#define ENTRY(OP, V, NAME, CAPTURED)                                                           \
+    extern "C" __global__ void __launch_bounds__(THREADS) NAME(const Args a) { OP<V, CAPTURED>(a); }
+
+#define ENTRIES(W, V)                                                                          \
+    ENTRY(send_recv_heads, V, ulysses_send_recv_heads_v##W, false)                         \
+    ENTRY(gather_heads, V, ulysses_gather_heads_v##W, false)                               \
+    ENTRY(all_gather, V, ulysses_all_gather_v##W, false)                                   \
+    ENTRY(send_recv_heads, V, ulysses_send_recv_heads_captured_v##W, true)                 \
+    ENTRY(gather_heads, V, ulysses_gather_heads_captured_v##W, true)                       \
+    ENTRY(all_gather, V, ulysses_all_gather_captured_v##W, true)
 
 ENTRIES(16, V16)
 ENTRIES(8, V8)
@@ -714,7 +725,7 @@ ENTRIES(1, V1)
 // launched after it then writes nothing.
 extern "C" __global__ void __launch_bounds__(THREADS) ulysses_start(const Args a) {
     __shared__ Shared sh;
-    if (begin(a, sh, false) == 0u) {
+    if (begin<true>(a, sh, false) == 0u) {
         return;
     }
     signal_peers(a, PHASE_START, sh.epoch, sh.sig);
