@@ -1,11 +1,15 @@
 package a2a_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/exchange"
@@ -136,4 +140,57 @@ func operateAfterPeerClosed(comm *a2a.Comm, cs check.Case) error {
 		return fmt.Errorf("Close after the peer's goodbye: %w", err)
 	}
 	return nil
+}
+
+// TestSyncContextEndsWait: in a single-process group, rank 0 runs an
+// operation rank 1 never joins, under a timeout far beyond the test's;
+// SyncContext with a 200 ms context returns the context's error within
+// 100 ms of its end, the Comm is broken (the next operation: ErrAborted),
+// and the group closes at once. Then, with every rank joining, a context
+// that does not end is Sync.
+func TestSyncContextEndsWait(t *testing.T) {
+	info := requireGPU(t)
+	devices := pairDevices(info)
+	cs := check.Case{Batch: 1, Tokens: []int{8, 8}, Heads: 4, HeadDim: 64, DType: a2a.BFloat16}
+	g := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
+	c := g.Comm(0)
+	require.NoError(t, c.SetRankTokens(cs.Tokens))
+	require.NoError(t, c.SetTimeout(time.Minute))
+	x, err := c.Device().Alloc([4]int{1, 8, 4, 64}, a2a.BFloat16)
+	require.NoError(t, err)
+	defer c.Device().Free(x)
+	_, err = c.AllGather(x)
+	require.NoError(t, err)
+	const bound = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	start := time.Now()
+	err = c.SyncContext(ctx)
+	took := time.Since(start)
+	t.Logf("SyncContext after %v: %v", took, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, bound+100*time.Millisecond)
+	_, err = c.AllGather(x)
+	t.Logf("next operation: %v", err)
+	require.ErrorIs(t, err, a2a.ErrAborted)
+
+	h := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
+	require.NoError(t, eachRank(h, func(c *a2a.Comm) error {
+		if err := c.SetRankTokens(cs.Tokens); err != nil {
+			return err
+		}
+		y, err := c.Device().Alloc([4]int{1, 8, 4, 64}, a2a.BFloat16)
+		if err != nil {
+			return err
+		}
+		defer c.Device().Free(y)
+		if _, err := c.AllGather(y); err != nil {
+			return err
+		}
+		return c.SyncContext(context.Background())
+	}))
+	start = time.Now()
+	require.NoError(t, g.Close())
+	t.Logf("Close of the aborted group: %v", time.Since(start))
+	assert.Less(t, time.Since(start), 2*time.Second)
 }

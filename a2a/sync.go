@@ -33,10 +33,11 @@ func (c *Comm) Sync() error { return c.wait(true) }
 // SyncContext is Sync bounded by ctx. If ctx ends first, it ends the
 // device's waits for peers as Close does (within about 1 ms) and returns
 // ctx's error once the wait has ended (work of the caller's queued before
-// the Comm's last operation on its stream is still waited for). The Comm is then broken: the operations that were waiting
-// failed (ErrAborted), and so does every later one; Close it. Peers in
-// the middle of those operations with this rank fail too, once this rank
-// closes or their timeout passes. It costs a goroutine per call.
+// the Comm's last operation on its stream is still waited for). The Comm
+// is then broken: the operations that were waiting failed (ErrAborted),
+// and so does every later one; Close it. Peers in the middle of those
+// operations with this rank fail too, once this rank closes or their
+// timeout passes. It costs a goroutine per call.
 func (c *Comm) SyncContext(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- c.Sync() }()
