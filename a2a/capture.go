@@ -11,9 +11,8 @@ import (
 // layout: its replays read the counts SetRankTokens sets then, so each new
 // layout must still fit the input the capture froze (and the buffer).
 type capturedOp struct {
-	op    ptx.Op
-	input Tensor // as captured: its token dimension is the most a replay may use
-	graph *Graph // the CaptureGraph that holds it; nil for a capture of the caller's
+	req   request // as captured: its inputs' token dimension is the most a replay may use
+	graph *Graph  // the CaptureGraph that holds it; nil for a capture of the caller's
 }
 
 // capturing reports whether s is being captured into a CUDA graph; only a
@@ -34,50 +33,54 @@ func (c *Comm) capturing(s driver.Stream) (bool, error) {
 
 // tokensOf is how many tokens op's input holds under ts on this rank.
 func (c *Comm) tokensOf(op ptx.Op, ts tokenSet) int {
-	if op == ptx.OpGatherHeads {
+	if op == ptx.OpGatherHeads || op == ptx.OpHeadAllGather {
 		return ts.total()
 	}
 	return ts.counts[c.cfg.Rank]
 }
 
-// capturedInput is x as the operation reads it now: a captured input's
-// token dimension is the most tokens any replay may use, of which the
-// current counts use the first ones.
-func (c *Comm) capturedInput(op ptx.Op, x Tensor) (Tensor, error) {
-	n := c.tokensOf(op, c.tokens)
-	if x.Shape[1] < n {
-		return Tensor{}, fmt.Errorf("a2a: captured %s input %v holds %d tokens, the counts need %d: %w", op, x, x.Shape[1], n, ErrTokens)
+// withTokens is r with its inputs cut to the tokens the counts ts give
+// them: a captured input's token dimension is the most tokens any replay
+// may use, of which the counts use the first ones.
+func (c *Comm) withTokens(r request, ts tokenSet) (request, error) {
+	n := c.tokensOf(r.op, ts)
+	if r.xs[0].Shape[1] < n {
+		return request{}, fmt.Errorf("a2a: captured %s input %v holds %d tokens, the counts need %d: %w", r.op, r.xs[0], r.xs[0].Shape[1], n, ErrTokens)
 	}
-	x.Shape[1] = n
-	return x, nil
+	for k := range r.n {
+		r.xs[k].Shape[1] = n
+	}
+	return r, nil
 }
+
+// capturedInput is r as the operation reads it now (withTokens of the
+// current counts).
+func (c *Comm) capturedInput(r request) (request, error) { return c.withTokens(r, c.tokens) }
 
 // enqueueCaptured records a captured operation: it is not run now, and
 // orders nothing on other streams (the graph does, when launched).
-func (c *Comm) enqueueCaptured(op ptx.Op, p opPlan, planned, x Tensor, ls launchSpec, out driver.DevicePtr) (Tensor, error) {
+func (c *Comm) enqueueCaptured(r request, p opPlan, planned request, views []Tensor, ls launchSpec, out driver.DevicePtr) (Tensor, error) {
 	if err := c.t.refreshCaptured(); err != nil {
 		return Tensor{}, err
 	}
-	if err := c.t.enqueue(op, p, planned, ls); err != nil {
-		return Tensor{}, wrapErr(err, "capturing %s", op) // the capture fails, not the Comm
+	if err := c.t.enqueue(r.op, p, planned.xs[0], ls); err != nil {
+		return Tensor{}, wrapErr(err, "capturing %s", r.op) // the capture fails, not the Comm
 	}
 	c.launches++
-	c.captured = append(c.captured, capturedOp{op: op, input: x})
-	return Tensor{Ptr: uintptr(out), Shape: p.out, DType: c.cfg.DType}, nil
+	c.captured = append(c.captured, capturedOp{req: r})
+	return outputViews(p, out, c.cfg.DType, views), nil
 }
 
 // checkCaptured checks new token counts against every captured operation
 // that may still replay: its input must hold them, and its output fit.
 func (c *Comm) checkCaptured(ts tokenSet) error {
 	for _, co := range c.captured {
-		n := c.tokensOf(co.op, ts)
-		if n > co.input.Shape[1] {
+		r, err := c.withTokens(co.req, ts)
+		if err != nil {
 			return fmt.Errorf("a2a: a captured %s reads its input %v, which holds %d tokens; these counts need %d: %w",
-				co.op, co.input, co.input.Shape[1], n, ErrCapacity)
+				co.req.op, co.req.xs[0], co.req.xs[0].Shape[1], c.tokensOf(co.req.op, ts), ErrCapacity)
 		}
-		x := co.input
-		x.Shape[1] = n
-		if _, err := planOp(co.op, x, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.dataBytes, c.t.widths()); err != nil {
+		if _, err := c.plan(r, ts); err != nil {
 			return wrapErr(err, "a captured operation cannot take these counts")
 		}
 	}

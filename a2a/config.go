@@ -31,6 +31,12 @@ type Config struct {
 	HiddenDim int   // H*D of the activations
 	DType     DType // element type
 
+	// MaxTensors is the most tensors one packed operation moves
+	// (SendRecvHeadsPacked: 3 for q, k and v); 0 means 1. The buffer holds
+	// that many outputs of MaxTokens tokens, each rounded up to 256 bytes,
+	// so it costs that many times the memory.
+	MaxTensors int
+
 	// NumSMs is the number of thread blocks each kernel runs (one per SM);
 	// 0 uses every SM. Fewer leave room for kernels running beside the
 	// copy. All ranks use the smallest value any of them asks for.
@@ -58,9 +64,14 @@ func (c Config) halves() int64 {
 	return 2
 }
 
-// capacityBytes is the size of one data half: the largest output.
+// capacityBytes is the size of one data half: the largest output, or
+// MaxTensors of them, each from a multiple of outputAlign.
 func (c Config) capacityBytes() int64 {
-	return int64(c.MaxTokens) * int64(c.HiddenDim) * int64(c.DType.Size())
+	one := int64(c.MaxTokens) * int64(c.HiddenDim) * int64(c.DType.Size())
+	if c.MaxTensors <= 1 {
+		return one
+	}
+	return alignUp(one, outputAlign) * int64(c.MaxTensors)
 }
 
 func (c Config) validate() error {
@@ -79,6 +90,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: %v: %w", c.DType, ErrDType)
 	case c.NumSMs < 0 || c.NumSMs > maxBlocks:
 		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
+	case c.MaxTensors < 0 || c.MaxTensors > maxTensors:
+		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, maxTensors, ErrConfig)
 	case c.Timeout < 0:
 		return fmt.Errorf("a2a: negative timeout %v: %w", c.Timeout, ErrConfig)
 	case int64(c.MaxTokens) > maxDataBytes/int64(c.HiddenDim)/int64(c.DType.Size()):

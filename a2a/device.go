@@ -162,6 +162,9 @@ func (d *Device) Free(t Tensor) error {
 // If t lies in a Comm's buffer, the Comm's queued operations are waited for
 // first (as by all three helpers).
 func (d *Device) Upload(t Tensor, src []byte) error {
+	if err := checkDense("upload target", t); err != nil {
+		return err
+	}
 	if int64(len(src)) != t.Bytes() {
 		return fmt.Errorf("a2a: upload of %d bytes into %v (%d bytes): %w", len(src), t, t.Bytes(), ErrShape)
 	}
@@ -185,6 +188,9 @@ func (d *Device) Download(t Tensor) ([]byte, error) {
 
 // DownloadInto copies t's bytes into dst (exactly t.Bytes() long).
 func (d *Device) DownloadInto(dst []byte, t Tensor) error {
+	if err := checkDense("download source", t); err != nil {
+		return err
+	}
 	if int64(len(dst)) != t.Bytes() {
 		return fmt.Errorf("a2a: download of %v (%d bytes) into %d bytes: %w", t, t.Bytes(), len(dst), ErrShape)
 	}
@@ -203,6 +209,9 @@ func (d *Device) DownloadInto(dst []byte, t Tensor) error {
 // Fill sets every byte of t to v (tests use it to poison outputs) and
 // returns once it is done on the device.
 func (d *Device) Fill(t Tensor, v byte) error {
+	if err := checkDense("fill target", t); err != nil {
+		return err
+	}
 	n := t.Bytes()
 	if n == 0 {
 		return nil

@@ -89,7 +89,9 @@ func (w testWriter) Write(b []byte) (int, error) {
 }
 
 // collectiveCases covers B 1..4, uneven and zero token counts, D in
-// {64, 72, 128}, head counts 1..4 per rank, and misaligned inputs.
+// {64, 72, 128}, head counts 1..4 per rank and heads the world size does
+// not divide, misaligned inputs, and 2, 3 (strided out of one fused
+// tensor) and 4 tensors packed.
 func collectiveCases(world int, dt a2a.DType) []check.Case {
 	even := make([]int, world)
 	uneven := make([]int, world)
@@ -110,6 +112,11 @@ func collectiveCases(world int, dt a2a.DType) []check.Case {
 		{Name: "last-only", Batch: 4, Tokens: lastOnly, Heads: 3 * world, HeadDim: 64, DType: dt},
 		{Name: "misaligned", Batch: 2, Tokens: uneven, Heads: 2 * world, HeadDim: 72, DType: dt, Misalign: 1},
 		{Name: "odd-dim", Batch: 1, Tokens: uneven, Heads: world, HeadDim: 3, DType: dt},
+		{Name: "uneven-heads", Batch: 2, Tokens: oneZero, Heads: 3*world + 1, HeadDim: 64, DType: dt},
+		{Name: "uneven-heads-misaligned", Batch: 1, Tokens: uneven, Heads: 5*world - 1, HeadDim: 72, DType: dt, Misalign: 1},
+		{Name: "packed-2", Batch: 1, Tokens: uneven, Heads: 2 * world, HeadDim: 64, DType: dt, Tensors: 2},
+		{Name: "packed-3-strided", Batch: 2, Tokens: oneZero, Heads: 3*world + 1, HeadDim: 128, DType: dt, Tensors: 3, Strided: true},
+		{Name: "packed-4", Batch: 1, Tokens: lastOnly, Heads: 4 * world, HeadDim: 64, DType: dt, Tensors: 4},
 	}
 }
 
@@ -161,14 +168,16 @@ func workerCollectives(rk launch.Rank) error {
 			fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
 		}
 		// Back to back, with per-rank random delays before each view is read.
-		race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 2 * rk.World, HeadDim: 64, DType: dt}
-		start := time.Now()
 		iters := backToBackIters()
-		if err := check.BackToBack(comm, race, iters, 300*time.Microsecond, 77); err != nil {
-			comm.Close()
-			return fmt.Errorf("%v: %w", race, err)
+		for _, heads := range []int{2 * rk.World, 3*rk.World + 1} {
+			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: heads, HeadDim: 64, DType: dt}
+			start := time.Now()
+			if err := check.BackToBack(comm, race, iters, 300*time.Microsecond, 77); err != nil {
+				comm.Close()
+				return fmt.Errorf("%v: %w", race, err)
+			}
+			fmt.Printf("PASS %v x%d (%v)\n", race, iters, time.Since(start).Round(time.Millisecond))
 		}
-		fmt.Printf("PASS %v x%d (%v)\n", race, iters, time.Since(start).Round(time.Millisecond))
 		if err := comm.Close(); err != nil {
 			return err
 		}

@@ -83,6 +83,14 @@ type kernelArgs struct {
 	Sig       uint32 // the operation's signature, the same on every rank (captured: without the counts' hash)
 	Half      uint32 // the data half the operation writes
 	Reserved  uint32
+	// Read by the general head entries only (see generalPlan).
+	Inputs    [maxTensors]uint64 // tensor k's input; Inputs[0] == Input
+	Region    uint64             // bytes between tensor k's output and k+1's
+	Heads     [MaxWorldSize + 1]int32
+	Tensors   uint32
+	HeadUnits uint32 // vectors per head
+	InRow     uint32 // vectors between consecutive tokens of an input
+	WalkTotal uint32 // captured: the walk grows with all tokens (HeadAllGather)
 }
 
 // liveTable mirrors struct Live in the kernels: the token counts captured

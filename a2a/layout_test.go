@@ -115,6 +115,7 @@ func TestKernelDefinesMatchGo(t *testing.T) {
 	for name, want := range map[string]int64{
 		"MAX_RANKS":          MaxWorldSize,
 		"MAX_BLOCKS":         maxBlocks,
+		"MAX_TENSORS":        maxTensors,
 		"THREADS":            maxThreadsPerBlock,
 		"FLAG_PHASES":        numFlagPhases,
 		"PHASE_START":        int64(PhaseStart),
@@ -164,7 +165,7 @@ func TestSignalsLayoutMatchesKernels(t *testing.T) {
 
 func TestKernelArgsLayout(t *testing.T) {
 	var a kernelArgs
-	require.Equal(t, uintptr(296), unsafe.Sizeof(a))
+	require.Equal(t, uintptr(392), unsafe.Sizeof(a))
 	require.Equal(t, unsafe.Sizeof(a), argsBytes)
 	files := ptx.Files()
 	require.NotEmpty(t, files)

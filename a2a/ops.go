@@ -4,14 +4,17 @@ import (
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // SendRecvHeads scatters heads and gathers the sequence: x is this rank's
-// [B, T_r, H, D]; the result is [B, T, H/P, D] holding heads
-// rank*H/P..(rank+1)*H/P-1 of every token, in rank order. It is enqueued on
-// the Comm's stream and returns a view into the Comm's buffer, valid until
-// the next operation on this Comm. One kernel launch; no allocation.
+// [B, T_r, H, D]; the result is [B, T, H_rank, D] holding the heads
+// HeadRange(H, P, rank) gives this rank (H/P each when P divides H; else
+// the first H mod P ranks hold one more) of every token, in rank order. x
+// may have a token stride (Tensor.RowStride). It is enqueued on the
+// Comm's stream and returns a view into the Comm's buffer, valid until the
+// next operation on this Comm. One kernel launch; no allocation. Uneven
+// heads and strided inputs take the general kernels, which do a little
+// more arithmetic per vector.
 func (c *Comm) SendRecvHeads(x Tensor) (Tensor, error) {
 	return c.own().SendRecvHeads(x)
 }
@@ -24,7 +27,8 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 
 // GatherHeads is the inverse of SendRecvHeads: x is [B, T, H/P, D] holding
 // this rank's heads of every token; the result is this rank's
-// [B, T_r, H, D]. Asynchronous, returning a view valid until the next
+// [B, T_r, H, D] with H = P times x's heads (for heads P does not divide,
+// see GatherHeadsPacked). x may have a token stride. Asynchronous, returning a view valid until the next
 // operation, like SendRecvHeads. x may be the view of the previous
 // operation (the default double buffer keeps the two apart); with
 // Config.SingleBuffer it must not lie in the Comm's buffer.
@@ -51,6 +55,51 @@ func (c *Comm) AllGatherInto(dst, x Tensor) error {
 	return c.own().AllGatherInto(dst, x)
 }
 
+// SendRecvHeadsPacked is SendRecvHeads of 1 to 4 tensors of one shape and
+// token stride (q, k and v; k and v) in one launch and one barrier, each
+// into its own region of the Comm's buffer: views[k] (len(views) ==
+// len(xs)) receives xs[k]'s result, valid until the next operation. The
+// buffer must hold all outputs: see Config.MaxTensors. The results equal
+// separate calls bit for bit. No allocation.
+func (c *Comm) SendRecvHeadsPacked(views, xs []Tensor) error {
+	return c.own().SendRecvHeadsPacked(views, xs)
+}
+
+// SendRecvHeadsPackedInto is SendRecvHeadsPacked writing xs[k]'s result
+// into dsts[k], at the cost of one device-local copy per tensor.
+func (c *Comm) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
+	return c.own().SendRecvHeadsPackedInto(dsts, xs)
+}
+
+// GatherHeadsPacked is GatherHeads of 1 to 4 tensors of one shape in one
+// launch, the inverse of SendRecvHeadsPacked: each xs[k] is
+// [B, T, H_rank, D], this rank's heads of heads H in all (0: H_rank times
+// the world size, which needs heads the world size divides), and views[k]
+// receives its [B, T_r, H, D] result.
+func (c *Comm) GatherHeadsPacked(heads int, views, xs []Tensor) error {
+	return c.own().GatherHeadsPacked(heads, views, xs)
+}
+
+// GatherHeadsPackedInto is GatherHeadsPacked writing into dsts, at the
+// cost of one device-local copy per tensor.
+func (c *Comm) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
+	return c.own().GatherHeadsPackedInto(heads, dsts, xs)
+}
+
+// HeadAllGather gathers heads: x is [B, T, H_rank, D], this rank's heads
+// (HeadRange) of every token out of heads H in all (0: H_rank times the
+// world size); the result, the same on every rank, is [B, T, H, D]. One
+// launch, a view valid until the next operation, like AllGather.
+func (c *Comm) HeadAllGather(heads int, x Tensor) (Tensor, error) {
+	return c.own().HeadAllGather(heads, x)
+}
+
+// HeadAllGatherInto is HeadAllGather writing into dst, at the cost of one
+// device-local copy.
+func (c *Comm) HeadAllGatherInto(heads int, dst, x Tensor) error {
+	return c.own().HeadAllGatherInto(heads, dst, x)
+}
+
 // ownStream stands for the Comm's own stream in run's argument, which is
 // read under the lock (Close clears it).
 const ownStream = driver.Stream(^uintptr(0))
@@ -58,9 +107,11 @@ const ownStream = driver.Stream(^uintptr(0))
 // own returns the operations on the Comm's own stream.
 func (c *Comm) own() StreamOps { return StreamOps{c: c, s: ownStream} }
 
-// run validates, then enqueues op on stream s (ownStream or the caller's);
-// nothing is enqueued on any error.
-func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, error) {
+// run validates, then enqueues r on stream s (ownStream or the caller's);
+// nothing is enqueued on any error. With dsts (one per input) it copies
+// each output there, else it stores each output's view in views (when
+// given) and returns the first.
+func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(true); err != nil {
@@ -77,63 +128,103 @@ func (c *Comm) run(op ptx.Op, x Tensor, dst *Tensor, s driver.Stream) (Tensor, e
 		return Tensor{}, err
 	}
 	if c.inCapture && !captured {
-		return Tensor{}, fmt.Errorf("a2a: %s on stream %#x while CaptureGraph records this Comm: %w", op, uintptr(s), ErrConfig)
+		return Tensor{}, fmt.Errorf("a2a: %s on stream %#x while CaptureGraph records this Comm: %w", r.op, uintptr(s), ErrConfig)
 	}
-	planned := x
+	planned := r
 	if captured {
-		if dst != nil {
-			return Tensor{}, fmt.Errorf("a2a: %s: the Into forms cannot be captured (their copy would keep the capture's size): read the view: %w", op, ErrNotSupported)
+		if dsts != nil {
+			return Tensor{}, fmt.Errorf("a2a: %s: the Into forms cannot be captured (their copy would keep the capture's size): read the view: %w", r.op, ErrNotSupported)
 		}
-		if planned, err = c.capturedInput(op, x); err != nil {
+		if planned, err = c.capturedInput(r); err != nil {
 			return Tensor{}, err
 		}
 	}
-	p, err := planOp(op, planned, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, c.tokens, c.layout.dataBytes, c.t.widths())
+	p, err := c.plan(planned, c.tokens)
 	if err != nil {
 		return Tensor{}, err
 	}
 	half := c.halfOf(c.launches + 1)
 	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
-	if err := c.checkPlacement(op, x, dst, p, out); err != nil {
+	if err := c.checkPlacement(r, dsts, views, p, out); err != nil {
 		return Tensor{}, err
 	}
 	if captured {
-		return c.enqueueCaptured(op, p, planned, x, launchSpec{stream: s, half: half, captured: true}, out)
+		return c.enqueueCaptured(r, p, planned, views, launchSpec{stream: s, half: half, captured: true}, out)
 	}
 	if err := c.orderBefore(s); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
-	if err := c.t.enqueue(op, p, planned, launchSpec{stream: s, half: half}); err != nil {
+	if err := c.t.enqueue(r.op, p, planned.xs[0], launchSpec{stream: s, half: half}); err != nil {
 		return Tensor{}, c.fail(err)
 	}
 	c.launches++
-	if dst != nil && p.outBytes > 0 {
-		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), out, uint64(p.outBytes), s); err != nil {
+	for k := range dsts {
+		if p.outBytes == 0 {
+			break
+		}
+		from := out + driver.DevicePtr(int64(k)*p.region)
+		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dsts[k].Ptr), from, uint64(p.outBytes), s); err != nil {
 			return Tensor{}, c.fail(wrapDriver("copying the output", err))
 		}
 	}
 	if err := c.orderAfter(s); err != nil {
 		return Tensor{}, c.fail(err)
 	}
-	return Tensor{Ptr: uintptr(out), Shape: p.out, DType: c.cfg.DType}, nil
+	return outputViews(p, out, c.cfg.DType, views), nil
+}
+
+// plan plans r under the token counts ts: the plain entries when they
+// can run it, else the general ones.
+func (c *Comm) plan(r request, ts tokenSet) (opPlan, error) {
+	if r.general(c.cfg.WorldSize) {
+		return planGeneral(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.dataBytes, c.t.widths())
+	}
+	return planOp(r.op, r.xs[0], c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.dataBytes, c.t.widths())
+}
+
+// outputViews stores the view of each tensor's output (at out, region
+// bytes apart) in views, when given, and returns the first.
+func outputViews(p opPlan, out driver.DevicePtr, dt DType, views []Tensor) Tensor {
+	first := Tensor{Ptr: uintptr(out), Shape: p.out, DType: dt}
+	for k := range min(len(views), max(p.tensors, 1)) {
+		views[k] = first
+		views[k].Ptr += uintptr(int64(k) * p.region)
+	}
+	return first
 }
 
 // checkPlacement refuses an input in the half the operation writes (or in
-// the signals and state after the data) and an Into output anywhere in
-// the Comm's buffer.
-func (c *Comm) checkPlacement(op ptx.Op, x Tensor, dst *Tensor, p opPlan, out driver.DevicePtr) error {
-	if overlaps(x.Ptr, x.Bytes(), uintptr(out), c.layout.dataBytes) ||
-		overlaps(x.Ptr, x.Bytes(), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
-		return fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", op, x, ErrAliased)
+// the signals and state after the data), output slices of the wrong
+// length, and an Into output that is not a contiguous tensor of the
+// output's shape outside the Comm's buffer.
+func (c *Comm) checkPlacement(r request, dsts, views []Tensor, p opPlan, out driver.DevicePtr) error {
+	for k := range r.n {
+		x := r.xs[k]
+		if overlaps(x.Ptr, x.span(), uintptr(out), c.layout.dataBytes) ||
+			overlaps(x.Ptr, x.span(), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
+			return fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", r.op, x, ErrAliased)
+		}
 	}
-	if dst == nil {
+	if views != nil && len(views) != r.n {
+		return fmt.Errorf("a2a: %s of %d tensors given %d views to fill: %w", r.op, r.n, len(views), ErrShape)
+	}
+	if dsts == nil {
 		return nil
 	}
-	if err := checkTensor("output", *dst, c.cfg.DType, p.out); err != nil {
-		return err
+	if len(dsts) != r.n {
+		return fmt.Errorf("a2a: %s of %d tensors given %d outputs: %w", r.op, r.n, len(dsts), ErrShape)
 	}
-	if overlaps(dst.Ptr, dst.Bytes(), uintptr(c.buf), c.layout.total) {
-		return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", op, *dst, ErrAliased)
+	for k, dst := range dsts {
+		err := checkTensor("output", dst, c.cfg.DType, p.out)
+		if err == nil {
+			err = checkDense("output", dst)
+		}
+		if err != nil {
+			return wrapErr(err, "%s output %d", r.op, k)
+		}
+		if overlaps(dst.Ptr, dst.Bytes(), uintptr(c.buf), c.layout.total) {
+			return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", r.op, dst, ErrAliased)
+		}
 	}
 	return nil
 }

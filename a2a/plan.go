@@ -23,6 +23,17 @@ type opPlan struct {
 	groupRow   int64  // groupBytes per token of the largest rank
 	sig        uint32 // withTokens(shapeSig, the counts): the same on every rank
 	shapeSig   uint32 // sig without the token counts, for captured operations
+
+	// The general entries' part (planGeneral).
+	general   bool
+	tensors   int
+	region    int64 // bytes between consecutive tensors' outputs in a half
+	heads     [MaxWorldSize + 1]int32
+	inputs    [maxTensors]uint64 // every tensor's input
+	units     int64              // vectors per input token row (SendRecvHeads) or per chunk
+	headUnits int64              // vectors per head
+	inRow     int64              // vectors between consecutive input tokens
+	walkTotal bool               // HeadAllGather: the walk grows with all tokens
 }
 
 // maxDim bounds every dimension of a tensor, so that products of a few of
@@ -69,12 +80,8 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 		return opPlan{}, err
 	}
 	es := int64(dt.Size())
-	maxTokens := 0
-	for _, n := range ts.counts {
-		maxTokens = max(maxTokens, n)
-	}
 	B, T, H, D, P := int64(b), int64(ts.total()), int64(h), int64(d), int64(world)
-	Tr, Tmax := int64(ts.counts[rank]), int64(maxTokens)
+	Tr, Tmax := int64(ts.counts[rank]), int64(ts.most())
 	p := opPlan{op: op}
 	var chunks, groupChunks, maxOut int64 // this rank's chunks, the most any rank has, the largest output
 	var ok [4]bool

@@ -50,8 +50,11 @@ type kernelSet struct {
 	// captured holds the ops' twins for captured operations, which read
 	// the token counts from the live table when a graph replays them.
 	captured map[ptx.Op]map[int]driver.Function
-	start    driver.Function // the single-buffer start barrier
-	close    driver.Function // Close's farewell
+	// general holds the general entries of ptx.GeneralOps: uneven heads,
+	// several tensors, strided inputs, HeadAllGather.
+	general map[ptx.Op]map[int]driver.Function
+	start   driver.Function // the single-buffer start barrier
+	close   driver.Function // Close's farewell
 }
 
 // release is one deferred driver call.
@@ -102,7 +105,8 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 	if uintptr(file.ArgsBytes) != argsBytes {
 		return nil, fmt.Errorf("a2a: kernels take %d parameter bytes, the host passes %d: %w", file.ArgsBytes, argsBytes, ErrNotSupported)
 	}
-	k := &kernelSet{file: file, widths: file.Widths(), ops: map[ptx.Op]map[int]driver.Function{}, captured: map[ptx.Op]map[int]driver.Function{}}
+	k := &kernelSet{file: file, widths: file.Widths(), ops: map[ptx.Op]map[int]driver.Function{},
+		captured: map[ptx.Op]map[int]driver.Function{}, general: map[ptx.Op]map[int]driver.Function{}}
 	if k.module, err = ctx.LoadModule(image); err != nil {
 		return nil, wrapDriver("loading kernels", err)
 	}
@@ -121,6 +125,14 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 				return nil, err
 			}
 			if k.captured[op][w], err = fn(ptx.CapturedEntryFor(op, w)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, op := range ptx.GeneralOps {
+		k.general[op] = map[int]driver.Function{}
+		for _, w := range k.widths {
+			if k.general[op][w], err = fn(ptx.GeneralEntryFor(op, w)); err != nil {
 				return nil, err
 			}
 		}

@@ -32,6 +32,18 @@ func shapeSignature(op ptx.Op, batch, heads, headDim, elemBytes int) uint32 {
 	return h
 }
 
+// generalSignature is shapeSignature of an operation of the general
+// entries: the same as the plain entries' for one tensor (so ranks may
+// take different entries for one operation, as their inputs' strides
+// decide), with the tensor count mixed in for more.
+func generalSignature(op ptx.Op, batch, heads, headDim, elemBytes, tensors int) uint32 {
+	h := shapeSignature(op, batch, heads, headDim, elemBytes)
+	if tensors > 1 {
+		h = fnvAdd(h, uint64(tensors))
+	}
+	return h
+}
+
 // padSignature is the signature of the operation that pads a graph (see
 // CaptureGraph): it moves nothing, on any shape.
 var padSignature = shapeSignature(ptx.OpAllGather, 0, 0, 0, 0)
@@ -44,6 +56,9 @@ func opCode(op ptx.Op) int {
 		if o == op {
 			return i + 1
 		}
+	}
+	if op == ptx.OpHeadAllGather {
+		return len(ptx.Ops) + 1
 	}
 	return 0
 }

@@ -145,9 +145,30 @@ func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) erro
 	if ls.captured {
 		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow)
 		t.args.Active, t.args.Sig = 0, p.shapeSig
+	}
+	if p.general {
+		t.setGeneral(p)
+		return t.launchOp(t.k.general[op][p.width], ls.stream)
+	}
+	if ls.captured {
 		return t.launchOp(t.k.captured[op][p.width], ls.stream)
 	}
 	return t.launchOp(t.k.ops[op][p.width], ls.stream)
+}
+
+// setGeneral fills in the general entries' part of the argument.
+func (t *smTransport) setGeneral(p opPlan) {
+	t.args.Units = uint32(p.units)
+	t.args.Inputs = p.inputs
+	t.args.Region = uint64(p.region)
+	t.args.Heads = p.heads
+	t.args.Tensors = uint32(p.tensors)
+	t.args.HeadUnits = uint32(p.headUnits)
+	t.args.InRow = uint32(p.inRow)
+	t.args.WalkTotal = 0
+	if p.walkTotal {
+		t.args.WalkTotal = 1
+	}
 }
 
 // launchOp launches f with the current args, after the start barrier with

@@ -2,13 +2,21 @@ package a2a
 
 import "fmt"
 
-// Tensor is a contiguous, row-major device tensor of shape [B, T, H, D].
-// Ptr is a device address valid in the Comm's CUDA context (the device's
-// primary context, which the CUDA runtime and most bindings share).
+// Tensor is a row-major device tensor of shape [B, T, H, D]. Ptr is a
+// device address valid in the Comm's CUDA context (the device's primary
+// context, which the CUDA runtime and most bindings share).
+//
+// RowStride is the number of elements from one token to the next; 0 means
+// H*D (contiguous). A larger stride makes the tensor a view into a wider
+// one, such as q, k or v of a fused projection [B, T, 3, H, D] (RowStride
+// 3*H*D, k at Ptr + H*D elements): the head operations read such inputs
+// in place. Every other use of a tensor (outputs, Device's helpers)
+// wants it contiguous.
 type Tensor struct {
-	Ptr   uintptr
-	Shape [4]int
-	DType DType
+	Ptr       uintptr
+	Shape     [4]int
+	DType     DType
+	RowStride int
 }
 
 // Elems returns the number of elements.
@@ -20,7 +28,39 @@ func (t Tensor) Elems() int64 {
 func (t Tensor) Bytes() int64 { return t.Elems() * int64(t.DType.Size()) }
 
 func (t Tensor) String() string {
+	if t.strided() {
+		return fmt.Sprintf("Tensor{%#x %v %v stride %d}", t.Ptr, t.Shape, t.DType, t.RowStride)
+	}
 	return fmt.Sprintf("Tensor{%#x %v %v}", t.Ptr, t.Shape, t.DType)
+}
+
+// rowElems is the number of elements between consecutive tokens.
+func (t Tensor) rowElems() int64 {
+	if t.RowStride == 0 {
+		return int64(t.Shape[2]) * int64(t.Shape[3])
+	}
+	return int64(t.RowStride)
+}
+
+// strided reports whether t's tokens are not contiguous.
+func (t Tensor) strided() bool { return t.rowElems() != int64(t.Shape[2])*int64(t.Shape[3]) }
+
+// span is the number of bytes from t.Ptr to t's last byte, the gaps
+// between its tokens included.
+func (t Tensor) span() int64 {
+	rows := int64(t.Shape[0]) * int64(t.Shape[1])
+	if rows == 0 || t.Elems() == 0 {
+		return 0
+	}
+	return ((rows-1)*t.rowElems() + int64(t.Shape[2])*int64(t.Shape[3])) * int64(t.DType.Size())
+}
+
+// checkDense refuses a strided tensor where only contiguous ones work.
+func checkDense(name string, t Tensor) error {
+	if t.RowStride != 0 && t.strided() {
+		return fmt.Errorf("a2a: %s %v has a token stride; only the head operations' inputs may: %w", name, t, ErrNotSupported)
+	}
+	return nil
 }
 
 // checkTensor validates a tensor against an expected dtype and shape; name
@@ -37,6 +77,9 @@ func checkTensor(name string, t Tensor, dt DType, shape [4]int) error {
 	}
 	if t.Ptr == 0 && t.Elems() > 0 {
 		return fmt.Errorf("a2a: %s has a nil pointer: %w", name, ErrShape)
+	}
+	if t.RowStride < 0 || (t.RowStride != 0 && int64(t.RowStride) < int64(shape[2])*int64(shape[3])) || t.RowStride > maxDim {
+		return fmt.Errorf("a2a: %s's token stride %d is under its H*D = %d elements: %w", name, t.RowStride, int64(shape[2])*int64(shape[3]), ErrShape)
 	}
 	if t.Ptr%uintptr(dt.Size()) != 0 {
 		return fmt.Errorf("a2a: %s at %#x is not aligned to its %d-byte elements: %w", name, t.Ptr, dt.Size(), ErrAlignment)

@@ -72,3 +72,12 @@ func newTokenSet(counts []int) tokenSet {
 }
 
 func (ts tokenSet) total() int { return ts.prefix[len(ts.counts)] }
+
+// most is the largest count of one rank.
+func (ts tokenSet) most() int {
+	m := 0
+	for _, n := range ts.counts {
+		m = max(m, n)
+	}
+	return m
+}

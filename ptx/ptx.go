@@ -30,6 +30,14 @@ const (
 // Ops lists the operations with per-width entries.
 var Ops = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather}
 
+// OpHeadAllGather gathers heads instead of tokens; it has general entries
+// only.
+const OpHeadAllGather Op = "head_all_gather"
+
+// GeneralOps lists the operations with general entries (GeneralEntryFor):
+// uneven heads, several tensors, inputs with a token stride.
+var GeneralOps = []Op{OpSendRecvHeads, OpGatherHeads, OpHeadAllGather}
+
 // Entries without a vector width that every file holds.
 const (
 	Start Entry = "ulysses_start" // the single-buffer start barrier
@@ -49,6 +57,12 @@ func EntryFor(op Op, width int) Entry {
 // CUDA graph, which reads the token counts when it runs.
 func CapturedEntryFor(op Op, width int) Entry {
 	return Entry(fmt.Sprintf("ulysses_%s_captured_v%d", op, width))
+}
+
+// GeneralEntryFor names the general entry of op (one of GeneralOps) that
+// copies width-byte vectors; it serves captured operations too.
+func GeneralEntryFor(op Op, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_general_v%d", op, width))
 }
 
 // File describes one embedded PTX file.
@@ -88,7 +102,7 @@ func Files() []File {
 }
 
 // ForElemBytes returns the file for n-byte elements and its NUL-terminated
-// PTX text, ready for the driver. Each call copies the text (about 0.8 MB).
+// PTX text, ready for the driver. Each call copies the text (about 1.2 MB).
 func ForElemBytes(n int) (File, []byte, error) {
 	for _, f := range manifest {
 		if f.ElemBytes == n {

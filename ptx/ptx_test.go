@@ -45,13 +45,19 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 				}
 			}
 		}
+		for _, op := range GeneralOps {
+			for _, w := range []int{16, 8, 4, f.ElemBytes} {
+				e := GeneralEntryFor(op, w)
+				assert.True(t, f.HasEntry(e), "%s lacks %s", f.Name, e)
+			}
+		}
 		assert.True(t, f.HasEntry(Start), f.Name)
 		assert.True(t, f.HasEntry(Close), f.Name)
 		assert.Equal(t, []int{16, 8, 4, f.ElemBytes}, f.Widths(), f.Name)
 		// Every listed entry is in the text, and nothing else is.
 		n := strings.Count(text, ".visible .entry ")
 		assert.Equal(t, len(f.Entries), n, f.Name)
-		assert.Equal(t, 296, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
+		assert.Equal(t, 392, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
 	}
 	assert.True(t, seen[1] && seen[2], "need one file per element width")
 }

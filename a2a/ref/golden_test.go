@@ -155,6 +155,10 @@ func TestGolden(t *testing.T) {
 			all, err := AllGather(s, sec["input"])
 			require.NoError(t, err)
 			assert.Equal(t, sec["allgather"], all)
+			// Gathering the heads SendRecvHeads spread gives AllGather's result.
+			heads, err := HeadAllGather(s, sec["sendrecv"])
+			require.NoError(t, err)
+			assert.Equal(t, sec["allgather"], heads)
 		})
 	}
 

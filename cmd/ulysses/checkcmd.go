@@ -188,27 +188,30 @@ var realisticShapes = []modelShape{
 }
 
 // checkCases are the cases for world ranks and dtype dt: the realistic
-// shapes with their heads made divisible by the world size and their tokens
-// scaled to fit maxCaseBytes, split unevenly; then a case where one rank
-// holds no tokens, and a misaligned one with an odd head size.
+// shapes with their own head counts (split unevenly where the world size
+// does not divide them) and their tokens scaled to fit maxCaseBytes, split
+// unevenly; q, k and v of the second one packed and strided out of one
+// fused tensor; then a case where one rank holds no tokens, and a
+// misaligned one with an odd head size and heads the world size does not
+// divide.
 func checkCases(world int, dt a2a.DType) []check.Case {
 	es := dt.Size()
 	var cases []check.Case
 	for _, s := range realisticShapes {
+		t := scaleTokens(s.tokens, s.batch*s.heads*s.headDim*es, maxCaseBytes)
 		name := s.name
-		h := headsFor(s.heads, world)
-		if h != s.heads {
-			name += fmt.Sprintf(" (heads %d->%d)", s.heads, h)
-		}
-		t := scaleTokens(s.tokens, s.batch*h*s.headDim*es, maxCaseBytes)
 		if t != s.tokens {
 			name += fmt.Sprintf(" (tokens %d->%d)", s.tokens, t)
 		}
-		cases = append(cases, check.Case{Name: name, Batch: s.batch, Tokens: splitTokens(t, world), Heads: h, HeadDim: s.headDim, DType: dt})
+		cases = append(cases, check.Case{Name: name, Batch: s.batch, Tokens: splitTokens(t, world), Heads: s.heads, HeadDim: s.headDim, DType: dt})
 	}
+	qkv := realisticShapes[1]
+	t := scaleTokens(qkv.tokens, 3*qkv.batch*qkv.heads*qkv.headDim*es, maxCaseBytes)
 	cases = append(cases,
+		check.Case{Name: qkv.name + fmt.Sprintf(" q,k,v (tokens %d->%d)", qkv.tokens, t), Batch: qkv.batch, Tokens: splitTokens(t, world),
+			Heads: qkv.heads, HeadDim: qkv.headDim, DType: dt, Tensors: 3, Strided: true},
 		check.Case{Name: "zero-tokens", Batch: 2, Tokens: zeroRankSplit(61*world+7, world), Heads: 4 * world, HeadDim: 128, DType: dt},
-		check.Case{Name: "odd-head-dim", Batch: 3, Tokens: splitTokens(29*world+3, world), Heads: 2 * world, HeadDim: 72, DType: dt, Misalign: 1},
+		check.Case{Name: "odd-head-dim", Batch: 3, Tokens: splitTokens(29*world+3, world), Heads: 2*world + 1, HeadDim: 72, DType: dt, Misalign: 1},
 	)
 	return cases
 }
@@ -218,10 +221,6 @@ func backToBackCase(world int, dt a2a.DType) check.Case {
 	return check.Case{Name: "back-to-back", Batch: 1, Tokens: splitTokens(256*world+5, world), Heads: 4 * world, HeadDim: 128, DType: dt}
 }
 
-// headsFor is the largest multiple of world not above h (at least world).
-func headsFor(h, world int) int {
-	return max(h-h%world, world)
-}
 
 // scaleTokens returns tokens, or fewer so that tokens*bytesPerToken <= limit.
 func scaleTokens(tokens, bytesPerToken, limit int) int {

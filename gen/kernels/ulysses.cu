@@ -38,6 +38,8 @@
 
 #define MAX_RANKS 8
 #define MAX_BLOCKS 1024
+// The most tensors one general head operation moves (q, k, v and one more).
+#define MAX_TENSORS 4
 // THREADS (the largest block the host launches) and UNROLL must match
 // maxThreadsPerBlock and unroll in a2a; they are overridable only so
 // bench/lab can time other choices. Loops use blockDim, not THREADS.
@@ -145,6 +147,15 @@ struct Args {
     u32 sig;     // signature of the operation (captured: without the counts' hash)
     u32 half;    // the data half this operation writes: 0 or 1
     u32 reserved;
+    // Only the general head entries (ulysses_<op>_general_v<W>) read what
+    // follows: uneven heads, several tensors, inputs with a token stride.
+    u64 inputs[MAX_TENSORS];   // tensor k's input; inputs[0] is input
+    u64 region;                // bytes between tensor k's output and k+1's in a data half
+    int heads[MAX_RANKS + 1];  // rank q holds heads heads[q]..heads[q+1]-1
+    u32 tensors;               // tensors moved: 1..MAX_TENSORS
+    u32 head_units;            // vectors per head
+    u32 in_row;                // vectors between consecutive tokens of an input
+    u32 walk_total;            // captured: the walk grows with all tokens (HeadAllGather), not one rank's
 };
 
 // ---- memory-model primitives ------------------------------------------------
@@ -421,6 +432,9 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
         for (u32 q = 0; q < a.world; q++) {
             most = max(most, static_cast<u32>(sh.tokens[q]));
         }
+        if (a.walk_total != 0u) {
+            most = static_cast<u32>(sh.prefix[a.world]);
+        }
         const u64 granule = ACTIVE_GRANULE;
         const u64 blocks = (most * a.group_row + granule - 1ull) / granule;
         active = static_cast<u32>(max(1ull, min(blocks, static_cast<u64>(gridDim.x))));
@@ -587,6 +601,106 @@ struct AllGatherMap {
     }
 };
 
+// ---- the general head operations --------------------------------------------
+// Heads split unevenly (rank q holds heads heads[q]..heads[q+1]-1: H/P
+// each, one more on the first H mod P ranks), inputs whose tokens are
+// in_row vectors apart, and several tensors of one shape, tensor k's
+// output region vectors after tensor k-1's. One head is head_units vectors.
+
+// The rank holding head h: the first `extra` ranks hold base+1 heads.
+__device__ __forceinline__ u32 head_owner(u32 h, u32 base, u32 extra) {
+    const u32 boundary = extra * (base + 1u);
+    return h < boundary ? h / (base + 1u) : extra + (h - boundary) / base;
+}
+
+// SendRecvHeads, general. Input [B, T_r, H, D] (tokens in_row apart) read
+// in order (b, t, h, v): head h of token t goes to rank q = head_owner(h),
+// token p_r + t, head h - heads[q] of its [B, T, H_q, D] output. As in
+// SendRecvHeadsMap, consecutive heads go to ranks in turn.
+template <typename V>
+struct GeneralSendMap {
+    const u64 *dst;  // Shared::data
+    const int *heads;
+    const V *src;
+    u64 limit, region;  // vectors
+    u32 row_units, head_units, in_row, base, extra, rank_tokens, total_tokens, rank_prefix;
+    __device__ bool load(u32 j, V &v) const {
+        const u32 row = j / row_units, col = j - row * row_units;
+        v = load_input(src + static_cast<u64>(row) * in_row + col);
+        return true;
+    }
+    __device__ void store(u32 j, const V &v) const {
+        const u32 row = j / row_units, col = j - row * row_units;
+        const u32 h = col / head_units, u = col - h * head_units;
+        const u32 q = head_owner(h, base, extra);
+        const u32 first = static_cast<u32>(heads[q]), count = static_cast<u32>(heads[q + 1]) - first;
+        const u32 b = row / rank_tokens, t = row - b * rank_tokens;
+        const u64 at = region + ((static_cast<u64>(b) * total_tokens + rank_prefix + t) * count + (h - first)) * head_units + u;
+        if (at < limit) {
+            reinterpret_cast<V *>(dst[q])[at] = v;
+        }
+    }
+};
+
+// GatherHeads, general. Input [B, T, H_rank, D] (tokens in_row apart),
+// walked in GatherHeadsMap's order (b, k, r): token p_r + k goes to token k
+// of rank r's [B, T_r, H, D] output, heads heads[rank].. of it. units is
+// this rank's heads times head_units; out_row is H * head_units.
+template <typename V>
+struct GeneralGatherMap {
+    const u64 *dst;  // Shared::data
+    const int *tokens;
+    const int *prefix;
+    const V *src;
+    u64 limit, region;  // vectors
+    u32 units, in_row, out_row, col, world, total_tokens, max_tokens;
+    __device__ bool load(u32 j, V &v) const {
+        const u32 c = j / units, u = j - c * units;
+        const u32 r = c % world, bk = c / world;
+        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
+        if (k >= static_cast<u32>(tokens[r])) {
+            return false;
+        }
+        v = load_input(src + (static_cast<u64>(b) * total_tokens + prefix[r] + k) * in_row + u);
+        return true;
+    }
+    __device__ void store(u32 j, const V &v) const {
+        const u32 c = j / units, u = j - c * units;
+        const u32 r = c % world, bk = c / world;
+        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
+        const u64 at = region + (static_cast<u64>(b) * tokens[r] + k) * out_row + col + u;
+        if (at < limit) {
+            reinterpret_cast<V *>(dst[r])[at] = v;
+        }
+    }
+};
+
+// HeadAllGather. Input [B, T, H_rank, D] (tokens in_row apart) read in
+// order (b, t, v); row (b, t) goes to heads heads[rank].. of row (b, t) of
+// every rank's [B, T, H, D] output.
+template <typename V>
+struct HeadAllGatherMap {
+    const u64 *dst;  // Shared::data
+    const V *src;
+    u64 limit, region;  // vectors
+    u32 units, in_row, out_row, col, world;
+    __device__ bool load(u32 j, V &v) const {
+        const u32 row = j / units, u = j - row * units;
+        v = load_input(src + static_cast<u64>(row) * in_row + u);
+        return true;
+    }
+    __device__ void store(u32 j, const V &v) const {
+        const u32 row = j / units, u = j - row * units;
+        const u64 at = region + static_cast<u64>(row) * out_row + col + u;
+        if (at >= limit) {
+            return;
+        }
+        for (u32 q = 0; q < world; q++) {
+            reinterpret_cast<V *>(dst[q])[at] = v;
+        }
+    }
+};
+
 // ---- the copy loop ----------------------------------------------------------
 
 // Loads of the ops whose input is read in order: vector j of the input.
@@ -691,15 +805,104 @@ __device__ __forceinline__ void all_gather(const Args &a) {
     end(a, sh);
 }
 
+// Every tensor of a general operation in turn, each walked by all active
+// blocks: n vectors of tensor k from inputs[k] into region k.
+template <typename V, typename Map>
+__device__ __forceinline__ void copy_tensors(const Args &a, u32 n, u32 active, Map &m) {
+    const u64 region = a.region / sizeof(V);
+    for (u32 k = 0; k < a.tensors; k++) {
+        m.src = reinterpret_cast<const V *>(a.inputs[k]);
+        m.region = k * region;
+        copy_vectors<V>(n, active, m, m);
+    }
+}
+
+template <typename V>
+__device__ __forceinline__ void send_recv_heads_general(const Args &a) {
+    __shared__ Shared sh;
+    __shared__ int heads[MAX_RANKS + 1];
+    if (threadIdx.x <= a.world) {
+        heads[threadIdx.x] = a.heads[threadIdx.x];  // before begin's barrier
+    }
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    GeneralSendMap<V> m;
+    m.dst = sh.data;
+    m.heads = heads;
+    m.limit = a.capacity / sizeof(V);
+    m.head_units = a.head_units;
+    m.row_units = a.units;
+    m.in_row = a.in_row;
+    m.base = static_cast<u32>(heads[a.world]) / a.world;
+    m.extra = static_cast<u32>(heads[a.world]) - m.base * a.world;
+    m.rank_tokens = sh.tokens[a.rank];
+    m.total_tokens = sh.prefix[a.world];
+    m.rank_prefix = sh.prefix[a.rank];
+    copy_tensors<V>(a, a.batch * m.rank_tokens * m.row_units, active, m);
+    end(a, sh);
+}
+
+template <typename V>
+__device__ __forceinline__ void gather_heads_general(const Args &a) {
+    __shared__ Shared sh;
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    GeneralGatherMap<V> m;
+    m.dst = sh.data;
+    m.tokens = sh.tokens;
+    m.prefix = sh.prefix;
+    m.limit = a.capacity / sizeof(V);
+    m.units = a.units;
+    m.in_row = a.in_row;
+    m.out_row = static_cast<u32>(a.heads[a.world]) * a.head_units;
+    m.col = static_cast<u32>(a.heads[a.rank]) * a.head_units;
+    m.world = a.world;
+    m.total_tokens = sh.prefix[a.world];
+    m.max_tokens = 0;
+    for (u32 r = 0; r < a.world; r++) {
+        m.max_tokens = max(m.max_tokens, static_cast<u32>(sh.tokens[r]));
+    }
+    copy_tensors<V>(a, a.batch * m.max_tokens * a.world * m.units, active, m);
+    end(a, sh);
+}
+
+template <typename V>
+__device__ __forceinline__ void head_all_gather_general(const Args &a) {
+    __shared__ Shared sh;
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    HeadAllGatherMap<V> m;
+    m.dst = sh.data;
+    m.limit = a.capacity / sizeof(V);
+    m.units = a.units;
+    m.in_row = a.in_row;
+    m.out_row = static_cast<u32>(a.heads[a.world]) * a.head_units;
+    m.col = static_cast<u32>(a.heads[a.rank]) * a.head_units;
+    m.world = a.world;
+    copy_tensors<V>(a, a.batch * static_cast<u32>(sh.prefix[a.world]) * m.units, active, m);
+    end(a, sh);
+}
+
 // ---- entry points -----------------------------------------------------------
 // One per operation and vector width: v16, v8, v4 and the element width
 // (v2 for 2-byte types, v1 for 1-byte types). The host picks the widest one
 // that the chunk size and the pointers' alignment allow. Each has a twin
 // for captured operations (ulysses_<op>_captured_v<W>), which reads the
-// token counts from the Live table.
+// token counts from the Live table. The general head operations
+// (ulysses_<op>_general_v<W>, HeadAllGather only in that form) check at
+// run time whether they were captured.
 
 #define ENTRY(OP, V, NAME, CAPTURED)                                                           \
     extern "C" __global__ void __launch_bounds__(THREADS) NAME(const Args a) { OP<V, CAPTURED>(a); }
+
+#define GENERAL(OP, V, NAME) \
+    extern "C" __global__ void __launch_bounds__(THREADS) NAME(const Args a) { OP<V>(a); }
 
 #define ENTRIES(W, V)                                                                          \
     ENTRY(send_recv_heads, V, ulysses_send_recv_heads_v##W, false)                         \
@@ -707,7 +910,10 @@ __device__ __forceinline__ void all_gather(const Args &a) {
     ENTRY(all_gather, V, ulysses_all_gather_v##W, false)                                   \
     ENTRY(send_recv_heads, V, ulysses_send_recv_heads_captured_v##W, true)                 \
     ENTRY(gather_heads, V, ulysses_gather_heads_captured_v##W, true)                       \
-    ENTRY(all_gather, V, ulysses_all_gather_captured_v##W, true)
+    ENTRY(all_gather, V, ulysses_all_gather_captured_v##W, true)                          \
+    GENERAL(send_recv_heads_general, V, ulysses_send_recv_heads_general_v##W)             \
+    GENERAL(gather_heads_general, V, ulysses_gather_heads_general_v##W)                   \
+    GENERAL(head_all_gather_general, V, ulysses_head_all_gather_general_v##W)
 
 ENTRIES(16, V16)
 ENTRIES(8, V8)

@@ -25,6 +25,12 @@ type Case struct {
 	// Misalign shifts every input pointer by this many elements, which
 	// forces the kernels' narrower copy paths.
 	Misalign int
+	// Tensors, when 2 or more, adds the packed operations of that many
+	// tensors (SendRecvHeadsPacked, GatherHeadsPacked) to Run.
+	Tensors int
+	// Strided makes the packed operations' inputs views into one fused
+	// tensor ([B, T, Tensors, H, D]), as q, k and v out of one projection.
+	Strided bool
 }
 
 func (c Case) String() string {
@@ -32,8 +38,21 @@ func (c Case) String() string {
 	if c.Misalign != 0 {
 		s += fmt.Sprintf(" misaligned+%d", c.Misalign)
 	}
+	if c.Tensors > 1 {
+		s += fmt.Sprintf(" packed x%d", c.Tensors)
+	}
+	if c.Strided {
+		s += " strided"
+	}
 	return s
 }
+
+// even reports whether the world size divides the heads.
+func (c Case) even() bool { return c.Heads%len(c.Tokens) == 0 }
+
+// tensors is how many outputs the case's largest operation leaves in the
+// Comm's buffer at once.
+func (c Case) tensors() int { return max(c.Tensors, 1) }
 
 // Shape is the case as the reference sees it.
 func (c Case) Shape() ref.Shape {
@@ -43,12 +62,18 @@ func (c Case) Shape() ref.Shape {
 // Capacity is the smallest Comm capacity that holds the largest output of
 // every case: as HiddenDim the largest Heads*HeadDim, and as MaxTokens the
 // tokens of that size it takes to hold the most elements a case gathers
-// (B*T*H*D); at least 1 of each.
+// (B*T*H*D), times its packed tensors, each rounded up to 256 bytes; at
+// least 1 of each.
 func Capacity(cases ...Case) (maxTokens, hiddenDim int) {
 	hiddenDim, elems := 1, 1
 	for _, c := range cases {
 		hiddenDim = max(hiddenDim, c.Heads*c.HeadDim)
-		elems = max(elems, c.Batch*c.Shape().TotalTokens()*c.Heads*c.HeadDim)
+		one := c.Batch * c.Shape().TotalTokens() * c.Heads * c.HeadDim
+		if n := c.tensors(); n > 1 {
+			es := c.DType.Size()
+			one = (one*es + 255) / 256 * 256 * n / es
+		}
+		elems = max(elems, one)
 	}
 	return (elems + hiddenDim - 1) / hiddenDim, hiddenDim
 }
@@ -193,7 +218,8 @@ func (r *runner) localShape() [4]int {
 }
 
 func (r *runner) shardShape() [4]int {
-	return [4]int{r.cs.Batch, r.shape.TotalTokens(), r.cs.Heads / r.shape.World(), r.cs.HeadDim}
+	_, heads := a2a.HeadRange(r.cs.Heads, r.shape.World(), r.comm.Rank())
+	return [4]int{r.cs.Batch, r.shape.TotalTokens(), heads, r.cs.HeadDim}
 }
 
 func (r *runner) fullShape() [4]int {
@@ -234,14 +260,11 @@ func (r *runner) nextPoison() byte {
 // every output is written over poison. (Poisoning before an operation is not
 // allowed: with the double buffer, peers may already be writing it.)
 func (r *runner) readView(out a2a.Tensor) ([]byte, error) {
-	if err := r.comm.Sync(); err != nil {
-		return nil, err
-	}
-	b, err := r.dev.Download(out)
+	b, err := r.readViews([]a2a.Tensor{out})
 	if err != nil {
 		return nil, err
 	}
-	return b, r.dev.Fill(r.comm.Buffer(), r.nextPoison())
+	return b[0], nil
 }
 
 // view runs op and returns the bytes of the view it gave back.
@@ -275,7 +298,7 @@ func (r *runner) chain(x a2a.Tensor) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.comm.GatherHeads(mid)
+	out, err := r.gatherHeads(mid)
 	if r.comm.Config().SingleBuffer && mid.Bytes() > 0 {
 		if !errors.Is(err, a2a.ErrAliased) {
 			return nil, fmt.Errorf("check: GatherHeads of a view with a single buffer gave %v, want ErrAliased", err)
@@ -319,8 +342,10 @@ func Run(comm *a2a.Comm, cs Case, seed uint64) error {
 	}{
 		{"SendRecvHeads", func() ([]byte, error) { return r.view(comm.SendRecvHeads, x) }, set.srh},
 		{"SendRecvHeadsInto", func() ([]byte, error) { return r.into(comm.SendRecvHeadsInto, x, r.shardShape()) }, set.srh},
-		{"GatherHeads", func() ([]byte, error) { return r.view(comm.GatherHeads, y) }, set.own},
-		{"GatherHeadsInto", func() ([]byte, error) { return r.into(comm.GatherHeadsInto, y, r.localShape()) }, set.own},
+		{"GatherHeads", func() ([]byte, error) { return r.view(r.gatherHeads, y) }, set.own},
+		{"GatherHeadsInto", func() ([]byte, error) { return r.into(r.gatherHeadsInto, y, r.localShape()) }, set.own},
+		{"HeadAllGather", func() ([]byte, error) { return r.view(r.headAllGather, y) }, set.ag},
+		{"HeadAllGatherInto", func() ([]byte, error) { return r.into(r.headAllGatherInto, y, r.fullShape()) }, set.ag},
 		{"AllGather", func() ([]byte, error) { return r.view(comm.AllGather, x) }, set.ag},
 		{"AllGatherInto", func() ([]byte, error) { return r.into(comm.AllGatherInto, x, r.fullShape()) }, set.ag},
 		{"GatherHeads(SendRecvHeads view)", func() ([]byte, error) { return r.chain(x) }, set.own},
@@ -337,11 +362,15 @@ func Run(comm *a2a.Comm, cs Case, seed uint64) error {
 			return err
 		}
 	}
+	if cs.Tensors > 1 {
+		return r.packed(seed)
+	}
 	return nil
 }
 
-// BackToBack runs iters operations (cycling through the three, on two
-// alternating inputs) and checks every output. After each operation this
+// BackToBack runs iters operations (cycling through SendRecvHeads,
+// GatherHeads, AllGather and HeadAllGather, on two alternating inputs) and
+// checks every output. After each operation this
 // rank sleeps a random time up to maxDelay before reading the view, so a
 // faster peer has already enqueued the next operation: the view must stay
 // intact until this rank's own next operation.
@@ -363,15 +392,18 @@ func BackToBack(comm *a2a.Comm, cs Case, iters int, maxDelay time.Duration, seed
 		st := sets[i%2]
 		var out a2a.Tensor
 		var want []byte
-		switch i % 3 {
+		switch i % 4 {
 		case 0:
 			out, err = comm.SendRecvHeads(st.x)
 			want = st.srh
 		case 1:
-			out, err = comm.GatherHeads(st.y)
+			out, err = r.gatherHeads(st.y)
 			want = st.own
 		case 2:
 			out, err = comm.AllGather(st.x)
+			want = st.ag
+		case 3:
+			out, err = r.headAllGather(st.y)
 			want = st.ag
 		}
 		if err != nil {
@@ -387,7 +419,7 @@ func BackToBack(comm *a2a.Comm, cs Case, iters int, maxDelay time.Duration, seed
 		if err != nil {
 			return fmt.Errorf("check: iteration %d: %w", i, err)
 		}
-		if err := compare(fmt.Sprintf("iteration %d (op %d) on rank %d", i, i%3, rank), got, want); err != nil {
+		if err := compare(fmt.Sprintf("iteration %d (op %d) on rank %d", i, i%4, rank), got, want); err != nil {
 			return err
 		}
 	}
