@@ -221,7 +221,6 @@ func backToBackCase(world int, dt a2a.DType) check.Case {
 	return check.Case{Name: "back-to-back", Batch: 1, Tokens: splitTokens(256*world+5, world), Heads: 4 * world, HeadDim: 128, DType: dt}
 }
 
-
 // scaleTokens returns tokens, or fewer so that tokens*bytesPerToken <= limit.
 func scaleTokens(tokens, bytesPerToken, limit int) int {
 	if tokens*bytesPerToken <= limit {
