@@ -173,7 +173,8 @@ func (c *Comm) Blocks() int {
 }
 
 // Buffer returns the region of the Comm's buffer that the last operation's
-// view lies in, as a [1, MaxTokens, 1, HiddenDim] tensor. Until the next
+// views lie in, as a [1, MaxTokens, 1, HiddenDim] tensor (with MaxTensors
+// over 1, [1, 1, 1, n] covering every packed output). Until the next
 // operation it is the caller's, to read or overwrite (tests poison it);
 // every other part of the buffer may be written by peers at any time.
 func (c *Comm) Buffer() Tensor {
@@ -182,5 +183,9 @@ func (c *Comm) Buffer() Tensor {
 	if c.closing {
 		return Tensor{}
 	}
-	return Tensor{Ptr: uintptr(c.buf) + uintptr(c.halfOffset(c.launches)), Shape: [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}, DType: c.cfg.DType}
+	shape := [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}
+	if c.cfg.MaxTensors > 1 {
+		shape = [4]int{1, 1, 1, int(c.layout.dataBytes / int64(c.cfg.DType.Size()))}
+	}
+	return Tensor{Ptr: uintptr(c.buf) + uintptr(c.halfOffset(c.launches)), Shape: shape, DType: c.cfg.DType}
 }

@@ -11,6 +11,10 @@ import (
 // one more). Must match MAX_TENSORS in gen/kernels.
 const maxTensors = 4
 
+// maxPitch bounds an Into output's token stride in bytes: the row pitch
+// of cuMemcpy2D (CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2^31-1 on current GPUs).
+const maxPitch = 1<<31 - 1
+
 // outputAlign is where each tensor's output of a packed operation starts
 // in a data half: a multiple of this many bytes.
 const outputAlign = 256
@@ -54,8 +58,16 @@ func single(op ptx.Op, x Tensor) request {
 // operation that has no other.
 func (r request) general(world int) bool {
 	x := r.xs[0]
+	return r.sharedGeneral(world) || (x.RowStride != 0 && x.strided())
+}
+
+// sharedGeneral reports whether every rank takes the general entries for
+// the request: for what the ranks share (the tensor count, the heads, the
+// operation), not for a local choice such as an input's stride.
+func (r request) sharedGeneral(world int) bool {
+	x := r.xs[0]
 	switch {
-	case r.n != 1 || r.op == ptx.OpHeadAllGather || (x.RowStride != 0 && x.strided()):
+	case r.n != 1 || r.op == ptx.OpHeadAllGather:
 		return true
 	case r.op == ptx.OpSendRecvHeads:
 		return x.Shape[2]%world != 0
@@ -64,6 +76,15 @@ func (r request) general(world int) bool {
 	}
 	return false
 }
+
+// generalSpread is how many times more blocks the general entries activate
+// than the plain ones for the same bytes, when every rank takes them: they
+// do about twice the integer arithmetic per vector, which is the critical
+// path where few blocks are active (GPU-RUNS.md run 29: SendRecvHeads of 41
+// heads took 12.3 us at 656 KiB against 10.2-10.3 us with 40 and 42). Only
+// the block count changes; the plain entries, and a general one that
+// stands in for them because of a stride, keep theirs, so ranks agree.
+const generalSpread = 4
 
 // totalHeads is H: the input's heads for SendRecvHeads, else what the
 // caller gave or this rank's heads times the world size.
@@ -197,8 +218,12 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 	}
 	p.inRow = x.rowElems() * es / int64(p.width)
 	p.vectors = walk * es / int64(p.width)
-	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N)
-	p.groupRow, ok[1] = mulChecked(rowWalk, es, N)
+	spread := int64(1)
+	if r.sharedGeneral(world) {
+		spread = generalSpread
+	}
+	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N, spread)
+	p.groupRow, ok[1] = mulChecked(rowWalk, es, N, spread)
 	p.shapeSig = generalSignature(r.op, b, H, d, int(es), r.n)
 	p.sig = withTokens(p.shapeSig, ts.hash)
 	if !ok[0] || !ok[1] || p.vectors > math.MaxInt32 || p.inRow > math.MaxUint32 {

@@ -71,7 +71,6 @@ func TestFakeGeneralOperations(t *testing.T) {
 		{"five tensors", func() error { return c.SendRecvHeadsPacked(make([]a2a.Tensor, 5), make([]a2a.Tensor, 5)) }, a2a.ErrShape},
 		{"no tensors", func() error { return c.SendRecvHeadsPacked(nil, nil) }, a2a.ErrShape},
 		{"views of another length", func() error { return c.SendRecvHeadsPacked(views[:2], qkv) }, a2a.ErrShape},
-		{"a strided output", func() error { return c.SendRecvHeadsPackedInto(qkv, dsts) }, a2a.ErrNotSupported},
 		{"heads not the rank's share", func() error { return c.GatherHeadsPacked(33, views[:1], qkv[:1]) }, a2a.ErrShape},
 		{"upload into a strided view", func() error { return dev.Upload(qkv[0], make([]byte, qkv[0].Bytes())) }, a2a.ErrNotSupported},
 	}
@@ -87,6 +86,26 @@ func TestFakeGeneralOperations(t *testing.T) {
 	}
 	require.NoError(t, c.SendRecvHeadsPacked(views, qkv), "the Comm is usable after refusals")
 	require.NoError(t, c.Sync())
+
+	// Into strided outputs: the stub runs no kernel, so each output is
+	// what its region of the buffer held; tensors 0 and 1 of the fused
+	// tensor get it row by row, and tensor 2's columns stay as they were.
+	require.NoError(t, dev.Fill(c.Buffer(), 0x77)) // the half the operation after next writes
+	require.NoError(t, dev.Fill(fused, 0))
+	require.NoError(t, c.SendRecvHeadsPacked(views[:2], dsts[:2]))
+	require.NoError(t, c.Sync())
+	require.NoError(t, c.SendRecvHeadsPackedInto(qkv[:2], dsts[:2]))
+	require.NoError(t, c.Sync())
+	got, err := dev.Download(fused)
+	require.NoError(t, err)
+	row := 32 * 128 * 2
+	for i := 0; i < 8; i++ {
+		for k, want := range []byte{0x77, 0x77, 0} {
+			b := got[(3*i+k)*row : (3*i+k+1)*row]
+			require.Equal(t, want, b[0], "token %d, tensor %d", i, k)
+			require.Equal(t, want, b[row-1], "token %d, tensor %d", i, k)
+		}
+	}
 	for _, d := range dsts {
 		require.NoError(t, dev.Free(d))
 	}

@@ -78,6 +78,8 @@ func TestPlanGeneralUnevenHeads(t *testing.T) {
 		assert.Equal(t, alignUp(B*12*14*D*2, outputAlign), p.region, "the largest output, rank 0's 14 heads")
 	}
 	assert.Equal(t, [MaxWorldSize + 1]int32{0, 14, 27, 40}, srh[0].heads)
+	assert.Equal(t, int64(B*7*H*D*2*3*generalSpread), srh[0].groupBytes, "the largest rank's walk of 3 tensors, spread")
+	assert.Equal(t, int64(B*H*D*2*3*generalSpread), srh[0].groupRow)
 	gh := planAll(t, ptx.OpGatherHeads, H, 2, counts, func(r int) Tensor {
 		_, mine := HeadRange(H, 3, r)
 		return bf16(0x10000, B, 12, mine, D)

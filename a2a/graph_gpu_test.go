@@ -18,8 +18,13 @@ func init() {
 }
 
 // graphCases are the token layouts replays cycle through on a group of
-// world ranks: even, uneven, a rank with none.
-func graphCases(world int, dt a2a.DType) []check.Case {
+// world ranks: even, uneven, a rank with none; 4 heads per rank, or with
+// unevenHeads one more in all.
+func graphCases(world int, dt a2a.DType, unevenHeads bool) []check.Case {
+	heads := 4 * world
+	if unevenHeads {
+		heads++
+	}
 	even, uneven, zero := make([]int, world), make([]int, world), make([]int, world)
 	for r := range even {
 		even[r], uneven[r], zero[r] = 24, 7+11*r, 5+3*r
@@ -27,7 +32,7 @@ func graphCases(world int, dt a2a.DType) []check.Case {
 	zero[0] = 0
 	var cases []check.Case
 	for _, tokens := range [][]int{even, uneven, zero} {
-		cases = append(cases, check.Case{Name: "graph", Batch: 2, Tokens: tokens, Heads: 4 * world, HeadDim: 64, DType: dt})
+		cases = append(cases, check.Case{Name: "graph", Batch: 2, Tokens: tokens, Heads: heads, HeadDim: 64, DType: dt})
 	}
 	return cases
 }
@@ -38,10 +43,15 @@ func graphCases(world int, dt a2a.DType) []check.Case {
 // the stream; after it, the three views are copied out; the host waits
 // every 4 replays and compares each with the reference. The token layout
 // changes every 50 replays (SetRankTokens after a wait, no recapture).
-// Every rank of the group runs it with the same arguments.
-func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
+// With uneven, the heads do not divide among the ranks and the three
+// operations are the general entries' SendRecvHeads, GatherHeadsPacked
+// and HeadAllGather (of GatherHeads' input: AllGather's result). Every
+// rank of the group runs it with the same arguments.
+func graphReplays(c *a2a.Comm, dt a2a.DType, iters int, uneven bool) error {
 	dev, rank, world := c.Device(), c.Rank(), c.WorldSize()
-	cases := graphCases(world, dt)
+	cases := graphCases(world, dt, uneven)
+	heads := cases[0].Heads
+	_, mine := a2a.HeadRange(heads, world, rank)
 	maxLocal, maxTotal := 0, 0
 	for _, cs := range cases {
 		maxLocal, maxTotal = max(maxLocal, cs.Tokens[rank]), max(maxTotal, cs.Shape().TotalTokens())
@@ -51,12 +61,12 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
 		return err
 	}
 	defer ts.Close()
-	x, err := dev.Alloc([4]int{2, maxLocal, 4 * world, 64}, dt)
+	x, err := dev.Alloc([4]int{2, maxLocal, heads, 64}, dt)
 	if err != nil {
 		return err
 	}
 	defer dev.Free(x)
-	y, err := dev.Alloc([4]int{2, maxTotal, 4, 64}, dt)
+	y, err := dev.Alloc([4]int{2, maxTotal, mine, 64}, dt)
 	if err != nil {
 		return err
 	}
@@ -69,7 +79,7 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
 	// read it (the largest output's bytes: the copy's size is frozen).
 	var outs [3]a2a.Tensor
 	for k := range outs {
-		if outs[k], err = dev.Alloc([4]int{2, maxTotal, 4 * world, 64}, dt); err != nil {
+		if outs[k], err = dev.Alloc([4]int{2, maxTotal, heads, 64}, dt); err != nil {
 			return err
 		}
 		defer dev.Free(outs[k])
@@ -80,6 +90,14 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int) error {
 			func() (a2a.Tensor, error) { return on.SendRecvHeads(x) },
 			func() (a2a.Tensor, error) { return on.GatherHeads(y) },
 			func() (a2a.Tensor, error) { return on.AllGather(x) },
+		}
+		if uneven {
+			ops[1] = func() (a2a.Tensor, error) {
+				var v [1]a2a.Tensor
+				err := on.GatherHeadsPacked(heads, v[:], []a2a.Tensor{y})
+				return v[0], err
+			}
+			ops[2] = func() (a2a.Tensor, error) { return on.HeadAllGather(heads, y) }
 		}
 		for k, op := range ops {
 			view, err := op()
@@ -105,7 +123,7 @@ func maxOutput(cases []check.Case, k, rank int) int64 {
 	var most int64
 	for _, cs := range cases {
 		d := cs.Shape()
-		n := []int{d.HeadShardBytes(), d.RankInputBytes(rank), d.GatheredBytes()}[k]
+		n := []int{d.HeadShardBytesFor(rank), d.RankInputBytes(rank), d.GatheredBytes()}[k]
 		most = max(most, int64(n))
 	}
 	return most
@@ -197,11 +215,11 @@ func workerGraph(rk launch.Rank) error {
 	defer ex.Close()
 	iters := iterations()
 	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-		comm, err := joinFor(rk, ex, dt, graphCases(rk.World, dt), false)
+		comm, err := joinFor(rk, ex, dt, graphCases(rk.World, dt, false), false)
 		if err != nil {
 			return err
 		}
-		err = graphReplays(comm, dt, iters)
+		err = graphReplays(comm, dt, iters, false)
 		if cerr := comm.Close(); err == nil {
 			err = cerr
 		}
@@ -215,7 +233,8 @@ func workerGraph(rk launch.Rank) error {
 
 // TestGraphReplay: graphReplays in a group of 2 processes and in
 // single-process groups (one goroutine per rank) on every pairPlacements
-// placement, both widths.
+// placement, both widths; and with heads the ranks do not share evenly
+// (the general entries, captured).
 func TestGraphReplay(t *testing.T) {
 	info := requireGPU(t)
 	t.Run("processes", func(t *testing.T) {
@@ -224,10 +243,14 @@ func TestGraphReplay(t *testing.T) {
 	for _, devices := range pairPlacements(info) {
 		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
 			t.Run(fmt.Sprintf("group%v/%v", devices, dt), func(t *testing.T) {
-				g := newTestGroup(t, devices, dt, graphCases(len(devices), dt))
-				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()) }))
+				g := newTestGroup(t, devices, dt, graphCases(len(devices), dt, false))
+				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations(), false) }))
 			})
 		}
+		t.Run(fmt.Sprintf("group%v/uneven-heads", devices), func(t *testing.T) {
+			g := newTestGroup(t, devices, a2a.BFloat16, graphCases(len(devices), a2a.BFloat16, true))
+			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, a2a.BFloat16, iterations(), true) }))
+		})
 	}
 }
 

@@ -159,11 +159,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	}
 	c.launches++
 	for k := range dsts {
-		if p.outBytes == 0 {
-			break
-		}
-		from := out + driver.DevicePtr(int64(k)*p.region)
-		if err := c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dsts[k].Ptr), from, uint64(p.outBytes), s); err != nil {
+		if err := c.copyOut(dsts[k], out+driver.DevicePtr(int64(k)*p.region), p, s); err != nil {
 			return Tensor{}, c.fail(wrapDriver("copying the output", err))
 		}
 	}
@@ -171,6 +167,21 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 		return Tensor{}, c.fail(err)
 	}
 	return outputViews(p, out, c.cfg.DType, views), nil
+}
+
+// copyOut copies the output at from (p.out, contiguous) into dst on s: one
+// copy, row by row when dst has a token stride.
+func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Stream) error {
+	if p.outBytes == 0 {
+		return nil
+	}
+	if !dst.strided() {
+		return c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), from, uint64(p.outBytes), s)
+	}
+	es := int64(c.cfg.DType.Size())
+	row := int64(p.out[2]) * int64(p.out[3]) * es
+	rows := int64(p.out[0]) * int64(p.out[1])
+	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(dst.rowElems()*es), from, uint64(row), uint64(row), uint64(rows), s)
 }
 
 // plan plans r under the token counts ts: the plain entries when they
@@ -195,8 +206,8 @@ func outputViews(p opPlan, out driver.DevicePtr, dt DType, views []Tensor) Tenso
 
 // checkPlacement refuses an input in the half the operation writes (or in
 // the signals and state after the data), output slices of the wrong
-// length, and an Into output that is not a contiguous tensor of the
-// output's shape outside the Comm's buffer.
+// length, and an Into output that is not a tensor of the output's shape
+// (a token stride allowed) outside the Comm's buffer.
 func (c *Comm) checkPlacement(r request, dsts, views []Tensor, p opPlan, out driver.DevicePtr) error {
 	for k := range r.n {
 		x := r.xs[k]
@@ -215,14 +226,13 @@ func (c *Comm) checkPlacement(r request, dsts, views []Tensor, p opPlan, out dri
 		return fmt.Errorf("a2a: %s of %d tensors given %d outputs: %w", r.op, r.n, len(dsts), ErrShape)
 	}
 	for k, dst := range dsts {
-		err := checkTensor("output", dst, c.cfg.DType, p.out)
-		if err == nil {
-			err = checkDense("output", dst)
-		}
-		if err != nil {
+		if err := checkTensor("output", dst, c.cfg.DType, p.out); err != nil {
 			return wrapErr(err, "%s output %d", r.op, k)
 		}
-		if overlaps(dst.Ptr, dst.Bytes(), uintptr(c.buf), c.layout.total) {
+		if dst.strided() && dst.rowElems()*int64(c.cfg.DType.Size()) > maxPitch {
+			return fmt.Errorf("a2a: %s output %v: token stride over the %d-byte copy pitch: %w", r.op, dst, int64(maxPitch), ErrNotSupported)
+		}
+		if overlaps(dst.Ptr, dst.span(), uintptr(c.buf), c.layout.total) {
 			return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", r.op, dst, ErrAliased)
 		}
 	}

@@ -10,8 +10,8 @@ import "fmt"
 // H*D (contiguous). A larger stride makes the tensor a view into a wider
 // one, such as q, k or v of a fused projection [B, T, 3, H, D] (RowStride
 // 3*H*D, k at Ptr + H*D elements): the head operations read such inputs
-// in place. Every other use of a tensor (outputs, Device's helpers)
-// wants it contiguous.
+// in place, and the Into forms write such outputs row by row (one
+// cuMemcpy2DAsync). Device's helpers want tensors contiguous.
 type Tensor struct {
 	Ptr       uintptr
 	Shape     [4]int

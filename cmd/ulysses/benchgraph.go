@@ -15,9 +15,9 @@ const graphsPerCapture = 2
 // op: back to back on a stream of the bench's own (Comm.On), as a caller
 // with its own CUDA binding would enqueue them, and replayed from a CUDA
 // graph of graphsPerCapture operations, each after warm-up runs.
-func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, xs, ys []a2a.Tensor, st *opStats) error {
+func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, in benchInputs, st *opStats) error {
 	on := comm.On(s)
-	fn := opFunc(on, op, xs, ys)
+	fn := opFunc(on, op, in)
 	d, err := warmTimed(on, o.warmup, o.iters, fn)
 	if err != nil {
 		return fmt.Errorf("%s on a caller's stream: %w", op, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
@@ -88,6 +89,9 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 		}
 		for _, sms := range plan.sms {
 			cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms}
+			if slices.Contains(plan.ops, opQKVPacked) {
+				cfg.MaxTensors = qkvTensors
+			}
 			comm, err := m.join(cfg)
 			if err != nil {
 				return nil, err
@@ -180,23 +184,24 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			dev.Free(t)
 		}
 	}()
-	host := make([]byte, sz.bytes) // x and y are both sz.bytes long
 	upload := func(shape [4]int, seed uint64) (a2a.Tensor, error) {
 		t, err := dev.Alloc(shape, dt)
 		if err != nil {
 			return t, err
 		}
 		allocs = append(allocs, t)
+		host := make([]byte, t.Bytes())
 		ref.FillRandom(host, seed, rank)
 		return t, dev.Upload(t, host)
 	}
-	xs, ys := make([]a2a.Tensor, o.rotate), make([]a2a.Tensor, o.rotate)
-	for i := range xs {
+	_, mine := a2a.HeadRange(H, P, rank) // H/P unless P does not divide H
+	in := benchInputs{heads: H, xs: make([]a2a.Tensor, o.rotate), ys: make([]a2a.Tensor, o.rotate)}
+	for i := range in.xs {
 		var err error
-		if xs[i], err = upload([4]int{B, sz.tokens, H, D}, uint64(2*i+1)); err != nil {
+		if in.xs[i], err = upload([4]int{B, sz.tokens, H, D}, uint64(2*i+1)); err != nil {
 			return nil, err
 		}
-		if ys[i], err = upload([4]int{B, P * sz.tokens, H / P, D}, uint64(2*i+2)); err != nil {
+		if in.ys[i], err = upload([4]int{B, P * sz.tokens, mine, D}, uint64(2*i+2)); err != nil {
 			return nil, err
 		}
 	}
@@ -207,7 +212,7 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 	defer dev.DestroyStream(stream)
 	stats := make([]opStats, len(ops))
 	for k, op := range ops {
-		fn := opFunc(comm, op, xs, ys)
+		fn := opFunc(comm, op, in)
 		if o.warmup > 0 {
 			if _, err := comm.TimeOps(o.warmup, fn); err != nil {
 				return nil, fmt.Errorf("%s warm-up: %w", op, err)
@@ -223,7 +228,7 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			return nil, fmt.Errorf("%s back to back: %w", op, err)
 		}
 		stats[k].BackToBack = float64(b2b) / float64(time.Microsecond)
-		if err := timeStreamAndGraph(comm, stream, o, op, xs, ys, &stats[k]); err != nil {
+		if err := timeStreamAndGraph(comm, stream, o, op, in, &stats[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -234,20 +239,51 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 // stream) or an a2a.StreamOps (a stream of the bench's).
 type enqueuer interface {
 	SendRecvHeads(x a2a.Tensor) (a2a.Tensor, error)
-	GatherHeads(x a2a.Tensor) (a2a.Tensor, error)
+	GatherHeadsPacked(heads int, views, xs []a2a.Tensor) error
 	AllGather(x a2a.Tensor) (a2a.Tensor, error)
+	SendRecvHeadsPacked(views, xs []a2a.Tensor) error
 }
 
+// benchInputs are the rotating inputs of one size: xs [B, T_r, H, D] and
+// ys [B, T, H_rank, D] (GatherHeads'), with H heads in all.
+type benchInputs struct {
+	heads  int
+	xs, ys []a2a.Tensor
+}
+
+// qkvTensors is how many tensors the qkv operations move.
+const qkvTensors = 3
+
 // opFunc is the i-th operation of a timed run: op on input i modulo the
-// number of inputs, through e.
-func opFunc(e enqueuer, op benchOp, xs, ys []a2a.Tensor) func(int) error {
-	n := len(xs)
+// number of inputs (and the next ones, for the qkv operations), through
+// e. GatherHeads goes through GatherHeadsPacked of one tensor, which takes
+// the head count (the same kernels when P divides it).
+func opFunc(e enqueuer, op benchOp, in benchInputs) func(int) error {
+	n := len(in.xs)
+	views := make([]a2a.Tensor, qkvTensors)
+	qkv := make([][]a2a.Tensor, n) // qkv[i]: xs i, i+1, i+2 (mod n)
+	for i := range qkv {
+		for k := range qkvTensors {
+			qkv[i] = append(qkv[i], in.xs[(i+k)%n])
+		}
+	}
 	switch op {
 	case opSendRecvHeads:
-		return func(i int) error { _, err := e.SendRecvHeads(xs[i%n]); return err }
+		return func(i int) error { _, err := e.SendRecvHeads(in.xs[i%n]); return err }
 	case opGatherHeads:
-		return func(i int) error { _, err := e.GatherHeads(ys[i%n]); return err }
+		return func(i int) error { return e.GatherHeadsPacked(in.heads, views[:1], in.ys[i%n:i%n+1]) }
+	case opQKVPacked:
+		return func(i int) error { return e.SendRecvHeadsPacked(views, qkv[i%n]) }
+	case opQKVSeparate:
+		return func(i int) error {
+			for _, x := range qkv[i%n] {
+				if _, err := e.SendRecvHeads(x); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	default:
-		return func(i int) error { _, err := e.AllGather(xs[i%n]); return err }
+		return func(i int) error { _, err := e.AllGather(in.xs[i%n]); return err }
 	}
 }

@@ -70,7 +70,7 @@ func TestBadFlags(t *testing.T) {
 		{"check", "--ranks-per-gpu", "0"},
 		{"check", "--sms", "-2"},
 		{"bench", "--world", "9"},
-		{"bench", "--world", "3", "--heads", "32"},
+		{"bench", "--world", "4", "--heads", "3"},
 		{"worker"},
 		{"worker", "nope"},
 	} {

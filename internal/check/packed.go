@@ -145,8 +145,13 @@ func (r *runner) packedViews(op func(views []a2a.Tensor) error, n int) ([][]byte
 	return r.readViews(views)
 }
 
-// packedInto runs a packed Into form into n poisoned tensors of shape.
+// packedInto runs a packed Into form into n poisoned tensors of shape:
+// separate ones, or for a strided case views into one fused tensor, as a
+// caller writing q, k and v back into one [B, T, n, H, D] would.
 func (r *runner) packedInto(op func(dsts []a2a.Tensor) error, shape [4]int, n int) ([][]byte, error) {
+	if r.cs.Strided {
+		return r.fusedInto(op, shape, n)
+	}
 	dsts := make([]a2a.Tensor, n)
 	for k := range dsts {
 		t, err := r.output(shape)
@@ -159,6 +164,34 @@ func (r *runner) packedInto(op func(dsts []a2a.Tensor) error, shape [4]int, n in
 		return nil, err
 	}
 	return r.readViews(dsts)
+}
+
+// fusedInto is packedInto into views of one poisoned fused tensor; it
+// returns each view's rows.
+func (r *runner) fusedInto(op func(dsts []a2a.Tensor) error, shape [4]int, n int) ([][]byte, error) {
+	fused, err := r.output([4]int{shape[0], shape[1], n * shape[2], shape[3]})
+	if err != nil {
+		return nil, err
+	}
+	row := shape[2] * shape[3] * r.cs.DType.Size()
+	dsts := make([]a2a.Tensor, n)
+	for k := range dsts {
+		dsts[k] = a2a.Tensor{Ptr: fused.Ptr + uintptr(k*row), Shape: shape, DType: r.cs.DType, RowStride: n * shape[2] * shape[3]}
+	}
+	if err := op(dsts); err != nil {
+		return nil, err
+	}
+	all, err := r.readViews([]a2a.Tensor{fused})
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, n)
+	for i := range shape[0] * shape[1] {
+		for k := range out {
+			out[k] = append(out[k], all[0][(i*n+k)*row:(i*n+k+1)*row]...)
+		}
+	}
+	return out, nil
 }
 
 // readViews is readView of several outputs of one operation: it waits,

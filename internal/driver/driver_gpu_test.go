@@ -178,6 +178,47 @@ func TestGPUMemcpy(t *testing.T) {
 	}
 }
 
+// MemcpyRowsAsync moves rows of 96 bytes from a dense source into every
+// third 96-byte slot of the destination, leaving the others untouched.
+func TestGPUMemcpyRows(t *testing.T) {
+	_, c := gpuContext(t, 0)
+	const rows, width = 1000, 96
+	a, b := gpuAlloc(t, c, rows*width), gpuAlloc(t, c, 3*rows*width)
+	src := randomBytes(rows * width)
+	if err := c.MemcpyHtoD(a, src); err != nil {
+		t.Fatal(err)
+	}
+	before := randomBytes(3 * rows * width)
+	if err := c.MemcpyHtoD(b, before); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.StreamCreate(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StreamDestroy(s)
+	if err := c.MemcpyRowsAsync(b+width, 3*width, a, width, width, rows, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StreamSynchronize(s); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]byte, 3*rows*width)
+	if err := c.MemcpyDtoH(dst, b); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte(nil), before...)
+	for i := range rows {
+		copy(want[(3*i+1)*width:(3*i+2)*width], src[i*width:(i+1)*width])
+	}
+	if !bytes.Equal(dst, want) {
+		t.Error("rows landed elsewhere, or other bytes changed")
+	}
+	if err := c.MemcpyRowsAsync(b, width-1, a, width, width, rows, s); err == nil {
+		t.Error("a pitch under the width was accepted")
+	}
+}
+
 func TestGPUMemset(t *testing.T) {
 	_, c := gpuContext(t, 0)
 	const words = 4096

@@ -127,6 +127,16 @@ func TestResultString(t *testing.T) {
 	}
 }
 
+// memcpy2D has CUDA_MEMCPY2D's layout (cuda.h, 64-bit): 16 fields of 8
+// bytes, the two memory types padded.
+func TestMemcpy2DLayout(t *testing.T) {
+	var m memcpy2D
+	if unsafe.Sizeof(m) != 128 || unsafe.Offsetof(m.srcHost) != 24 || unsafe.Offsetof(m.srcPitch) != 48 ||
+		unsafe.Offsetof(m.dstMemoryType) != 72 || unsafe.Offsetof(m.dstPitch) != 104 || unsafe.Offsetof(m.height) != 120 {
+		t.Fatalf("memcpy2D does not match CUDA_MEMCPY2D: size %d", unsafe.Sizeof(m))
+	}
+}
+
 func TestIpcHandleArg(t *testing.T) {
 	if n := unsafe.Sizeof(ipcHandleArg{}); n != unsafe.Sizeof(IpcMemHandle{}) {
 		t.Fatalf("ipcHandleArg is %d bytes, want 64", n)

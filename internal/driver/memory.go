@@ -160,6 +160,52 @@ func (c *Context) MemcpyDtoDAsync(dst, src DevicePtr, n uint64, s Stream) error 
 	return c.d.check("cuMemcpyDtoDAsync_v2", r)
 }
 
+// memcpy2D mirrors CUDA_MEMCPY2D (cuda.h) on 64-bit systems.
+type memcpy2D struct {
+	srcXInBytes, srcY uintptr
+	srcMemoryType     uint32
+	_                 uint32
+	srcHost           uintptr
+	srcDevice         uintptr
+	srcArray          uintptr
+	srcPitch          uintptr
+	dstXInBytes, dstY uintptr
+	dstMemoryType     uint32
+	_                 uint32
+	dstHost           uintptr
+	dstDevice         uintptr
+	dstArray          uintptr
+	dstPitch          uintptr
+	widthInBytes      uintptr
+	height            uintptr
+}
+
+// memoryTypeDevice is CU_MEMORYTYPE_DEVICE.
+const memoryTypeDevice = 2
+
+// MemcpyRowsAsync enqueues on s a device-to-device copy of rows rows of
+// width bytes each, from src (rows srcPitch bytes apart) to dst (dstPitch
+// apart): cuMemcpy2DAsync_v2. Pitches at least width, at most the
+// device's maximum pitch (2^31-1 bytes on current GPUs). Allocation-free.
+func (c *Context) MemcpyRowsAsync(dst DevicePtr, dstPitch uint64, src DevicePtr, srcPitch uint64, width, rows uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	b, _ := c.d.calls.Get().(*callBuf)
+	if b == nil {
+		b = new(callBuf)
+	}
+	b.copy = memcpy2D{
+		srcMemoryType: memoryTypeDevice, srcDevice: uintptr(src), srcPitch: uintptr(srcPitch),
+		dstMemoryType: memoryTypeDevice, dstDevice: uintptr(dst), dstPitch: uintptr(dstPitch),
+		widthInBytes: uintptr(width), height: uintptr(rows),
+	}
+	r := c.d.callKeep(c.d.fn.memcpy2DAsync, unsafe.Pointer(b), uintptr(unsafe.Pointer(&b.copy)), uintptr(s))
+	c.d.calls.Put(b)
+	c.leave()
+	return c.d.check("cuMemcpy2DAsync_v2", r)
+}
+
 // MemcpyPeerAsync enqueues on s (a stream of c) a copy of n bytes from src
 // in srcCtx to dst in dstCtx (cuMemcpyPeerAsync). Allocation-free.
 func (c *Context) MemcpyPeerAsync(dst DevicePtr, dstCtx *Context, src DevicePtr, srcCtx *Context, n uint64, s Stream) error {

@@ -10,6 +10,7 @@ type funcs struct {
 	ctxSetCurrent, ctxGetCurrent, ctxSynchronize, ctxEnablePeerAccess            uintptr
 	memGetInfo, memAlloc, memFree, memsetD32, memsetD32Async, memsetD8Async      uintptr
 	memcpyHtoD, memcpyDtoH, memcpyDtoDAsync, memcpyHtoDAsync, memcpyDtoHAsync    uintptr
+	memcpy2DAsync                                                                uintptr
 	memcpyPeerAsync, memHostAlloc, memFreeHost, memHostGetDevicePointer          uintptr
 	ipcGetMemHandle, ipcOpenMemHandle, ipcCloseMemHandle                         uintptr
 	moduleLoadDataEx, moduleUnload, moduleGetFunction, launchKernel              uintptr
@@ -76,6 +77,7 @@ func (f *funcs) table() []symbol {
 		opt(&f.memcpyHtoD, "cuMemcpyHtoD_v2"), // tests and probes only
 		opt(&f.memcpyDtoH, "cuMemcpyDtoH_v2"), // tests and probes only
 		req(&f.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		req(&f.memcpy2DAsync, "cuMemcpy2DAsync_v2"),
 		req(&f.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 		req(&f.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 		req(&f.memcpyPeerAsync, "cuMemcpyPeerAsync"),

@@ -878,6 +878,39 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, uintpt
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 1, n, s);
 }
 
+// CUDA_MEMCPY2D, as cuda.h lays it out on 64-bit systems.
+struct memcpy2d {
+	size_t src_x, src_y;
+	int src_type;
+	const void *src_host;
+	CUdeviceptr src_device;
+	void *src_array;
+	size_t src_pitch;
+	size_t dst_x, dst_y;
+	int dst_type;
+	void *dst_host;
+	CUdeviceptr dst_device;
+	void *dst_array;
+	size_t dst_pitch;
+	size_t width, height;
+};
+
+// cuMemcpy2DAsync_v2: device to device only (memory type 2), rows copied
+// one by one, every row checked first.
+CUresult cuMemcpy2DAsync_v2(const struct memcpy2d *m, uintptr_t s) {
+	if (m == NULL || m->src_type != 2 || m->dst_type != 2 || m->src_x != 0 || m->dst_x != 0 || m->src_y != 0 ||
+	    m->dst_y != 0 || m->src_pitch < m->width || m->dst_pitch < m->width)
+		return INVALID_VALUE;
+	for (size_t i = 0; i < m->height; i++) {
+		int r = copy_check(m->dst_device + i * m->dst_pitch, 1, m->src_device + i * m->src_pitch, 1, m->width, s);
+		if (r != SUCCESS)
+			return r;
+	}
+	for (size_t i = 0; i < m->height && m->width > 0; i++)
+		memmove((void *)(m->dst_device + i * m->dst_pitch), (const void *)(m->src_device + i * m->src_pitch), m->width);
+	return SUCCESS;
+}
+
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, uintptr_t s) {
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 0, n, s);
 }
