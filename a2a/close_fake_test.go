@@ -96,6 +96,26 @@ func TestFakeCloseTwiceAtOnce(t *testing.T) {
 	requireReleased(t, lib)
 }
 
+// requireSyncContextEnds waits for c's queued operation, which never
+// ends, with SyncContext under a context of bound: it returns the
+// context's error within slack of it, and the Comm is broken for good
+// (the next operation on x: ErrAborted).
+func requireSyncContextEnds(t *testing.T, c *a2a.Comm, x a2a.Tensor, bound, slack time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	start := time.Now()
+	err := c.SyncContext(ctx)
+	took := time.Since(start)
+	t.Logf("SyncContext after %v: %v", took, err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, bound+slack)
+	_, err = c.AllGather(x)
+	t.Logf("next operation: %v", err)
+	require.ErrorIs(t, err, a2a.ErrAborted, "an operation after the abort")
+	assert.ErrorIs(t, err, a2a.ErrBroken)
+}
+
 // TestFakeSyncContext ends a SyncContext blocked on an operation whose
 // peer never comes: it returns the context's error promptly, the Comm is
 // broken (ErrAborted), and Close returns at once.
@@ -104,18 +124,7 @@ func TestFakeSyncContext(t *testing.T) {
 	c, x, dst := fakeComm(t, true, true)
 	_, err := c.SendRecvHeads(x)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err = c.SyncContext(ctx)
-	took := time.Since(start)
-	t.Logf("SyncContext after %v: %v", took, err)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, took, prompt)
-	_, err = c.AllGather(x)
-	require.ErrorIs(t, err, a2a.ErrAborted, "an operation after the abort")
-	t.Logf("next operation: %v", err)
-	assert.ErrorIs(t, err, a2a.ErrBroken)
+	requireSyncContextEnds(t, c, x, 100*time.Millisecond, prompt)
 
 	// A context that does not end is Sync.
 	c2, x2, dst2 := fakeComm(t, true, true)
@@ -125,7 +134,7 @@ func TestFakeSyncContext(t *testing.T) {
 	require.NoError(t, c2.SyncContext(context.Background()))
 	require.NoError(t, closeFake(t, c2, x2, dst2))
 
-	start = time.Now()
+	start := time.Now()
 	require.NoError(t, closeFake(t, c, x, dst))
 	assert.Less(t, time.Since(start), prompt, "Close after an aborted SyncContext")
 	requireReleased(t, lib)

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "b47b2b6d2172a318f8e88428b65e0997f4ec5617b7fd80095fa79cea403ab5b7"
+const SourceHash = "245235021363265fdc923434010a9346cf0a0be9528338b1e12342c51de91e06"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

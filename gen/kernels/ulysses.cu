@@ -545,6 +545,23 @@ struct SendRecvHeadsMap {
     }
 };
 
+// Where vector j of GatherHeads' walk lies: chunk c = j / units of
+// this rank's heads of one token, taken in the order (b, k, r) (below).
+struct GatherIndex {
+    u32 b, k, r, u;
+};
+
+__device__ __forceinline__ GatherIndex gather_index(u32 j, u32 units, u32 world, u32 max_tokens) {
+    GatherIndex g;
+    const u32 c = j / units;
+    g.u = j - c * units;
+    g.r = c % world;
+    const u32 bk = c / world;
+    g.b = bk / max_tokens;
+    g.k = bk - g.b * max_tokens;
+    return g;
+}
+
 // GatherHeads. Input [B, T, Hp, D]: token t holds this rank's heads of a
 // token owned by the rank r with p_r <= t < p_r + T_r, and goes to token
 // t - p_r, heads rank*Hp.. of r's [B, T_r, H, D] output. To keep every
@@ -561,22 +578,18 @@ struct GatherHeadsMap {
     u64 limit;
     u32 units, world, rank, total_tokens, max_tokens;
     __device__ bool load(u32 j, V &v) const {
-        const u32 c = j / units, u = j - c * units;
-        const u32 r = c % world, bk = c / world;
-        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
-        if (k >= static_cast<u32>(tokens[r])) {
+        const GatherIndex g = gather_index(j, units, world, max_tokens);
+        if (g.k >= static_cast<u32>(tokens[g.r])) {
             return false;
         }
-        v = load_input(src + (static_cast<u64>(b) * total_tokens + prefix[r] + k) * units + u);
+        v = load_input(src + (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * units + g.u);
         return true;
     }
     __device__ void store(u32 j, const V &v) const {
-        const u32 c = j / units, u = j - c * units;
-        const u32 r = c % world, bk = c / world;
-        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
-        const u64 at = ((static_cast<u64>(b) * tokens[r] + k) * world + rank) * units + u;
+        const GatherIndex g = gather_index(j, units, world, max_tokens);
+        const u64 at = ((static_cast<u64>(g.b) * tokens[g.r] + g.k) * world + rank) * units + g.u;
         if (at < limit) {
-            reinterpret_cast<V *>(dst[r])[at] = v;
+            reinterpret_cast<V *>(dst[g.r])[at] = v;
         }
     }
 };
@@ -655,22 +668,18 @@ struct GeneralGatherMap {
     u64 limit, region;  // vectors
     u32 units, in_row, out_row, col, world, total_tokens, max_tokens;
     __device__ bool load(u32 j, V &v) const {
-        const u32 c = j / units, u = j - c * units;
-        const u32 r = c % world, bk = c / world;
-        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
-        if (k >= static_cast<u32>(tokens[r])) {
+        const GatherIndex g = gather_index(j, units, world, max_tokens);
+        if (g.k >= static_cast<u32>(tokens[g.r])) {
             return false;
         }
-        v = load_input(src + (static_cast<u64>(b) * total_tokens + prefix[r] + k) * in_row + u);
+        v = load_input(src + (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * in_row + g.u);
         return true;
     }
     __device__ void store(u32 j, const V &v) const {
-        const u32 c = j / units, u = j - c * units;
-        const u32 r = c % world, bk = c / world;
-        const u32 b = bk / max_tokens, k = bk - b * max_tokens;
-        const u64 at = region + (static_cast<u64>(b) * tokens[r] + k) * out_row + col + u;
+        const GatherIndex g = gather_index(j, units, world, max_tokens);
+        const u64 at = region + (static_cast<u64>(g.b) * tokens[g.r] + g.k) * out_row + col + g.u;
         if (at < limit) {
-            reinterpret_cast<V *>(dst[r])[at] = v;
+            reinterpret_cast<V *>(dst[g.r])[at] = v;
         }
     }
 };
