@@ -20,6 +20,7 @@ type benchOpts struct {
 	sms                   string
 	warmup, iters, rotate int
 	json, compare         string
+	singleProcess         bool
 	results               string // worker only: where rank 0 writes its results
 }
 
@@ -44,6 +45,9 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
+	} else {
+		fs.BoolVar(&o.singleProcess, "single-process", false,
+			"run every rank in this process (a2a.NewGroup's way: ranks on one GPU share a context), one goroutine each")
 	}
 	return fs, o
 }
@@ -280,13 +284,16 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	start := time.Now()
 	fmt.Fprintf(stderr, "bench: %d ranks on %d GPUs, B=%d H=%d D=%d\n", world, len(sys.Devices), o.batch, o.heads, o.headDim)
-	if _, err := startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, stderr); err != nil {
-		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
-		return exitFailed
+	var res *benchResults
+	if o.singleProcess {
+		res, err = benchInProcess(o, plan, devices, stderr)
+	} else if _, err = startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, stderr); err == nil {
+		if res, err = readResults(resultsPath); err != nil {
+			err = fmt.Errorf("reading rank 0's results: %w", err)
+		}
 	}
-	res, err := readResults(resultsPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "bench: reading rank 0's results: %s\n", oneLine(err))
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
 		return exitFailed
 	}
 	for i := range res.Rows {

@@ -148,11 +148,17 @@ func startRanks(ctx context.Context, sub string, args []string, devices []int, o
 }
 
 // member is one rank of a running group: who it is, its device and its
-// exchanger.
+// exchanger (TCP between processes, or a localExchange between goroutines).
 type member struct {
 	rank, world int
 	device      *int // nil: the rank's default
-	ex          *exchange.TCP
+	ex          memberExchanger
+}
+
+// memberExchanger is what a member exchanges through.
+type memberExchanger interface {
+	a2a.Exchanger
+	Close() error
 }
 
 // joinGroup reads the rank's environment and makes its exchanger, keyed
