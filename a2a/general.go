@@ -24,7 +24,8 @@ const outputAlign = 256
 // count heads from first. Each rank gets heads/world and the first
 // heads%world ranks one more, so counts differ by at most one and the
 // ranges tile [0, heads) in rank order. It costs nothing; with heads
-// divisible by world it is rank*heads/world, heads/world.
+// divisible by world it is rank*heads/world, heads/world. A rank outside
+// [0, world) or negative heads give 0, 0.
 func HeadRange(heads, world, rank int) (first, count int) {
 	if world < 1 || rank < 0 || rank >= world || heads < 0 {
 		return 0, 0
@@ -153,7 +154,7 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 	// any rank's; rowWalk: groupWalk per token of what it grows with;
 	// maxOut: the largest output of one tensor on any rank.
 	var walk, groupWalk, rowWalk, maxOut int64
-	var ok [4]bool
+	var ok [5]bool
 	switch r.op {
 	case ptx.OpSendRecvHeads:
 		if int64(t) != Tr {
@@ -162,7 +163,7 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 		p.out = [4]int{b, int(T), mine, d}
 		walk, ok[0] = mulChecked(B, Tr, int64(H), D)
 		groupWalk, ok[1] = mulChecked(B, Tmax, int64(H), D)
-		rowWalk = B * int64(H) * D
+		rowWalk, ok[4] = mulChecked(B, int64(H), D)
 		maxOut, ok[2] = mulChecked(B, T, int64(most), D, es)
 	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
 		if h != mine {
@@ -175,13 +176,13 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 			p.out = [4]int{b, int(Tr), H, d}
 			walk, ok[0] = mulChecked(B, Tmax, P, int64(mine), D) // every (b, k, r) with k < the largest count
 			groupWalk, ok[1] = mulChecked(B, Tmax, P, int64(most), D)
-			rowWalk = B * P * int64(most) * D
+			rowWalk, ok[4] = mulChecked(B, P, int64(most), D)
 			maxOut, ok[2] = mulChecked(B, Tmax, int64(H), D, es)
 		} else {
 			p.out = [4]int{b, int(T), H, d}
 			walk, ok[0] = mulChecked(B, T, int64(mine), D)
 			groupWalk, ok[1] = mulChecked(B, T, int64(most), D)
-			rowWalk = B * int64(most) * D
+			rowWalk, ok[4] = mulChecked(B, int64(most), D)
 			maxOut, ok[2] = mulChecked(B, T, int64(H), D, es)
 			p.walkTotal = true
 		}
@@ -192,7 +193,7 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 	p.region = alignUp(maxOut, outputAlign)
 	need, ok3 := mulChecked(p.region, N-1)
 	ok[3] = ok3 && need <= math.MaxInt64-maxOut
-	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] || !ok[4] {
 		return opPlan{}, fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.op, r.n, x.Shape, T, ErrCapacity)
 	}
 	if need+maxOut > capacity {

@@ -28,10 +28,11 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 // GatherHeads is the inverse of SendRecvHeads: x is [B, T, H/P, D] holding
 // this rank's heads of every token; the result is this rank's
 // [B, T_r, H, D] with H = P times x's heads (for heads P does not divide,
-// see GatherHeadsPacked). x may have a token stride. Asynchronous, returning a view valid until the next
-// operation, like SendRecvHeads. x may be the view of the previous
-// operation (the default double buffer keeps the two apart); with
-// Config.SingleBuffer it must not lie in the Comm's buffer.
+// see GatherHeadsPacked). x may have a token stride. Asynchronous,
+// returning a view valid until the next operation, like SendRecvHeads. x
+// may be the view of the previous operation (the default double buffer
+// keeps the two apart); with Config.SingleBuffer it must not lie in the
+// Comm's buffer.
 func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
 	return c.own().GatherHeads(x)
 }

@@ -46,13 +46,13 @@ type kernelSet struct {
 	file   ptx.File
 	widths []int // the file's vector widths, widest first
 	module driver.Module
-	ops    map[ptx.Op]map[int]driver.Function
+	ops    entryTable
 	// captured holds the ops' twins for captured operations, which read
 	// the token counts from the live table when a graph replays them.
-	captured map[ptx.Op]map[int]driver.Function
+	captured entryTable
 	// general holds the general entries of ptx.GeneralOps: uneven heads,
 	// several tensors, strided inputs, HeadAllGather.
-	general map[ptx.Op]map[int]driver.Function
+	general entryTable
 	start   driver.Function // the single-buffer start barrier
 	close   driver.Function // Close's farewell
 }
@@ -97,6 +97,12 @@ func acquireShare(drv *driver.Driver, ordinal int) (*deviceShare, error) {
 	return s, nil
 }
 
+// entryTable is a kernelSet's functions of one kind, by operation and
+// vector width.
+type entryTable = map[ptx.Op]map[int]driver.Function
+
+// loadKernels loads the PTX of elemBytes-wide elements into ctx and looks
+// up every entry the transport launches.
 func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 	file, image, err := ptx.ForElemBytes(elemBytes)
 	if err != nil {
@@ -105,8 +111,7 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 	if uintptr(file.ArgsBytes) != argsBytes {
 		return nil, fmt.Errorf("a2a: kernels take %d parameter bytes, the host passes %d: %w", file.ArgsBytes, argsBytes, ErrNotSupported)
 	}
-	k := &kernelSet{file: file, widths: file.Widths(), ops: map[ptx.Op]map[int]driver.Function{},
-		captured: map[ptx.Op]map[int]driver.Function{}, general: map[ptx.Op]map[int]driver.Function{}}
+	k := &kernelSet{file: file, widths: file.Widths()}
 	if k.module, err = ctx.LoadModule(image); err != nil {
 		return nil, wrapDriver("loading kernels", err)
 	}
@@ -118,24 +123,26 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 		}
 		return f, nil
 	}
-	for _, op := range ptx.Ops {
-		k.ops[op], k.captured[op] = map[int]driver.Function{}, map[int]driver.Function{}
-		for _, w := range k.widths {
-			if k.ops[op][w], err = fn(ptx.EntryFor(op, w)); err != nil {
-				return nil, err
-			}
-			if k.captured[op][w], err = fn(ptx.CapturedEntryFor(op, w)); err != nil {
-				return nil, err
+	table := func(ops []ptx.Op, name func(ptx.Op, int) ptx.Entry) (entryTable, error) {
+		t := entryTable{}
+		for _, op := range ops {
+			t[op] = map[int]driver.Function{}
+			for _, w := range k.widths {
+				if t[op][w], err = fn(name(op, w)); err != nil {
+					return nil, err
+				}
 			}
 		}
+		return t, nil
 	}
-	for _, op := range ptx.GeneralOps {
-		k.general[op] = map[int]driver.Function{}
-		for _, w := range k.widths {
-			if k.general[op][w], err = fn(ptx.GeneralEntryFor(op, w)); err != nil {
-				return nil, err
-			}
-		}
+	if k.ops, err = table(ptx.Ops, ptx.EntryFor); err != nil {
+		return nil, err
+	}
+	if k.captured, err = table(ptx.Ops, ptx.CapturedEntryFor); err != nil {
+		return nil, err
+	}
+	if k.general, err = table(ptx.GeneralOps, ptx.GeneralEntryFor); err != nil {
+		return nil, err
 	}
 	if k.start, err = fn(ptx.Start); err != nil {
 		return nil, err
