@@ -140,3 +140,14 @@ func TestFakeMaxTensors(t *testing.T) {
 	_, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 8, HiddenDim: 64, DType: a2a.BFloat16, MaxTensors: 5})
 	assert.ErrorIs(t, err, a2a.ErrConfig)
 }
+
+// TestFakeMissingEntry: PTX that lacks one general entry fails New with
+// the driver's error, and leaves nothing allocated.
+func TestFakeMissingEntry(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvMissingFuncs+"=ulysses_head_all_gather_general_v4")
+	_, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 8, HiddenDim: 64, DType: a2a.BFloat16})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "loading kernels")
+	t.Logf("%v", err)
+	requireReleased(t, lib)
+}
