@@ -51,6 +51,7 @@ type Comm struct {
 	launches  uint64 // operations launched: the device epoch of the last one
 
 	tokens    tokenSet
+	copies    []boxCopy    // the copy-engine mode's scratch (opPlan.copies)
 	captured  []capturedOp // operations captured into graphs that may replay
 	inCapture bool         // CaptureGraph is recording: only captured operations may be enqueued
 	connected bool

@@ -37,6 +37,11 @@ type Config struct {
 	// so it costs that many times the memory.
 	MaxTensors int
 
+	// Mover is what moves an operation's bytes: the SM kernels (the
+	// default) or the copy engines. All ranks must agree (ranks that do
+	// not fail the operation, bounded by the timeout).
+	Mover Mover
+
 	// NumSMs is the number of thread blocks each kernel runs (one per SM);
 	// 0 uses every SM. Fewer leave room for kernels running beside the
 	// copy. All ranks use the smallest value any of them asks for.
@@ -90,6 +95,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: %v: %w", c.DType, ErrDType)
 	case c.NumSMs < 0 || c.NumSMs > maxBlocks:
 		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
+	case c.Mover != MoverKernels && c.Mover != MoverCopyEngines:
+		return fmt.Errorf("a2a: Mover %d unknown: %w", c.Mover, ErrConfig)
 	case c.MaxTensors < 0 || c.MaxTensors > maxTensors:
 		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, maxTensors, ErrConfig)
 	case c.Timeout < 0:

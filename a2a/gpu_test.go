@@ -150,12 +150,16 @@ func workerCollectives(rk launch.Rank) error {
 	modes := []struct {
 		dt     a2a.DType
 		single bool
-	}{{a2a.BFloat16, false}, {a2a.Float8E4M3, false}, {a2a.BFloat16, true}}
+		mover  a2a.Mover
+	}{
+		{a2a.BFloat16, false, a2a.MoverKernels}, {a2a.Float8E4M3, false, a2a.MoverKernels}, {a2a.BFloat16, true, a2a.MoverKernels},
+		{a2a.BFloat16, false, a2a.MoverCopyEngines}, {a2a.Float8E4M3, true, a2a.MoverCopyEngines},
+	}
 	for _, mode := range modes {
 		dt := mode.dt
-		fmt.Printf("mode %v single-buffer=%v\n", dt, mode.single)
+		fmt.Printf("mode %v single-buffer=%v mover=%v\n", dt, mode.single, mode.mover)
 		cases := collectiveCases(rk.World, dt)
-		comm, err := joinFor(rk, ex, dt, cases, mode.single)
+		comm, err := joinFor(rk, ex, dt, cases, mode.single, func(c *a2a.Config) { c.Mover = mode.mover })
 		if err != nil {
 			return err
 		}

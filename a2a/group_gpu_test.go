@@ -52,7 +52,8 @@ func iterations() int {
 }
 
 // groupCases are the shapes checked on a group of world ranks: even and
-// uneven token counts, one rank with none.
+// uneven token counts, one rank with none; heads the ranks do not share
+// evenly, q, k and v packed out of one fused tensor.
 func groupCases(world int, dt a2a.DType) []check.Case {
 	even, uneven := make([]int, world), make([]int, world)
 	for r := range even {
@@ -63,31 +64,41 @@ func groupCases(world int, dt a2a.DType) []check.Case {
 	return []check.Case{
 		{Name: "even", Batch: 2, Tokens: even, Heads: 4 * world, HeadDim: 128, DType: dt},
 		{Name: "uneven", Batch: 1, Tokens: uneven, Heads: 2 * world, HeadDim: 72, DType: dt},
+		{Name: "uneven-heads-qkv", Batch: 2, Tokens: uneven, Heads: 3*world + 1, HeadDim: 64, DType: dt, Tensors: 3, Strided: true},
 	}
 }
 
 // newTestGroup makes a Group on devices holding every case, closed when
 // the test ends.
-func newTestGroup(t *testing.T, devices []int, dt a2a.DType, cases []check.Case) *a2a.Group {
+func newTestGroup(t *testing.T, devices []int, dt a2a.DType, cases []check.Case, opts ...func(*a2a.Config)) *a2a.Group {
 	t.Helper()
 	maxTokens, hidden := check.Capacity(cases...)
-	g, err := a2a.NewGroup(a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: dt}, devices)
+	cfg := a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: dt}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g, err := a2a.NewGroup(cfg, devices)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, g.Close()) })
 	return g
 }
 
 // TestGroupSingleProcess runs every operation on groups made in this
-// process (NewGroup), both element widths, against the reference: once with
-// one goroutine per rank (check.Run on each), once from this goroutine
-// alone, enqueueing each operation on every rank in turn before reading.
+// process (NewGroup), both element widths, both movers, against the
+// reference: once with one goroutine per rank (check.Run on each), once
+// from this goroutine alone, enqueueing each operation on every rank in
+// turn before reading.
 func TestGroupSingleProcess(t *testing.T) {
 	info := requireGPU(t)
 	for _, devices := range groupPlacements(len(info.Devices)) {
-		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-			t.Run(fmt.Sprintf("%v/%v", devices, dt), func(t *testing.T) {
+		for _, mode := range []struct {
+			dt    a2a.DType
+			mover a2a.Mover
+		}{{a2a.BFloat16, a2a.MoverKernels}, {a2a.Float8E4M3, a2a.MoverKernels}, {a2a.BFloat16, a2a.MoverCopyEngines}} {
+			dt := mode.dt
+			t.Run(fmt.Sprintf("%v/%v/%v", devices, dt, mode.mover), func(t *testing.T) {
 				cases := groupCases(len(devices), dt)
-				g := newTestGroup(t, devices, dt, cases)
+				g := newTestGroup(t, devices, dt, cases, func(c *a2a.Config) { c.Mover = mode.mover })
 				for i, cs := range cases {
 					seed := uint64(100 + i)
 					require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return check.Run(c, cs, seed) }), "goroutine per rank, %v", cs)
@@ -109,66 +120,6 @@ func eachRank(g *a2a.Group, f func(*a2a.Comm) error) error {
 	for r, err := range errs {
 		if err != nil {
 			return fmt.Errorf("rank %d: %w", r, err)
-		}
-	}
-	return nil
-}
-
-// checkInTurn enqueues each operation on every rank from this goroutine,
-// then reads and compares every rank's view.
-func checkInTurn(g *a2a.Group, cs check.Case, seed uint64) error {
-	type rankData struct {
-		d    check.Data
-		x, y a2a.Tensor
-	}
-	ranks := make([]rankData, g.Size())
-	shape := cs.Shape()
-	for r := range ranks {
-		c := g.Comm(r)
-		d, err := check.MakeData(cs, seed, r)
-		if err != nil {
-			return err
-		}
-		ranks[r].d = d
-		dev := c.Device()
-		if ranks[r].x, err = uploadNew(dev, [4]int{cs.Batch, cs.Tokens[r], cs.Heads, cs.HeadDim}, cs.DType, d.X); err != nil {
-			return err
-		}
-		defer dev.Free(ranks[r].x)
-		if ranks[r].y, err = uploadNew(dev, [4]int{cs.Batch, shape.TotalTokens(), cs.Heads / g.Size(), cs.HeadDim}, cs.DType, d.Shard); err != nil {
-			return err
-		}
-		defer dev.Free(ranks[r].y)
-		if err := c.SetRankTokens(cs.Tokens); err != nil {
-			return err
-		}
-	}
-	ops := []struct {
-		name string
-		run  func(c *a2a.Comm, rd rankData) (a2a.Tensor, error)
-		want func(rd rankData) []byte
-	}{
-		{"SendRecvHeads", func(c *a2a.Comm, rd rankData) (a2a.Tensor, error) { return c.SendRecvHeads(rd.x) }, func(rd rankData) []byte { return rd.d.Shard }},
-		{"GatherHeads", func(c *a2a.Comm, rd rankData) (a2a.Tensor, error) { return c.GatherHeads(rd.y) }, func(rd rankData) []byte { return rd.d.X }},
-		{"AllGather", func(c *a2a.Comm, rd rankData) (a2a.Tensor, error) { return c.AllGather(rd.x) }, func(rd rankData) []byte { return rd.d.Gathered }},
-	}
-	for _, op := range ops {
-		views := make([]a2a.Tensor, g.Size())
-		for r := range ranks {
-			v, err := op.run(g.Comm(r), ranks[r])
-			if err != nil {
-				return fmt.Errorf("%s on rank %d: %w", op.name, r, err)
-			}
-			views[r] = v
-		}
-		for r := range ranks {
-			got, err := g.Comm(r).Device().Download(views[r])
-			if err != nil {
-				return fmt.Errorf("%s on rank %d: %w", op.name, r, err)
-			}
-			if err := check.Compare(fmt.Sprintf("%s (in turn) on rank %d", op.name, r), got, op.want(ranks[r])); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

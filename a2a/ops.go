@@ -144,6 +144,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	if err != nil {
 		return Tensor{}, err
 	}
+	c.planMover(&p, planned, captured)
 	half := c.halfOf(c.launches + 1)
 	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
 	if err := c.checkPlacement(r, dsts, views, p, out); err != nil {
@@ -183,6 +184,22 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Str
 	row := int64(p.out[2]) * int64(p.out[3]) * es
 	rows := int64(p.out[0]) * int64(p.out[1])
 	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(dst.rowElems()*es), from, uint64(row), uint64(row), uint64(rows), s)
+}
+
+// planMover adds the copy-engine mode's part to p when the Comm moves
+// bytes by copies and the operation is not captured (a captured copy's
+// size would be frozen): the copies into c's scratch, every input's
+// address, the mover in the signature.
+func (c *Comm) planMover(p *opPlan, r request, captured bool) {
+	if c.cfg.Mover != MoverCopyEngines || captured {
+		return
+	}
+	c.copies = copyPlan(c.copies[:0], r, *p, c.cfg.Rank, c.cfg.WorldSize, c.tokens, int64(c.cfg.DType.Size()))
+	p.byCopies, p.copies = true, c.copies
+	for k := range r.n {
+		p.inputs[k] = uint64(r.xs[k].Ptr)
+	}
+	p.sig = moverSignature(p.sig, c.cfg.Mover)
 }
 
 // plan plans r under the token counts ts: the plain entries when they

@@ -34,6 +34,11 @@ type opPlan struct {
 	headUnits int64              // vectors per head
 	inRow     int64              // vectors between consecutive input tokens
 	walkTotal bool               // HeadAllGather: the walk grows with all tokens
+
+	// The copy-engine mode (Config.Mover): every box this rank moves, in
+	// the Comm's scratch slice, then ulysses_sync.
+	byCopies bool
+	copies   []boxCopy
 }
 
 // maxDim bounds every dimension of a tensor, so that products of a few of

@@ -54,6 +54,7 @@ type kernelSet struct {
 	// several tensors, strided inputs, HeadAllGather.
 	general entryTable
 	start   driver.Function // the single-buffer start barrier
+	sync    driver.Function // the copy-engine mode's barrier
 	close   driver.Function // Close's farewell
 }
 
@@ -142,6 +143,9 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 		return nil, err
 	}
 	if k.general, err = table(ptx.GeneralOps, ptx.GeneralEntryFor); err != nil {
+		return nil, err
+	}
+	if k.sync, err = fn(ptx.Sync); err != nil {
 		return nil, err
 	}
 	if k.start, err = fn(ptx.Start); err != nil {

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -146,6 +147,9 @@ func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) erro
 		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow)
 		t.args.Active, t.args.Sig = 0, p.shapeSig
 	}
+	if p.byCopies {
+		return t.enqueueCopies(p, ls)
+	}
 	if p.general {
 		t.setGeneral(p)
 		return t.launchOp(t.k.general[op][p.width], ls.stream)
@@ -169,6 +173,30 @@ func (t *smTransport) setGeneral(p opPlan) {
 	if p.walkTotal {
 		t.args.WalkTotal = 1
 	}
+}
+
+// enqueueCopies is the copy-engine mode's operation: the start barrier
+// with a single buffer, every copy of p into the peers' data half
+// ls.half, then ulysses_sync (one block: signal, wait, advance the epoch).
+func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
+	t.args.Active, t.args.Sig = 1, p.sig
+	if t.args.HalfBytes == 0 {
+		if err := t.launch(t.k.start, 1, farewellThreads, ls.stream); err != nil {
+			return err
+		}
+	}
+	half := uint64(ls.half) * t.args.HalfBytes
+	t.share.gate.RLock()
+	for _, c := range p.copies {
+		src := driver.Box{Ptr: driver.DevicePtr(p.inputs[c.tensor] + uint64(c.src.off)), Pitch: uint64(c.src.pitch), Height: uint64(c.src.height)}
+		dst := driver.Box{Ptr: driver.DevicePtr(t.args.Data[c.peer] + half + uint64(c.dst.off)), Pitch: uint64(c.dst.pitch), Height: uint64(c.dst.height)}
+		if err := t.dev.ctx.MemcpyBoxAsync(dst, src, uint64(c.width), uint64(c.rows), uint64(c.depth), ls.stream); err != nil {
+			t.share.gate.RUnlock()
+			return wrapDriver("copying to rank "+strconv.Itoa(c.peer), err)
+		}
+	}
+	t.share.gate.RUnlock()
+	return t.launch(t.k.sync, 1, farewellThreads, ls.stream)
 }
 
 // launchOp launches f with the current args, after the start barrier with

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "245235021363265fdc923434010a9346cf0a0be9528338b1e12342c51de91e06"
+const SourceHash = "40ee3aa6c0153b5641b4e77a81a6e8c4faa0eec5a9366595162c2932a5128d7c"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
@@ -47,6 +47,7 @@ var manifest = []File{
 		"ulysses_gather_heads_general_v2",
 		"ulysses_head_all_gather_general_v2",
 		"ulysses_start",
+		"ulysses_sync",
 		"ulysses_close",
 	}},
 	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 392, Entries: []Entry{
@@ -87,6 +88,7 @@ var manifest = []File{
 		"ulysses_gather_heads_general_v1",
 		"ulysses_head_all_gather_general_v1",
 		"ulysses_start",
+		"ulysses_sync",
 		"ulysses_close",
 	}},
 }

@@ -42,6 +42,7 @@ var GeneralOps = []Op{OpSendRecvHeads, OpGatherHeads, OpHeadAllGather}
 const (
 	Start Entry = "ulysses_start" // the single-buffer start barrier
 	Close Entry = "ulysses_close" // Close's farewell to the peers
+	Sync  Entry = "ulysses_sync"  // the copy-engine mode's barrier
 )
 
 // vectorWidths lists the copy widths in bytes, widest first. Every file has

@@ -53,6 +53,7 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 		}
 		assert.True(t, f.HasEntry(Start), f.Name)
 		assert.True(t, f.HasEntry(Close), f.Name)
+		assert.True(t, f.HasEntry(Sync), f.Name)
 		assert.Equal(t, []int{16, 8, 4, f.ElemBytes}, f.Widths(), f.Name)
 		// Every listed entry is in the text, and nothing else is.
 		n := strings.Count(text, ".visible .entry ")

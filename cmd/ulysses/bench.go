@@ -19,7 +19,7 @@ type benchOpts struct {
 	bytes, dtypes, ops    string
 	sms                   string
 	warmup, iters, rotate int
-	json, compare         string
+	json, compare, mover  string
 	singleProcess         bool
 	results               string // worker only: where rank 0 writes its results
 }
@@ -42,6 +42,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.IntVar(&o.rotate, "rotate", 4, "distinct inputs used in turn (so the L2 cache does not flatter small sizes)")
 	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
 	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
+	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels or copy-engines (a2a.Config.Mover)")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -58,6 +59,7 @@ type benchPlan struct {
 	dtypes []a2a.DType
 	ops    []benchOp
 	sms    []int
+	mover  a2a.Mover
 }
 
 func (o *benchOpts) plan() (benchPlan, error) {
@@ -82,6 +84,9 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	}
 	if p.sms, err = parseSMs(o.sms); err != nil {
 		return p, fmt.Errorf("--sms: %w", err)
+	}
+	if p.mover, err = parseMover(o.mover); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -175,6 +180,7 @@ func nvlinkBytes(op benchOp, bytes int64, world int) float64 {
 // statistics, and what they mean against the peer copy rate.
 type benchRow struct {
 	Impl          string  `json:"impl"`
+	Mover         string  `json:"mover,omitempty"` // a2a.Config.Mover of ulysses rows
 	Op            string  `json:"op"`
 	DType         string  `json:"dtype"`
 	BytesPerRank  int64   `json:"bytes_per_rank"`
@@ -329,8 +335,8 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	if rep.PeerGBps > 0 {
 		peer = fmt.Sprintf("%.0f GB/s", rep.PeerGBps)
 	}
-	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d, %d iterations (%d warm-up), peer copy %s %s\n",
-		rep.World, o.batch, o.heads, o.headDim, o.iters, o.warmup, rep.PeerPair, peer)
+	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d, moved by %s, %d iterations (%d warm-up), peer copy %s %s\n",
+		rep.World, o.batch, o.heads, o.headDim, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
 	writeTable(w, benchHead, benchAlign, benchTableRows(rep.Rows))
 	if rep.PeerNote != "" {
 		fmt.Fprintf(w, "note: %s\n", rep.PeerNote)

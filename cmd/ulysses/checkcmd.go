@@ -17,6 +17,7 @@ type checkOpts struct {
 	dtypes string
 	seed   uint64
 	sms    int
+	mover  string
 }
 
 func newCheckFlags() (*flag.FlagSet, *checkOpts) {
@@ -29,6 +30,7 @@ func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "comma-separated element types (bf16, fp16, fp8, fp8e5m2)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
 	fs.IntVar(&o.sms, "sms", 0, "SMs (thread blocks) the kernels use; 0: all")
+	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels or copy-engines (a2a.Config.Mover)")
 	return fs, o
 }
 
@@ -38,6 +40,9 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	_, err := parseDTypes(o.dtypes)
+	if err == nil {
+		_, err = parseMover(o.mover)
+	}
 	if err == nil {
 		err = o.group.validate()
 	}
@@ -97,6 +102,11 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
 	}
+	mover, err := parseMover(o.mover)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return exitUsage
+	}
 	m, err := joinGroup()
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
@@ -105,7 +115,7 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 	defer m.ex.Close()
 	passed := true
 	for _, dt := range dtypes {
-		ok, err := checkDType(m, dt, o.seed, o.sms, stdout)
+		ok, err := checkDType(m, a2a.Config{DType: dt, NumSMs: o.sms, Mover: mover}, o.seed, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "check: rank %d: %s\n", m.rank, oneLine(err))
 			return exitFailed
@@ -122,11 +132,11 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 // printing a PASS or FAIL line per case. After each case the ranks compare
 // notes; when any failed, they start over on a fresh Comm so one failure
 // does not spill into the next cases. err is a failure of the group itself.
-func checkDType(m *member, dt a2a.DType, seed uint64, sms int, stdout io.Writer) (bool, error) {
+func checkDType(m *member, cfg a2a.Config, seed uint64, stdout io.Writer) (bool, error) {
+	dt := cfg.DType
 	cases := checkCases(m.world, dt)
 	b2b := backToBackCase(m.world, dt)
-	maxTokens, hidden := check.Capacity(append(cases, b2b)...)
-	cfg := a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: dt, NumSMs: sms}
+	cfg.MaxTokens, cfg.HiddenDim = check.Capacity(append(cases, b2b)...)
 	comm, err := m.join(cfg)
 	if err != nil {
 		return false, err

@@ -107,6 +107,16 @@ func (g groupFlags) layout(gpus int) (int, []int, error) {
 }
 
 // parseDTypes reads a comma-separated list of dtype names, without repeats.
+// parseMover reads --mover.
+func parseMover(s string) (a2a.Mover, error) {
+	for _, m := range []a2a.Mover{a2a.MoverKernels, a2a.MoverCopyEngines} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown --mover %q (want kernels or copy-engines)", s)
+}
+
 func parseDTypes(s string) ([]a2a.DType, error) {
 	var out []a2a.DType
 	seen := map[a2a.DType]bool{}

@@ -68,7 +68,7 @@ func TestWriteBenchTable(t *testing.T) {
 	var b bytes.Buffer
 	writeBenchTable(&b, rep, o)
 	out := b.String()
-	assert.Contains(t, out, "world 2, B=1 H=32 D=128, 200 iterations (20 warm-up), peer copy GPU 0 -> GPU 1 392 GB/s")
+	assert.Contains(t, out, "world 2, B=1 H=32 D=128, moved by kernels, 200 iterations (20 warm-up), peer copy GPU 0 -> GPU 1 392 GB/s")
 	assert.Contains(t, out, "gather_heads")
 	assert.Contains(t, out, "note: bf16 12.1 KiB skipped")
 }

@@ -947,6 +947,24 @@ extern "C" __global__ void __launch_bounds__(THREADS) ulysses_start(const Args a
     wait_for_peers(a, PHASE_START, sh.epoch, 1u, sh.sig, &sh.failed);
 }
 
+// The copy-engine mode's barrier (one block), launched after the copies
+// that moved this rank's bytes into every rank's data half: stream order
+// makes them complete before it starts. It takes the part of an
+// operation's last block: the checks of begin, a signal to every peer
+// (a release, after the copies), the wait for every peer's signal of the
+// same epoch, and the epoch's advance. Its flag is block 0's, as for an
+// operation of one active block, so it never waits for more.
+extern "C" __global__ void __launch_bounds__(THREADS) ulysses_sync(const Args a) {
+    __shared__ Shared sh;
+    if (begin<true>(a, sh, false) == 0u) {
+        return;
+    }
+    if (threadIdx.x == 0) {
+        sh.last = 1;
+    }
+    end(a, sh);
+}
+
 // Close's farewell (one block): tell every peer that this rank will write
 // nothing more into its buffer and take part in no operation again, then,
 // when a.active is 1, wait until every peer has said the same, so that no

@@ -19,6 +19,7 @@ type callBuf struct {
 	args [maxCallArgs]uintptr
 	keep unsafe.Pointer // keeps a Go object passed as a uintptr alive
 	copy memcpy2D       // cuMemcpy2DAsync's argument, on the heap already
+	box  memcpy3D       // cuMemcpy3DAsync's
 }
 
 // call invokes the C function fn with integer arguments (no Go pointers)

@@ -219,6 +219,51 @@ func TestGPUMemcpyRows(t *testing.T) {
 	}
 }
 
+// MemcpyBoxAsync moves 3 slices of 50 rows of 64 bytes from a source with
+// 80-byte rows and 60-row slices into a destination with 128-byte rows and
+// 70-row slices, leaving every other byte as it was.
+func TestGPUMemcpyBox(t *testing.T) {
+	_, c := gpuContext(t, 0)
+	const width, rows, depth = 64, 50, 3
+	src := Box{Pitch: 80, Height: 60}
+	dst := Box{Pitch: 128, Height: 70}
+	srcBytes, dstBytes := int(src.Pitch*src.Height*depth), int(dst.Pitch*dst.Height*depth)
+	src.Ptr, dst.Ptr = gpuAlloc(t, c, uint64(srcBytes)), gpuAlloc(t, c, uint64(dstBytes))
+	in, before := randomBytes(srcBytes), randomBytes(dstBytes)
+	if err := c.MemcpyHtoD(src.Ptr, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MemcpyHtoD(dst.Ptr, before); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.StreamCreate(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.StreamDestroy(s)
+	if err := c.MemcpyBoxAsync(dst, src, width, rows, depth, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StreamSynchronize(s); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, dstBytes)
+	if err := c.MemcpyDtoH(got, dst.Ptr); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte(nil), before...)
+	for z := range depth {
+		for y := range rows {
+			from := (z*int(src.Height) + y) * int(src.Pitch)
+			to := (z*int(dst.Height) + y) * int(dst.Pitch)
+			copy(want[to:to+width], in[from:from+width])
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("the box landed elsewhere, or other bytes changed")
+	}
+}
+
 func TestGPUMemset(t *testing.T) {
 	_, c := gpuContext(t, 0)
 	const words = 4096

@@ -137,6 +137,17 @@ func TestMemcpy2DLayout(t *testing.T) {
 	}
 }
 
+// memcpy3D has CUDA_MEMCPY3D's layout (cuda.h, 64-bit): 200 bytes.
+func TestMemcpy3DLayout(t *testing.T) {
+	var m memcpy3D
+	if unsafe.Sizeof(m) != 200 || unsafe.Offsetof(m.srcMemoryType) != 32 || unsafe.Offsetof(m.srcDevice) != 48 ||
+		unsafe.Offsetof(m.srcPitch) != 72 || unsafe.Offsetof(m.dstXInBytes) != 88 || unsafe.Offsetof(m.dstMemoryType) != 120 ||
+		unsafe.Offsetof(m.dstDevice) != 136 || unsafe.Offsetof(m.dstPitch) != 160 || unsafe.Offsetof(m.widthInBytes) != 176 ||
+		unsafe.Offsetof(m.depth) != 192 {
+		t.Fatalf("memcpy3D does not match CUDA_MEMCPY3D: size %d", unsafe.Sizeof(m))
+	}
+}
+
 func TestIpcHandleArg(t *testing.T) {
 	if n := unsafe.Sizeof(ipcHandleArg{}); n != unsafe.Sizeof(IpcMemHandle{}) {
 		t.Fatalf("ipcHandleArg is %d bytes, want 64", n)

@@ -206,6 +206,55 @@ func (c *Context) MemcpyRowsAsync(dst DevicePtr, dstPitch uint64, src DevicePtr,
 	return c.d.check("cuMemcpy2DAsync_v2", r)
 }
 
+// memcpy3D mirrors CUDA_MEMCPY3D (cuda.h) on 64-bit systems.
+type memcpy3D struct {
+	srcXInBytes, srcY, srcZ, srcLOD uintptr
+	srcMemoryType                   uint32
+	_                               uint32
+	srcHost, srcDevice, srcArray    uintptr
+	_                               uintptr // reserved0
+	srcPitch, srcHeight             uintptr
+	dstXInBytes, dstY, dstZ, dstLOD uintptr
+	dstMemoryType                   uint32
+	_                               uint32
+	dstHost, dstDevice, dstArray    uintptr
+	_                               uintptr // reserved1
+	dstPitch, dstHeight             uintptr
+	widthInBytes, height, depth     uintptr
+}
+
+// Box is one side of MemcpyBoxAsync: where the first row starts, the
+// bytes from one row to the next (Pitch) and the rows from one slice to
+// the next (Height).
+type Box struct {
+	Ptr           DevicePtr
+	Pitch, Height uint64
+}
+
+// MemcpyBoxAsync enqueues on s a device-to-device copy of depth slices of
+// rows rows of width bytes, from src to dst (cuMemcpy3DAsync_v2): row y of
+// slice z starts at Ptr + (z*Height + y)*Pitch on each side. Either side
+// may be a peer's memory mapped into c. Pitches at most the device's
+// maximum pitch. Allocation-free.
+func (c *Context) MemcpyBoxAsync(dst, src Box, width, rows, depth uint64, s Stream) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	b, _ := c.d.calls.Get().(*callBuf)
+	if b == nil {
+		b = new(callBuf)
+	}
+	b.box = memcpy3D{
+		srcMemoryType: memoryTypeDevice, srcDevice: uintptr(src.Ptr), srcPitch: uintptr(src.Pitch), srcHeight: uintptr(src.Height),
+		dstMemoryType: memoryTypeDevice, dstDevice: uintptr(dst.Ptr), dstPitch: uintptr(dst.Pitch), dstHeight: uintptr(dst.Height),
+		widthInBytes: uintptr(width), height: uintptr(rows), depth: uintptr(depth),
+	}
+	r := c.d.callKeep(c.d.fn.memcpy3DAsync, unsafe.Pointer(b), uintptr(unsafe.Pointer(&b.box)), uintptr(s))
+	c.d.calls.Put(b)
+	c.leave()
+	return c.d.check("cuMemcpy3DAsync_v2", r)
+}
+
 // MemcpyPeerAsync enqueues on s (a stream of c) a copy of n bytes from src
 // in srcCtx to dst in dstCtx (cuMemcpyPeerAsync). Allocation-free.
 func (c *Context) MemcpyPeerAsync(dst DevicePtr, dstCtx *Context, src DevicePtr, srcCtx *Context, n uint64, s Stream) error {

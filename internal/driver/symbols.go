@@ -10,7 +10,7 @@ type funcs struct {
 	ctxSetCurrent, ctxGetCurrent, ctxSynchronize, ctxEnablePeerAccess            uintptr
 	memGetInfo, memAlloc, memFree, memsetD32, memsetD32Async, memsetD8Async      uintptr
 	memcpyHtoD, memcpyDtoH, memcpyDtoDAsync, memcpyHtoDAsync, memcpyDtoHAsync    uintptr
-	memcpy2DAsync                                                                uintptr
+	memcpy2DAsync, memcpy3DAsync                                                 uintptr
 	memcpyPeerAsync, memHostAlloc, memFreeHost, memHostGetDevicePointer          uintptr
 	ipcGetMemHandle, ipcOpenMemHandle, ipcCloseMemHandle                         uintptr
 	moduleLoadDataEx, moduleUnload, moduleGetFunction, launchKernel              uintptr
@@ -78,6 +78,7 @@ func (f *funcs) table() []symbol {
 		opt(&f.memcpyDtoH, "cuMemcpyDtoH_v2"), // tests and probes only
 		req(&f.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
 		req(&f.memcpy2DAsync, "cuMemcpy2DAsync_v2"),
+		req(&f.memcpy3DAsync, "cuMemcpy3DAsync_v2"),
 		req(&f.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
 		req(&f.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
 		req(&f.memcpyPeerAsync, "cuMemcpyPeerAsync"),

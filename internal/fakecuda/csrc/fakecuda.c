@@ -911,6 +911,48 @@ CUresult cuMemcpy2DAsync_v2(const struct memcpy2d *m, uintptr_t s) {
 	return SUCCESS;
 }
 
+// CUDA_MEMCPY3D, as cuda.h lays it out on 64-bit systems.
+struct memcpy3d {
+	size_t src_x, src_y, src_z, src_lod;
+	int src_type;
+	const void *src_host;
+	CUdeviceptr src_device;
+	void *src_array, *reserved0;
+	size_t src_pitch, src_height;
+	size_t dst_x, dst_y, dst_z, dst_lod;
+	int dst_type;
+	void *dst_host;
+	CUdeviceptr dst_device;
+	void *dst_array, *reserved1;
+	size_t dst_pitch, dst_height;
+	size_t width, height, depth;
+};
+
+// cuMemcpy3DAsync_v2: device to device only, no offsets but the pointers,
+// row by row, every row checked first.
+CUresult cuMemcpy3DAsync_v2(const struct memcpy3d *m, uintptr_t s) {
+	if (m == NULL || m->src_type != 2 || m->dst_type != 2 || m->src_x || m->src_y || m->src_z || m->dst_x ||
+	    m->dst_y || m->dst_z || m->src_pitch < m->width || m->dst_pitch < m->width ||
+	    (m->depth > 1 && (m->src_height < m->height || m->dst_height < m->height)))
+		return INVALID_VALUE;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t z = 0; z < m->depth; z++) {
+			for (size_t y = 0; y < m->height; y++) {
+				uintptr_t from = m->src_device + (z * m->src_height + y) * m->src_pitch;
+				uintptr_t to = m->dst_device + (z * m->dst_height + y) * m->dst_pitch;
+				if (pass == 0) {
+					int r = copy_check(to, 1, from, 1, m->width, s);
+					if (r != SUCCESS)
+						return r;
+				} else if (m->width > 0) {
+					memmove((void *)to, (const void *)from, m->width);
+				}
+			}
+		}
+	}
+	return SUCCESS;
+}
+
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, uintptr_t s) {
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 0, n, s);
 }
