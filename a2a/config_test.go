@@ -38,6 +38,8 @@ func TestConfigValidateGood(t *testing.T) {
 		func(c *Config) { c.MaxTokens, c.HiddenDim = 1, 1 },
 		func(c *Config) { c.DType = Float8E5M2 },
 		func(c *Config) { c.NumSMs = 1 },
+		func(c *Config) { c.Mover = MoverCopyEngines },
+		func(c *Config) { c.MaxTensors = maxTensors },
 		func(c *Config) { c.NumSMs = maxBlocks },
 		func(c *Config) { c.Timeout = time.Nanosecond },
 		func(c *Config) { c.SingleBuffer = true },
@@ -57,6 +59,8 @@ func TestConfigValidateBad(t *testing.T) {
 		want error
 	}{
 		{"world 0", func(c *Config) { c.WorldSize, c.Rank = 0, 0 }, ErrConfig},
+		{"mover 2", func(c *Config) { c.Mover = 2 }, ErrConfig},
+		{"max tensors 5", func(c *Config) { c.MaxTensors = maxTensors + 1 }, ErrConfig},
 		{"world 9", func(c *Config) { c.WorldSize, c.Rank = 9, 0 }, ErrConfig},
 		{"world -1", func(c *Config) { c.WorldSize, c.Rank = -1, 0 }, ErrConfig},
 		{"rank -1", func(c *Config) { c.Rank = -1 }, ErrConfig},
