@@ -76,3 +76,13 @@ func TestBenchPlan(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+func TestParseMover(t *testing.T) {
+	for _, s := range []string{"kernels", "copy-engines"} {
+		m, err := parseMover(s)
+		require.NoError(t, err)
+		assert.Equal(t, s, m.String())
+	}
+	_, err := parseMover("dma")
+	assert.Error(t, err)
+}

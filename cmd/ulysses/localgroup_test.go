@@ -63,13 +63,3 @@ func TestLocalExchangeQuits(t *testing.T) {
 	_, err = localMember{x: y, rank: 0}.AllGather(ctx, nil)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
-
-func TestParseMover(t *testing.T) {
-	for _, s := range []string{"kernels", "copy-engines"} {
-		m, err := parseMover(s)
-		require.NoError(t, err)
-		assert.Equal(t, s, m.String())
-	}
-	_, err := parseMover("dma")
-	assert.Error(t, err)
-}
