@@ -21,6 +21,7 @@ type benchOpts struct {
 	warmup, iters, rotate int
 	json, compare, mover  string
 	singleProcess         bool
+	overlap               bool
 	results               string // worker only: where rank 0 writes its results
 }
 
@@ -42,6 +43,8 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.IntVar(&o.rotate, "rotate", 4, "distinct inputs used in turn (so the L2 cache does not flatter small sizes)")
 	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
 	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
+	fs.BoolVar(&o.overlap, "overlap", false,
+		"also time each operation back to back while a compute-bound kernel of the bench's own (one 512-thread block per SM) runs beside it, and report both slowdowns")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels or copy-engines (a2a.Config.Mover)")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
@@ -199,10 +202,15 @@ type benchRow struct {
 	BackToBackUS  float64 `json:"back_to_back_us"` // mean per operation with no events between operations
 	StreamUS      float64 `json:"stream_us"`       // the same on a stream of the caller's (Comm.On)
 	GraphUS       float64 `json:"graph_us"`        // the same replayed from a CUDA graph of 2 operations
-	AlgBWGBps     float64 `json:"algbw_gbps"`
-	NVLinkBytes   float64 `json:"nvlink_bytes_per_rank"`
-	FloorUS       float64 `json:"floor_us"`
-	TimeOverFloor float64 `json:"time_over_floor"`
+	// --overlap: back to back beside the burn kernel, and the slowdowns
+	// (0.05: 5% longer than alone) of the compute kernel and the exchange.
+	OverlapUS               float64 `json:"overlap_us,omitempty"`
+	OverlapComputeSlowdown  float64 `json:"overlap_compute_slowdown,omitempty"`
+	OverlapExchangeSlowdown float64 `json:"overlap_exchange_slowdown,omitempty"`
+	AlgBWGBps               float64 `json:"algbw_gbps"`
+	NVLinkBytes             float64 `json:"nvlink_bytes_per_rank"`
+	FloorUS                 float64 `json:"floor_us"`
+	TimeOverFloor           float64 `json:"time_over_floor"`
 }
 
 // finish fills in the derived columns, given the peer copy rate in bytes
@@ -338,6 +346,10 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d, moved by %s, %d iterations (%d warm-up), peer copy %s %s\n",
 		rep.World, o.batch, o.heads, o.headDim, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
 	writeTable(w, benchHead, benchAlign, benchTableRows(rep.Rows))
+	if o.overlap {
+		fmt.Fprintln(w, "beside a compute-bound kernel (one 512-thread block per SM), back to back:")
+		writeTable(w, overlapHead, overlapAlign, overlapTableRows(rep.Rows))
+	}
 	if rep.PeerNote != "" {
 		fmt.Fprintf(w, "note: %s\n", rep.PeerNote)
 	}

@@ -114,11 +114,20 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sizes []sizePlan, sms int, stderr io.Writer) ([]benchRow, error) {
 	lead := m.rank == 0
 	var rows []benchRow
+	var burn *burner
+	if o.overlap {
+		info := comm.Device().Info()
+		var err error
+		if burn, err = openBurner(info.Ordinal, info.SMs); err != nil {
+			return nil, fmt.Errorf("the overlap's burn kernel: %w", err)
+		}
+		defer burn.close()
+	}
 	for _, sz := range sizes {
 		if lead {
 			fmt.Fprintf(stderr, "bench: %v %s SMs %s: %v ...\n", dt, formatBytes(float64(sz.bytes)), smsLabel(sms, comm.Blocks()), ops)
 		}
-		stats, err := benchSize(comm, dt, o, ops, sz)
+		stats, err := benchSize(comm, dt, o, ops, sz, burn)
 		var rep rankReport
 		if err != nil {
 			rep.Err = oneLine(err)
@@ -156,6 +165,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 				StreamUS: s.Stream, GraphUS: s.Graph,
+				OverlapUS: s.OverlapExchange, OverlapComputeSlowdown: s.OverlapComputeSlowdown, OverlapExchangeSlowdown: s.OverlapExchangeSlowdown,
 			})
 			fmt.Fprintf(stderr, "bench: %v %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
 				dt, formatBytes(float64(sz.bytes)), op, s.Median, s.P10, s.P90)
@@ -165,9 +175,10 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 }
 
 // benchSize times each op at one size on this rank: rotate random inputs
-// x [B, T_r, H, D] and y [B, T, H/P, D], a warm-up, then iters timed
-// operations back to back.
-func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz sizePlan) ([]opStats, error) {
+// x [B, T_r, H, D] and y [B, T, H_r, D], a warm-up, then iters timed
+// operations (events between them, back to back, on a stream of the
+// bench's, replayed from a graph, and with burn beside the burn kernel).
+func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz sizePlan, burn *burner) ([]opStats, error) {
 	P, rank := comm.WorldSize(), comm.Rank()
 	B, H, D := o.batch, o.heads, o.headDim
 	counts := make([]int, P)
@@ -230,6 +241,11 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 		stats[k].BackToBack = float64(b2b) / float64(time.Microsecond)
 		if err := timeStreamAndGraph(comm, stream, o, op, in, &stats[k]); err != nil {
 			return nil, err
+		}
+		if burn != nil {
+			if err := timeOverlap(comm, burn, o.iters, fn, &stats[k]); err != nil {
+				return nil, fmt.Errorf("%s beside the burn kernel: %w", op, err)
+			}
 		}
 	}
 	return stats, nil

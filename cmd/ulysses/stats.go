@@ -19,6 +19,11 @@ type opStats struct {
 	// of two operations (filled in by the caller).
 	Stream float64 `json:"stream_us"`
 	Graph  float64 `json:"graph_us"`
+	// With --overlap: the back-to-back time per operation while the burn
+	// kernel runs beside it, and how much longer than alone each took.
+	OverlapExchange         float64 `json:"overlap_exchange_us,omitempty"`
+	OverlapComputeSlowdown  float64 `json:"overlap_compute_slowdown,omitempty"`
+	OverlapExchangeSlowdown float64 `json:"overlap_exchange_slowdown,omitempty"`
 }
 
 // summarize returns the median, 10th and 90th percentiles and mean of
@@ -83,6 +88,9 @@ func maxOver(ranks []opStats) opStats {
 		m.BackToBack = max(m.BackToBack, s.BackToBack)
 		m.Stream = max(m.Stream, s.Stream)
 		m.Graph = max(m.Graph, s.Graph)
+		m.OverlapExchange = max(m.OverlapExchange, s.OverlapExchange)
+		m.OverlapComputeSlowdown = max(m.OverlapComputeSlowdown, s.OverlapComputeSlowdown)
+		m.OverlapExchangeSlowdown = max(m.OverlapExchangeSlowdown, s.OverlapExchangeSlowdown)
 	}
 	return m
 }

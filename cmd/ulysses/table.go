@@ -94,3 +94,21 @@ func compareTableRows(rows []compareRow) [][]string {
 	}
 	return out
 }
+
+var overlapHead = []string{"op", "dtype", "bytes/rank", "SMs", "alone us", "beside us", "exchange slowdown", "compute slowdown"}
+
+const overlapAlign = "llrrrrrr"
+
+// overlapTableRows formats bench --overlap's rows for writeTable with
+// overlapHead.
+func overlapTableRows(rows []benchRow) [][]string {
+	out := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, []string{
+			r.Op, r.DType, formatBytes(float64(r.BytesPerRank)), smsLabel(r.SMs, r.Blocks),
+			fmt.Sprintf("%.1f", r.BackToBackUS), fmt.Sprintf("%.1f", r.OverlapUS),
+			fmt.Sprintf("%+.1f%%", 100*r.OverlapExchangeSlowdown), fmt.Sprintf("%+.1f%%", 100*r.OverlapComputeSlowdown),
+		})
+	}
+	return out
+}

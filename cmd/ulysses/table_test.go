@@ -72,3 +72,23 @@ func TestWriteBenchTable(t *testing.T) {
 	assert.Contains(t, out, "gather_heads")
 	assert.Contains(t, out, "note: bf16 12.1 KiB skipped")
 }
+
+func TestOverlapTable(t *testing.T) {
+	rows := []benchRow{{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 128 << 20, Blocks: 132,
+		BackToBackUS: 195.0, OverlapUS: 204.8, OverlapExchangeSlowdown: 0.0503, OverlapComputeSlowdown: 0.12}}
+	var b bytes.Buffer
+	writeTable(&b, overlapHead, overlapAlign, overlapTableRows(rows))
+	out := b.String()
+	assert.Contains(t, out, "exchange slowdown")
+	assert.Contains(t, out, "195.0")
+	assert.Contains(t, out, "204.8")
+	assert.Contains(t, out, "+5.0%")
+	assert.Contains(t, out, "+12.0%")
+}
+
+// The burn kernel's PTX is the embedded text, with the entry the burner
+// looks up.
+func TestBurnPTX(t *testing.T) {
+	assert.Contains(t, burnPTX, ".visible .entry burn(")
+	assert.Contains(t, burnPTX, ".version 7.8")
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// burnPTX is the compute-bound kernel of bench --overlap (see burn.ptx).
+//
+//go:embed burn.ptx
+var burnPTX string
+
+// burnThreads is the burn kernel's block: one block per SM of 512 threads
+// leaves each SM room for an exchange kernel's block beside it, as an
+// attention kernel that overlaps with communication must.
+const burnThreads = 512
+
+// burnCalibration is the burn kernel's iteration count of its first
+// timing, from which the count that lasts as long as the exchange is
+// scaled.
+const burnCalibration = 1 << 16
+
+// burner runs the burn kernel on a stream of its own in the primary
+// context of the Comm's device, timed with its own events.
+type burner struct {
+	ctx        *driver.Context
+	module     driver.Module
+	fn         driver.Function
+	stream     driver.Stream
+	start, end driver.Event
+	out        driver.DevicePtr
+	blocks     int
+	args       struct {
+		out   uint64
+		iters uint32
+	}
+	params [2]unsafe.Pointer
+	undo   []func() error
+}
+
+// openBurner loads the burn kernel on device ordinal, for one block per
+// SM of its sms.
+func openBurner(ordinal, sms int) (*burner, error) {
+	drv, err := driver.Load()
+	if err != nil {
+		return nil, err
+	}
+	b := &burner{blocks: sms}
+	if b.ctx, err = drv.RetainPrimaryContext(ordinal); err != nil {
+		return nil, err
+	}
+	b.undo = append(b.undo, b.ctx.Release)
+	if b.module, err = b.ctx.LoadModule(append([]byte(burnPTX), 0)); err == nil {
+		b.undo = append(b.undo, func() error { return b.ctx.UnloadModule(b.module) })
+		b.fn, err = b.ctx.Function(b.module, "burn")
+	}
+	if err == nil {
+		if b.stream, err = b.ctx.StreamCreate(true); err == nil {
+			b.undo = append(b.undo, func() error { return b.ctx.StreamDestroy(b.stream) })
+		}
+	}
+	for _, e := range []*driver.Event{&b.start, &b.end} {
+		if err == nil {
+			if *e, err = b.ctx.EventCreate(true); err == nil {
+				ev := *e
+				b.undo = append(b.undo, func() error { return b.ctx.EventDestroy(ev) })
+			}
+		}
+	}
+	if err == nil {
+		if b.out, err = b.ctx.MemAlloc(4); err == nil {
+			b.undo = append(b.undo, func() error { return b.ctx.MemFree(b.out) })
+		}
+	}
+	if err != nil {
+		return nil, errors.Join(err, b.close())
+	}
+	b.args.out = uint64(b.out)
+	b.params = [2]unsafe.Pointer{unsafe.Pointer(&b.args.out), unsafe.Pointer(&b.args.iters)}
+	return b, nil
+}
+
+// launch enqueues iters rounds of the burn kernel between the timing
+// events, without waiting.
+func (b *burner) launch(iters uint32) error {
+	b.args.iters = iters
+	if err := b.ctx.EventRecord(b.start, b.stream); err != nil {
+		return err
+	}
+	if err := b.ctx.Launch(b.fn, [3]uint32{uint32(b.blocks), 1, 1}, [3]uint32{burnThreads, 1, 1}, 0, b.stream, b.params[:]); err != nil {
+		return err
+	}
+	return b.ctx.EventRecord(b.end, b.stream)
+}
+
+// elapsed waits for the last launch and returns how long it ran.
+func (b *burner) elapsed() (time.Duration, error) {
+	if err := b.ctx.EventSynchronize(b.end); err != nil {
+		return 0, err
+	}
+	return b.ctx.EventElapsed(b.start, b.end)
+}
+
+// run is launch and elapsed.
+func (b *burner) run(iters uint32) (time.Duration, error) {
+	if err := b.launch(iters); err != nil {
+		return 0, err
+	}
+	return b.elapsed()
+}
+
+// close releases everything openBurner made, last first.
+func (b *burner) close() error {
+	var errs []error
+	for i := len(b.undo) - 1; i >= 0; i-- {
+		errs = append(errs, b.undo[i]())
+	}
+	b.undo = nil
+	return errors.Join(errs...)
+}
+
+// timeOverlap measures op's back-to-back run (iters operations of fn)
+// while the burn kernel runs beside it, sized to last as long as the
+// exchange alone (st.BackToBack, already measured): it fills in how much
+// longer each took than alone.
+func timeOverlap(comm *a2a.Comm, b *burner, iters int, fn func(int) error, st *opStats) error {
+	alone := time.Duration(st.BackToBack * float64(iters) * float64(time.Microsecond))
+	cal, err := b.run(burnCalibration)
+	if err != nil || cal <= 0 {
+		return fmt.Errorf("burn kernel calibration: %v", err)
+	}
+	n := uint32(max(1, min(1<<31-1, int64(float64(burnCalibration)*float64(alone)/float64(cal)))))
+	burnAlone, err := b.run(n)
+	if err != nil {
+		return err
+	}
+	if err := b.launch(n); err != nil {
+		return err
+	}
+	exchange, err := comm.TimeBackToBack(iters, fn)
+	if err != nil {
+		return err
+	}
+	burnWith, err := b.elapsed()
+	if err != nil {
+		return err
+	}
+	st.OverlapExchange = float64(exchange) / float64(time.Microsecond)
+	st.OverlapComputeSlowdown = float64(burnWith)/float64(burnAlone) - 1
+	st.OverlapExchangeSlowdown = st.OverlapExchange/st.BackToBack - 1
+	return nil
+}
