@@ -9,6 +9,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
+	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
 func benchWorker(args []string, stdout, stderr io.Writer) int {
@@ -117,8 +118,11 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 	var burn *burner
 	if o.overlap {
 		info := comm.Device().Info()
-		var err error
-		if burn, err = openBurner(info.Ordinal, info.SMs); err != nil {
+		drv, err := driver.Load()
+		if err == nil {
+			burn, err = openBurner(drv, info.Ordinal, info.SMs)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("the overlap's burn kernel: %w", err)
 		}
 		defer burn.close()

@@ -44,13 +44,10 @@ type burner struct {
 	undo   []func() error
 }
 
-// openBurner loads the burn kernel on device ordinal, for one block per
-// SM of its sms.
-func openBurner(ordinal, sms int) (*burner, error) {
-	drv, err := driver.Load()
-	if err != nil {
-		return nil, err
-	}
+// openBurner loads the burn kernel on device ordinal of drv, for one
+// block per SM of its sms.
+func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
+	var err error
 	b := &burner{blocks: sms}
 	if b.ctx, err = drv.RetainPrimaryContext(ordinal); err != nil {
 		return nil, err

@@ -85,10 +85,3 @@ func TestOverlapTable(t *testing.T) {
 	assert.Contains(t, out, "+5.0%")
 	assert.Contains(t, out, "+12.0%")
 }
-
-// The burn kernel's PTX is the embedded text, with the entry the burner
-// looks up.
-func TestBurnPTX(t *testing.T) {
-	assert.Contains(t, burnPTX, ".visible .entry burn(")
-	assert.Contains(t, burnPTX, ".version 7.8")
-}
