@@ -126,7 +126,9 @@ func inTurnOps(cs check.Case, n int) []inTurnOp {
 	return append(ops,
 		packed("SendRecvHeadsPacked", func(c *a2a.Comm, rd *inTurnRank, v []a2a.Tensor) error { return c.SendRecvHeadsPacked(v, rd.pxs) },
 			func(d check.Data) []byte { return d.Shard }),
-		packed("GatherHeadsPacked", func(c *a2a.Comm, rd *inTurnRank, v []a2a.Tensor) error { return c.GatherHeadsPacked(cs.Heads, v, rd.pys) },
+		packed("GatherHeadsPacked", func(c *a2a.Comm, rd *inTurnRank, v []a2a.Tensor) error {
+			return c.GatherHeadsPacked(cs.Heads, v, rd.pys)
+		},
 			func(d check.Data) []byte { return d.X }))
 }
 
