@@ -12,12 +12,11 @@ import (
 // HeadAllGather), and, for the packed operations, the inputs as given
 // (views into one fused tensor when the case is strided).
 type inTurnRank struct {
-	data       []check.Data
-	xs, ys     []a2a.Tensor // dense, one per tensor
-	pxs, pys   []a2a.Tensor // the packed operations' inputs
-	allocs     []a2a.Tensor
-	dev        *a2a.Device
-	heads, tok int
+	data     []check.Data
+	xs, ys   []a2a.Tensor // dense, one per tensor
+	pxs, pys []a2a.Tensor // the packed operations' inputs
+	allocs   []a2a.Tensor
+	dev      *a2a.Device
 }
 
 // inTurnOp is one operation of checkInTurn on one rank: it fills views
@@ -136,9 +135,9 @@ func inTurnOps(cs check.Case, n int) []inTurnOp {
 func newInTurnRank(c *a2a.Comm, cs check.Case, seed uint64, n int) (*inTurnRank, error) {
 	rank := c.Rank()
 	_, heads := a2a.HeadRange(cs.Heads, len(cs.Tokens), rank)
-	rd := &inTurnRank{dev: c.Device(), heads: heads, tok: cs.Shape().TotalTokens()}
+	rd := &inTurnRank{dev: c.Device()}
 	xShape := [4]int{cs.Batch, cs.Tokens[rank], cs.Heads, cs.HeadDim}
-	yShape := [4]int{cs.Batch, rd.tok, heads, cs.HeadDim}
+	yShape := [4]int{cs.Batch, cs.Shape().TotalTokens(), heads, cs.HeadDim}
 	for k := range n {
 		d, err := check.MakeData(cs, seed+uint64(k), rank)
 		if err != nil {
