@@ -188,6 +188,20 @@ const memoryTypeDevice = 2
 // apart): cuMemcpy2DAsync_v2. Pitches at least width, at most the
 // device's maximum pitch (2^31-1 bytes on current GPUs). Allocation-free.
 func (c *Context) MemcpyRowsAsync(dst DevicePtr, dstPitch uint64, src DevicePtr, srcPitch uint64, width, rows uint64, s Stream) error {
+	return c.copyDescribed("cuMemcpy2DAsync_v2", c.d.fn.memcpy2DAsync, s, func(b *callBuf) unsafe.Pointer {
+		b.copy = memcpy2D{
+			srcMemoryType: memoryTypeDevice, srcDevice: uintptr(src), srcPitch: uintptr(srcPitch),
+			dstMemoryType: memoryTypeDevice, dstDevice: uintptr(dst), dstPitch: uintptr(dstPitch),
+			widthInBytes: uintptr(width), height: uintptr(rows),
+		}
+		return unsafe.Pointer(&b.copy)
+	})
+}
+
+// copyDescribed calls fn(desc, s), a copy described by a struct that
+// describe fills in a pooled, heap-allocated buffer (so the pointer stays
+// valid and nothing is allocated), and checks its result as name.
+func (c *Context) copyDescribed(name string, fn uintptr, s Stream, describe func(b *callBuf) unsafe.Pointer) error {
 	if err := c.enter(); err != nil {
 		return err
 	}
@@ -195,15 +209,11 @@ func (c *Context) MemcpyRowsAsync(dst DevicePtr, dstPitch uint64, src DevicePtr,
 	if b == nil {
 		b = new(callBuf)
 	}
-	b.copy = memcpy2D{
-		srcMemoryType: memoryTypeDevice, srcDevice: uintptr(src), srcPitch: uintptr(srcPitch),
-		dstMemoryType: memoryTypeDevice, dstDevice: uintptr(dst), dstPitch: uintptr(dstPitch),
-		widthInBytes: uintptr(width), height: uintptr(rows),
-	}
-	r := c.d.callKeep(c.d.fn.memcpy2DAsync, unsafe.Pointer(b), uintptr(unsafe.Pointer(&b.copy)), uintptr(s))
+	desc := describe(b)
+	r := c.d.callKeep(fn, unsafe.Pointer(b), uintptr(desc), uintptr(s))
 	c.d.calls.Put(b)
 	c.leave()
-	return c.d.check("cuMemcpy2DAsync_v2", r)
+	return c.d.check(name, r)
 }
 
 // memcpy3D mirrors CUDA_MEMCPY3D (cuda.h) on 64-bit systems.
@@ -237,22 +247,14 @@ type Box struct {
 // may be a peer's memory mapped into c. Pitches at most the device's
 // maximum pitch. Allocation-free.
 func (c *Context) MemcpyBoxAsync(dst, src Box, width, rows, depth uint64, s Stream) error {
-	if err := c.enter(); err != nil {
-		return err
-	}
-	b, _ := c.d.calls.Get().(*callBuf)
-	if b == nil {
-		b = new(callBuf)
-	}
-	b.box = memcpy3D{
-		srcMemoryType: memoryTypeDevice, srcDevice: uintptr(src.Ptr), srcPitch: uintptr(src.Pitch), srcHeight: uintptr(src.Height),
-		dstMemoryType: memoryTypeDevice, dstDevice: uintptr(dst.Ptr), dstPitch: uintptr(dst.Pitch), dstHeight: uintptr(dst.Height),
-		widthInBytes: uintptr(width), height: uintptr(rows), depth: uintptr(depth),
-	}
-	r := c.d.callKeep(c.d.fn.memcpy3DAsync, unsafe.Pointer(b), uintptr(unsafe.Pointer(&b.box)), uintptr(s))
-	c.d.calls.Put(b)
-	c.leave()
-	return c.d.check("cuMemcpy3DAsync_v2", r)
+	return c.copyDescribed("cuMemcpy3DAsync_v2", c.d.fn.memcpy3DAsync, s, func(b *callBuf) unsafe.Pointer {
+		b.box = memcpy3D{
+			srcMemoryType: memoryTypeDevice, srcDevice: uintptr(src.Ptr), srcPitch: uintptr(src.Pitch), srcHeight: uintptr(src.Height),
+			dstMemoryType: memoryTypeDevice, dstDevice: uintptr(dst.Ptr), dstPitch: uintptr(dst.Pitch), dstHeight: uintptr(dst.Height),
+			widthInBytes: uintptr(width), height: uintptr(rows), depth: uintptr(depth),
+		}
+		return unsafe.Pointer(&b.box)
+	})
 }
 
 // MemcpyPeerAsync enqueues on s (a stream of c) a copy of n bytes from src
