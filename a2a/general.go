@@ -124,19 +124,11 @@ func checkRequest(r request, dt DType) error {
 // with a token stride, and HeadAllGather. Like planOp, everything that
 // decides whether the operation runs depends on values every rank shares.
 func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int64, widths []int) (opPlan, error) {
-	if !dt.Valid() {
-		return opPlan{}, fmt.Errorf("a2a: %v: %w", dt, ErrDType)
-	}
 	x := r.xs[0]
-	for _, n := range x.Shape {
-		if n > maxDim {
-			return opPlan{}, fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", r.op, x.Shape, maxDim, ErrShape)
-		}
+	if err := checkInputShape(r.op, x, dt); err != nil {
+		return opPlan{}, err
 	}
 	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
-	if b < 1 || h < 1 || d < 1 || t < 0 {
-		return opPlan{}, fmt.Errorf("a2a: %s input shape %v: batch, heads and head size must be positive: %w", r.op, x.Shape, ErrShape)
-	}
 	if err := checkRequest(r, dt); err != nil {
 		return opPlan{}, err
 	}

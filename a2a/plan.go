@@ -69,18 +69,10 @@ func mulChecked(factors ...int64) (int64, bool) {
 // none does; only a local error (a wrong pointer, dtype or token count on
 // this rank) can split the group, and then the peers time out.
 func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacity int64, widths []int) (opPlan, error) {
-	if !dt.Valid() {
-		return opPlan{}, fmt.Errorf("a2a: %v: %w", dt, ErrDType)
-	}
-	for _, n := range x.Shape {
-		if n > maxDim {
-			return opPlan{}, fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, maxDim, ErrShape)
-		}
+	if err := checkInputShape(op, x, dt); err != nil {
+		return opPlan{}, err
 	}
 	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
-	if b < 1 || h < 1 || d < 1 || t < 0 {
-		return opPlan{}, fmt.Errorf("a2a: %s input shape %v: batch, heads and head size must be positive: %w", op, x.Shape, ErrShape)
-	}
 	if err := checkTensor("input", x, dt, x.Shape); err != nil {
 		return opPlan{}, err
 	}
@@ -158,6 +150,24 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 		return opPlan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.vectors, p.width, ErrCapacity)
 	}
 	return p, nil
+}
+
+// checkInputShape checks what every plan asks of an operation's first
+// input before using its shape: a valid dtype, no dimension over maxDim,
+// positive batch, heads and head size, no negative token count.
+func checkInputShape(op ptx.Op, x Tensor, dt DType) error {
+	if !dt.Valid() {
+		return fmt.Errorf("a2a: %v: %w", dt, ErrDType)
+	}
+	for _, n := range x.Shape {
+		if n > maxDim {
+			return fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, maxDim, ErrShape)
+		}
+	}
+	if b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]; b < 1 || h < 1 || d < 1 || t < 0 {
+		return fmt.Errorf("a2a: %s input shape %v: batch, heads and head size must be positive: %w", op, x.Shape, ErrShape)
+	}
+	return nil
 }
 
 // threadsFor is the block size for a grid of blocks on a device of sms SMs.
