@@ -53,10 +53,6 @@ func (c *Comm) withTokens(r request, ts tokenSet) (request, error) {
 	return r, nil
 }
 
-// capturedInput is r as the operation reads it now (withTokens of the
-// current counts).
-func (c *Comm) capturedInput(r request) (request, error) { return c.withTokens(r, c.tokens) }
-
 // enqueueCaptured records a captured operation: it is not run now, and
 // orders nothing on other streams (the graph does, when launched).
 func (c *Comm) enqueueCaptured(r request, p opPlan, planned request, views []Tensor, ls launchSpec, out driver.DevicePtr) (Tensor, error) {

@@ -136,7 +136,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 		if dsts != nil {
 			return Tensor{}, fmt.Errorf("a2a: %s: the Into forms cannot be captured (their copy would keep the capture's size): read the view: %w", r.op, ErrNotSupported)
 		}
-		if planned, err = c.capturedInput(r); err != nil {
+		if planned, err = c.withTokens(r, c.tokens); err != nil {
 			return Tensor{}, err
 		}
 	}
