@@ -178,24 +178,16 @@ func (rd *inTurnRank) upload(shape [4]int, dt a2a.DType, b []byte) (a2a.Tensor, 
 // fused uploads part of every tensor's data interleaved token by token
 // into one [B, T, n*H', D] tensor and returns the n views into it.
 func (rd *inTurnRank) fused(shape [4]int, dt a2a.DType, part func(check.Data) []byte) ([]a2a.Tensor, error) {
-	n, row := len(rd.data), shape[2]*shape[3]*dt.Size()
-	rows := shape[0] * shape[1]
-	b := make([]byte, rows*row*n)
+	n := len(rd.data)
+	parts := make([][]byte, n)
 	for k, d := range rd.data {
-		p := part(d)
-		for i := range rows {
-			copy(b[(i*n+k)*row:(i*n+k+1)*row], p[i*row:(i+1)*row])
-		}
+		parts[k] = part(d)
 	}
-	base, err := rd.upload([4]int{shape[0], shape[1], n * shape[2], shape[3]}, dt, b)
+	base, err := rd.upload(check.FusedShape(shape, n), dt, check.Fuse(parts, shape[2]*shape[3]*dt.Size()))
 	if err != nil {
 		return nil, err
 	}
-	views := make([]a2a.Tensor, n)
-	for k := range views {
-		views[k] = a2a.Tensor{Ptr: base.Ptr + uintptr(k*row), Shape: shape, DType: dt, RowStride: n * shape[2] * shape[3]}
-	}
-	return views, nil
+	return check.FusedViews(base.Ptr, shape, dt, n), nil
 }
 
 func (rd *inTurnRank) free() {

@@ -55,3 +55,15 @@ func TestInputsAreDeterministicPerRankAndNeverZero(t *testing.T) {
 		}
 	}
 }
+
+// Fuse lays token i of part k at (i*n + k)*row, and Unfuse takes it back.
+func TestFuse(t *testing.T) {
+	parts := [][]byte{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}
+	fused := Fuse(parts, 2)
+	require.Equal(t, []byte{1, 2, 5, 6, 9, 10, 3, 4, 7, 8, 11, 12}, fused)
+	require.Equal(t, parts, Unfuse(fused, 3, 2))
+	views := FusedViews(0x1000, [4]int{1, 2, 1, 1}, a2a.BFloat16, 3)
+	require.Equal(t, uintptr(0x1004), views[2].Ptr)
+	require.Equal(t, 3, views[2].RowStride)
+	require.Equal(t, [4]int{1, 2, 3, 1}, FusedShape([4]int{1, 2, 1, 1}, 3))
+}

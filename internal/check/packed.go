@@ -72,24 +72,15 @@ func (r *runner) uploadPacked(shape [4]int, sets []inputSet, part func(inputSet)
 		}
 		return ts, nil
 	}
-	es := r.cs.DType.Size()
-	row := shape[2] * shape[3] * es // bytes of one token of one tensor
-	rows := shape[0] * shape[1]
-	fused := make([]byte, rows*row*n)
+	parts := make([][]byte, n)
 	for k := range sets {
-		b := part(sets[k])
-		for i := range rows {
-			copy(fused[(i*n+k)*row:(i*n+k+1)*row], b[i*row:(i+1)*row])
-		}
+		parts[k] = part(sets[k])
 	}
-	base, err := r.upload([4]int{shape[0], shape[1], n * shape[2], shape[3]}, fused)
+	base, err := r.upload(FusedShape(shape, n), Fuse(parts, shape[2]*shape[3]*r.cs.DType.Size()))
 	if err != nil {
 		return nil, err
 	}
-	for k := range ts {
-		ts[k] = a2a.Tensor{Ptr: base.Ptr + uintptr(k*row), Shape: shape, DType: r.cs.DType, RowStride: n * shape[2] * shape[3]}
-	}
-	return ts, nil
+	return FusedViews(base.Ptr, shape, r.cs.DType, n), nil
 }
 
 // packed checks SendRecvHeadsPacked and GatherHeadsPacked (views and Into
@@ -169,29 +160,18 @@ func (r *runner) packedInto(op func(dsts []a2a.Tensor) error, shape [4]int, n in
 // fusedInto is packedInto into views of one poisoned fused tensor; it
 // returns each view's rows.
 func (r *runner) fusedInto(op func(dsts []a2a.Tensor) error, shape [4]int, n int) ([][]byte, error) {
-	fused, err := r.output([4]int{shape[0], shape[1], n * shape[2], shape[3]})
+	fused, err := r.output(FusedShape(shape, n))
 	if err != nil {
 		return nil, err
 	}
-	row := shape[2] * shape[3] * r.cs.DType.Size()
-	dsts := make([]a2a.Tensor, n)
-	for k := range dsts {
-		dsts[k] = a2a.Tensor{Ptr: fused.Ptr + uintptr(k*row), Shape: shape, DType: r.cs.DType, RowStride: n * shape[2] * shape[3]}
-	}
-	if err := op(dsts); err != nil {
+	if err := op(FusedViews(fused.Ptr, shape, r.cs.DType, n)); err != nil {
 		return nil, err
 	}
 	all, err := r.readViews([]a2a.Tensor{fused})
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]byte, n)
-	for i := range shape[0] * shape[1] {
-		for k := range out {
-			out[k] = append(out[k], all[0][(i*n+k)*row:(i*n+k+1)*row]...)
-		}
-	}
-	return out, nil
+	return Unfuse(all[0], n, shape[2]*shape[3]*r.cs.DType.Size()), nil
 }
 
 // readViews is readView of several outputs of one operation: it waits,
