@@ -240,13 +240,11 @@ func TestGraphReplay(t *testing.T) {
 	t.Run("processes", func(t *testing.T) {
 		runGroup(t, "graph", 2, nil)
 	})
+	even := func(world int, dt a2a.DType) []check.Case { return graphCases(world, dt, false) }
+	eachPairGroup(t, info, "group", even, func(t *testing.T, g *a2a.Group, _ []check.Case, dt a2a.DType) {
+		require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations(), false) }))
+	})
 	for _, devices := range pairPlacements(info) {
-		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-			t.Run(fmt.Sprintf("group%v/%v", devices, dt), func(t *testing.T) {
-				g := newTestGroup(t, devices, dt, graphCases(len(devices), dt, false))
-				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations(), false) }))
-			})
-		}
 		t.Run(fmt.Sprintf("group%v/uneven-heads", devices), func(t *testing.T) {
 			g := newTestGroup(t, devices, a2a.BFloat16, graphCases(len(devices), a2a.BFloat16, true))
 			require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, a2a.BFloat16, iterations(), true) }))

@@ -42,6 +42,21 @@ func pairPlacements(info a2a.SystemInfo) [][]int {
 	return [][]int{{0, 0}}
 }
 
+// eachPairGroup runs f in a subtest (named prefix, the placement and the
+// width) for every pairPlacements placement and both element widths, on
+// a fresh single-process group holding cases(world, width).
+func eachPairGroup(t *testing.T, info a2a.SystemInfo, prefix string, cases func(world int, dt a2a.DType) []check.Case,
+	f func(t *testing.T, g *a2a.Group, cs []check.Case, dt a2a.DType)) {
+	for _, devices := range pairPlacements(info) {
+		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
+			t.Run(fmt.Sprintf("%s%v/%v", prefix, devices, dt), func(t *testing.T) {
+				cs := cases(len(devices), dt)
+				f(t, newTestGroup(t, devices, dt, cs), cs, dt)
+			})
+		}
+	}
+}
+
 // iterations is how many operations or replays the stream and graph tests
 // check: 1000, 200 with -short.
 func iterations() int {

@@ -27,20 +27,14 @@ const streamSlots = 4
 func TestCallerStream(t *testing.T) {
 	info := requireGPU(t)
 	iters := iterations()
-	for _, devices := range pairPlacements(info) {
-		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-			t.Run(fmt.Sprintf("%v/%v", devices, dt), func(t *testing.T) {
-				cases := streamCases(dt)
-				g := newTestGroup(t, devices, dt, cases)
-				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return streamIterations(t, c, cases, iters) }))
-			})
-		}
-	}
+	eachPairGroup(t, info, "", streamCases, func(t *testing.T, g *a2a.Group, cases []check.Case, _ a2a.DType) {
+		require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return streamIterations(t, c, cases, iters) }))
+	})
 }
 
 // streamCases are the token layouts the stream tests cycle through (one
 // with a rank holding none), a group of 2.
-func streamCases(dt a2a.DType) []check.Case {
+func streamCases(_ int, dt a2a.DType) []check.Case {
 	var cases []check.Case
 	for _, tokens := range [][]int{{24, 40}, {17, 0}, {0, 9}} {
 		cases = append(cases, check.Case{Name: "stream", Batch: 2, Tokens: tokens, Heads: 8, HeadDim: 64, DType: dt})
@@ -152,25 +146,19 @@ func streamIterations(t *testing.T, c *a2a.Comm, cases []check.Case, iters int) 
 func TestCallerStreamKernels(t *testing.T) {
 	info := requireGPU(t)
 	iters := iterations()
-	for _, devices := range pairPlacements(info) {
-		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float8E4M3} {
-			t.Run(fmt.Sprintf("%v/%v", devices, dt), func(t *testing.T) {
-				cases := streamCases(dt)
-				g := newTestGroup(t, devices, dt, cases)
-				kernels := make([]*a2a.TestKernels, g.Size())
-				for r := range kernels { // before any operation: a module load waits for the device
-					tk, err := a2a.LoadTestKernels(g.Comm(r).Device())
-					require.NoError(t, err)
-					kernels[r] = tk
-				}
-				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return kernelIterations(t, c, kernels[c.Rank()], cases, iters) }))
-				require.NoError(t, g.Sync())
-				for _, tk := range kernels {
-					require.NoError(t, tk.Close())
-				}
-			})
+	eachPairGroup(t, info, "", streamCases, func(t *testing.T, g *a2a.Group, cases []check.Case, _ a2a.DType) {
+		kernels := make([]*a2a.TestKernels, g.Size())
+		for r := range kernels { // before any operation: a module load waits for the device
+			tk, err := a2a.LoadTestKernels(g.Comm(r).Device())
+			require.NoError(t, err)
+			kernels[r] = tk
 		}
-	}
+		require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return kernelIterations(t, c, kernels[c.Rank()], cases, iters) }))
+		require.NoError(t, g.Sync())
+		for _, tk := range kernels {
+			require.NoError(t, tk.Close())
+		}
+	})
 }
 
 // patternInputs are every rank's inputs of one iteration, as the fill
