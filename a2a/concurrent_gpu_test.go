@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
@@ -33,7 +36,9 @@ const (
 )
 
 // randomCase draws a case every rank draws alike from (seed, i): uneven
-// and zero token counts up to maxTokens a rank, 1..8 heads a rank.
+// and zero token counts up to maxTokens a rank, 1..8 heads a rank; about
+// half the cases with more than one head a rank have 1..world-1 heads
+// fewer, which the world size does not divide (the general kernels).
 func randomCase(world int, dt a2a.DType, seed, i uint64, maxTokens int) check.Case {
 	rng := rand.New(rand.NewPCG(seed, i))
 	tokens := make([]int, world)
@@ -43,9 +48,42 @@ func randomCase(world int, dt a2a.DType, seed, i uint64, maxTokens int) check.Ca
 		}
 	}
 	dims := []int{64, 72, 128}
+	heads := world * (1 + rng.IntN(8))
+	if heads > world {
+		heads -= unevenHeads(rng, world)
+	}
 	return check.Case{
 		Name: fmt.Sprintf("case#%d", i), Batch: 1 + rng.IntN(2), Tokens: tokens,
-		Heads: world * (1 + rng.IntN(8)), HeadDim: dims[rng.IntN(len(dims))], DType: dt,
+		Heads: heads, HeadDim: dims[rng.IntN(len(dims))], DType: dt,
+	}
+}
+
+// unevenHeads is how many heads fewer than a multiple of world (above
+// world) randomCase takes: 0 for half the cases, else 1..world-1.
+func unevenHeads(rng *rand.Rand, world int) int {
+	if world < 2 || rng.IntN(2) == 0 {
+		return 0
+	}
+	return 1 + rng.IntN(world-1)
+}
+
+// randomCase's heads: at least one a rank, at most largestCase's, and
+// both divisible and not among them.
+func TestRandomCaseHeads(t *testing.T) {
+	for world := 1; world <= a2a.MaxWorldSize; world++ {
+		uneven := 0
+		for i := range uint64(200) {
+			cs := randomCase(world, a2a.BFloat16, 3, i, 8)
+			require.GreaterOrEqual(t, cs.Heads, world)
+			require.LessOrEqual(t, cs.Heads*cs.HeadDim*cs.Batch, largestCase(world, a2a.BFloat16, 8).Heads*128*2)
+			if cs.Heads%world != 0 {
+				uneven++
+			}
+		}
+		if world > 1 {
+			assert.Greater(t, uneven, 20, "world %d", world)
+			assert.Less(t, uneven, 180, "world %d", world)
+		}
 	}
 }
 
@@ -122,7 +160,8 @@ func uploadRace(comm *a2a.Comm, big check.Case, single bool) error {
 		}
 		s := cs.Shape()
 		local := [4]int{cs.Batch, cs.Tokens[rank], cs.Heads, cs.HeadDim}
-		shard := [4]int{cs.Batch, s.TotalTokens(), cs.Heads / s.World(), cs.HeadDim}
+		_, mine := a2a.HeadRange(cs.Heads, s.World(), rank)
+		shard := [4]int{cs.Batch, s.TotalTokens(), mine, cs.HeadDim}
 		var out a2a.Tensor
 		var want []byte
 		switch i % 3 {
@@ -135,7 +174,7 @@ func uploadRace(comm *a2a.Comm, big check.Case, single bool) error {
 		case 1:
 			in := a2a.Tensor{Ptr: y.Ptr, Shape: shard, DType: cs.DType}
 			if err = dev.Upload(in, d.Shard); err == nil {
-				out, err = comm.GatherHeads(in)
+				out, err = gatherHeadsOf(comm, cs.Heads, in)
 			}
 			want = d.X
 		case 2:

@@ -100,9 +100,8 @@ func inTurnOps(cs check.Case, n int) []inTurnOp {
 			return v, rd.data[0].Shard, err
 		})},
 		{"GatherHeads", one(func(c *a2a.Comm, rd *inTurnRank) (a2a.Tensor, []byte, error) {
-			var v [1]a2a.Tensor
-			err := c.GatherHeadsPacked(cs.Heads, v[:], rd.ys[:1])
-			return v[0], rd.data[0].X, err
+			v, err := gatherHeadsOf(c, cs.Heads, rd.ys[0])
+			return v, rd.data[0].X, err
 		})},
 		{"AllGather", warm},
 		{"HeadAllGather", one(func(c *a2a.Comm, rd *inTurnRank) (a2a.Tensor, []byte, error) {
@@ -129,6 +128,15 @@ func inTurnOps(cs check.Case, n int) []inTurnOp {
 			return c.GatherHeadsPacked(cs.Heads, v, rd.pys)
 		},
 			func(d check.Data) []byte { return d.X }))
+}
+
+// gatherHeadsOf is GatherHeads of heads in all: the packed form of one
+// tensor, which takes the count (and the plain kernels when the world
+// size divides it).
+func gatherHeadsOf(c *a2a.Comm, heads int, y a2a.Tensor) (a2a.Tensor, error) {
+	var v [1]a2a.Tensor
+	err := c.GatherHeadsPacked(heads, v[:], []a2a.Tensor{y})
+	return v[0], err
 }
 
 // newInTurnRank makes rank c's inputs of cs and sets its token counts.
