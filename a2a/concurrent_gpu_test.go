@@ -218,8 +218,9 @@ func TestUploadThenOperate(t *testing.T) {
 }
 
 // workerCloseDuringOp: the last rank closes its Comm while the others are
-// inside an operation it never joins. The others must get an error within
-// the timeout bound, never a result.
+// inside an operation it never joins: each of the three, HeadAllGather and
+// a packed SendRecvHeads of two tensors (the general kernels). The others
+// must get an error within the timeout bound, never a result.
 func workerCloseDuringOp(rk launch.Rank) error {
 	ex, err := exchangerFor(rk)
 	if err != nil {
@@ -229,9 +230,11 @@ func workerCloseDuringOp(rk launch.Rank) error {
 	const timeout = 4 * time.Second
 	last := rk.World - 1
 	for _, single := range []bool{false, true} {
-		for op := 0; op < 3; op++ {
+		for op := 0; op < 5; op++ {
 			cs := smallCase(rk.World, a2a.BFloat16)
-			comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, single)
+			packed := cs
+			packed.Tensors = 2
+			comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs, packed}, single)
 			if err != nil {
 				return err
 			}
@@ -284,7 +287,8 @@ func opAgainstClosedPeer(comm *a2a.Comm, cs check.Case, op int, timeout time.Dur
 		return err
 	}
 	defer dev.Free(in)
-	sh, err := uploadNew(dev, [4]int{cs.Batch, s.TotalTokens(), cs.Heads / s.World(), cs.HeadDim}, cs.DType, d.Shard)
+	_, mine := a2a.HeadRange(cs.Heads, s.World(), rank)
+	sh, err := uploadNew(dev, [4]int{cs.Batch, s.TotalTokens(), mine, cs.HeadDim}, cs.DType, d.Shard)
 	if err != nil {
 		return err
 	}
@@ -294,9 +298,13 @@ func opAgainstClosedPeer(comm *a2a.Comm, cs check.Case, op int, timeout time.Dur
 	case 0:
 		_, err = comm.SendRecvHeads(in)
 	case 1:
-		_, err = comm.GatherHeads(sh)
+		_, err = gatherHeadsOf(comm, cs.Heads, sh)
 	case 2:
 		_, err = comm.AllGather(in)
+	case 3:
+		_, err = comm.HeadAllGather(cs.Heads, sh)
+	case 4:
+		err = comm.SendRecvHeadsPacked(make([]a2a.Tensor, 2), []a2a.Tensor{in, in})
 	}
 	if err == nil {
 		err = comm.Sync()
