@@ -32,6 +32,18 @@ func init() {
 // envAddr2 is where the survivors of the killed-peer scenario regroup.
 const envAddr2 = "ULYSSES_TEST_ADDR2"
 
+// envMover names the Mover of the killed-peer scenario's Comms.
+const envMover = "ULYSSES_TEST_MOVER"
+
+// moverFromEnv is the Mover envMover names: the copy engines when it says
+// so, else the kernels.
+func moverFromEnv() a2a.Mover {
+	if os.Getenv(envMover) == a2a.MoverCopyEngines.String() {
+		return a2a.MoverCopyEngines
+	}
+	return a2a.MoverKernels
+}
+
 func rendezvous(ex *exchange.TCP, what string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -61,9 +73,13 @@ func workerTimeout(rk launch.Rank) error {
 	for _, tc := range []struct {
 		timeout time.Duration
 		single  bool
-	}{{time.Second, false}, {time.Second, true}, {5 * time.Second, false}} {
+		mover   a2a.Mover
+	}{
+		{time.Second, false, a2a.MoverKernels}, {time.Second, true, a2a.MoverKernels}, {5 * time.Second, false, a2a.MoverKernels},
+		{time.Second, false, a2a.MoverCopyEngines}, {time.Second, true, a2a.MoverCopyEngines},
+	} {
 		cs := smallCase(rk.World, a2a.BFloat16)
-		comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, tc.single)
+		comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, tc.single, withMover(tc.mover))
 		if err != nil {
 			return err
 		}
@@ -132,7 +148,7 @@ func timeoutOnRank0(comm *a2a.Comm, cs check.Case, timeout time.Duration, single
 	}
 	err = comm.Sync()
 	took := time.Since(start)
-	fmt.Printf("timeout %v single-buffer=%v fired after %v: %v\n", timeout, single, took.Round(time.Millisecond), err)
+	fmt.Printf("timeout %v single-buffer=%v %v fired after %v: %v\n", timeout, single, comm.Config().Mover, took.Round(time.Millisecond), err)
 	var te *a2a.TimeoutError
 	if !errors.As(err, &te) || !errors.Is(err, a2a.ErrTimeout) {
 		// A queued op may have reported it already; the next call says broken.
@@ -188,7 +204,7 @@ func workerKilledPeer(rk launch.Rank) error {
 	}
 	defer ex.Close()
 	cs := smallCase(rk.World, a2a.BFloat16)
-	comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, false)
+	comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, false, withMover(moverFromEnv()))
 	if err != nil {
 		return err
 	}
@@ -266,7 +282,7 @@ func workerReplacement(rk launch.Rank) error {
 	}
 	defer ex.Close()
 	cs := smallCase(rk.World, a2a.BFloat16)
-	comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, false)
+	comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs}, false, withMover(moverFromEnv()))
 	if err != nil {
 		return fmt.Errorf("regrouping: %w", err)
 	}
@@ -285,13 +301,21 @@ func TestBarrierTimeout(t *testing.T) {
 
 func TestKilledPeer(t *testing.T) {
 	requireGPU(t)
+	for _, m := range []a2a.Mover{a2a.MoverKernels, a2a.MoverCopyEngines} {
+		t.Run(m.String(), func(t *testing.T) { killPeer(t, m) })
+	}
+}
+
+// killPeer runs the killed-peer scenario with Comms of mover m.
+func killPeer(t *testing.T, m a2a.Mover) {
 	addr2, err := launch.FreeAddr()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	res, err := launch.Run(ctx, launch.Spec{
 		Exe: os.Args[0], Args: testutil.ScenarioArgs(), World: 3,
-		Env: append(testutil.ScenarioEnv("killed-peer"), envAddr2+"="+addr2), Output: testWriter{t}, Grace: 3 * time.Minute,
+		Env:    append(testutil.ScenarioEnv("killed-peer"), envAddr2+"="+addr2, envMover+"="+m.String()),
+		Output: testWriter{t}, Grace: 3 * time.Minute,
 	})
 	require.Error(t, err, "the victim must die")
 	var exitErr *exec.ExitError

@@ -141,6 +141,11 @@ func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case,
 	return a2a.Join(ctx, cfg, ex)
 }
 
+// withMover sets a Config's Mover, for joinFor and newTestGroup.
+func withMover(m a2a.Mover) func(*a2a.Config) {
+	return func(c *a2a.Config) { c.Mover = m }
+}
+
 func workerCollectives(rk launch.Rank) error {
 	ex, err := exchangerFor(rk)
 	if err != nil {
@@ -159,7 +164,7 @@ func workerCollectives(rk launch.Rank) error {
 		dt := mode.dt
 		fmt.Printf("mode %v single-buffer=%v mover=%v\n", dt, mode.single, mode.mover)
 		cases := collectiveCases(rk.World, dt)
-		comm, err := joinFor(rk, ex, dt, cases, mode.single, func(c *a2a.Config) { c.Mover = mode.mover })
+		comm, err := joinFor(rk, ex, dt, cases, mode.single, withMover(mode.mover))
 		if err != nil {
 			return err
 		}

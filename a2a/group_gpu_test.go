@@ -113,7 +113,7 @@ func TestGroupSingleProcess(t *testing.T) {
 			dt := mode.dt
 			t.Run(fmt.Sprintf("%v/%v/%v", devices, dt, mode.mover), func(t *testing.T) {
 				cases := groupCases(len(devices), dt)
-				g := newTestGroup(t, devices, dt, cases, func(c *a2a.Config) { c.Mover = mode.mover })
+				g := newTestGroup(t, devices, dt, cases, withMover(mode.mover))
 				for i, cs := range cases {
 					seed := uint64(100 + i)
 					require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return check.Run(c, cs, seed) }), "goroutine per rank, %v", cs)
