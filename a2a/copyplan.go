@@ -19,6 +19,13 @@ type boxCopy struct {
 	width, rows, depth int64
 }
 
+// linear reports whether both sides of c are contiguous: rows packed
+// without gaps, and slices too where there are several.
+func (c boxCopy) linear() bool {
+	packed := func(s boxSide) bool { return s.pitch == c.width && (c.depth == 1 || s.height == c.rows) }
+	return packed(c.src) && packed(c.dst)
+}
+
 // copyPlan appends to cs the copies that move r's bytes from rank to
 // every rank, one per (tensor, peer) that has bytes to move, under the
 // counts ts and the plan p (its output regions). es is the element size.

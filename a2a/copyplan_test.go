@@ -11,9 +11,15 @@ import (
 )
 
 // applyCopies runs rank's copies on host memory: from its inputs (each
-// with its token stride, in elements) into every rank's data half.
+// with its token stride, in elements) into every rank's data half, as
+// enqueueCopies does (a linear copy where both sides are contiguous).
 func applyCopies(cs []boxCopy, inputs [][]byte, halves [][]byte) {
 	for _, c := range cs {
+		if c.linear() {
+			n := c.width * c.rows * c.depth
+			copy(halves[c.peer][c.dst.off:c.dst.off+n], inputs[c.tensor][c.src.off:c.src.off+n])
+			continue
+		}
 		for z := range c.depth {
 			for y := range c.rows {
 				from := c.src.off + (z*c.src.height+y)*c.src.pitch

@@ -79,13 +79,22 @@ func (r request) sharedGeneral(world int) bool {
 }
 
 // generalSpread is how many times more blocks the general entries activate
-// than the plain ones for the same bytes, when every rank takes them: they
-// do about twice the integer arithmetic per vector, which is the critical
-// path where few blocks are active (GPU-RUNS.md run 29: SendRecvHeads of 41
-// heads took 12.3 us at 656 KiB against 10.2-10.3 us with 40 and 42). Only
-// the block count changes; the plain entries, and a general one that
-// stands in for them because of a stride, keep theirs, so ranks agree.
+// than the plain ones for the same bytes, when every rank takes them and
+// each has a GPU of its own: they do about twice the integer arithmetic
+// per vector, which is the critical path where few blocks are active
+// (GPU-RUNS.md run 29: SendRecvHeads of 41 heads took 12.3 us at 656 KiB
+// against 10.2-10.3 us with 40 and 42). Ranks that share a GPU run their
+// kernels at once on its SMs, and spread it among themselves (runs 33-34:
+// with two ranks on a GPU, 4 cost 19% per byte, 2 nothing). Only the block
+// count changes; the plain entries, and a general one that stands in for
+// them because of a stride, keep theirs, so ranks agree.
 const generalSpread = 4
+
+// spreadFor is the spread of a shared general operation in a group whose
+// busiest GPU runs sharers ranks: generalSpread divided among them.
+func spreadFor(sharers int) int64 {
+	return max(1, generalSpread/int64(max(sharers, 1)))
+}
 
 // totalHeads is H: the input's heads for SendRecvHeads, else what the
 // caller gave or this rank's heads times the world size.
@@ -211,12 +220,11 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 	}
 	p.inRow = x.rowElems() * es / int64(p.width)
 	p.vectors = walk * es / int64(p.width)
-	spread := int64(1)
-	if r.sharedGeneral(world) {
-		spread = generalSpread
-	}
-	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N, spread)
-	p.groupRow, ok[1] = mulChecked(rowWalk, es, N, spread)
+	p.spread = r.sharedGeneral(world)
+	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N, generalSpread) // room for the spread
+	p.groupRow, ok[1] = mulChecked(rowWalk, es, N, generalSpread)
+	p.groupBytes /= generalSpread
+	p.groupRow /= generalSpread
 	p.shapeSig = generalSignature(r.op, b, H, d, int(es), r.n)
 	p.sig = withTokens(p.shapeSig, ts.hash)
 	if !ok[0] || !ok[1] || p.vectors > math.MaxInt32 || p.inRow > math.MaxUint32 {

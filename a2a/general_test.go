@@ -78,8 +78,9 @@ func TestPlanGeneralUnevenHeads(t *testing.T) {
 		assert.Equal(t, alignUp(B*12*14*D*2, outputAlign), p.region, "the largest output, rank 0's 14 heads")
 	}
 	assert.Equal(t, [MaxWorldSize + 1]int32{0, 14, 27, 40}, srh[0].heads)
-	assert.Equal(t, int64(B*7*H*D*2*3*generalSpread), srh[0].groupBytes, "the largest rank's walk of 3 tensors, spread")
-	assert.Equal(t, int64(B*H*D*2*3*generalSpread), srh[0].groupRow)
+	assert.Equal(t, int64(B*7*H*D*2*3), srh[0].groupBytes, "the largest rank's walk of 3 tensors")
+	assert.Equal(t, int64(B*H*D*2*3), srh[0].groupRow)
+	assert.True(t, srh[0].spread, "every rank takes the general entries")
 	gh := planAll(t, ptx.OpGatherHeads, H, 2, counts, func(r int) Tensor {
 		_, mine := HeadRange(H, 3, r)
 		return bf16(0x10000, B, 12, mine, D)
@@ -180,4 +181,20 @@ func TestPlanGeneralErrors(t *testing.T) {
 	assert.NoError(t, err)
 	_, err = planGeneral(r, BFloat16, 0, 3, ts, p.region+p.outBytes-1, widths2)
 	assert.ErrorIs(t, err, ErrCapacity)
+}
+
+// TestSpreadAmongSharers: ranks that share a GPU divide generalSpread
+// among themselves, counted alike on every rank from the handles.
+func TestSpreadAmongSharers(t *testing.T) {
+	for sharers, want := range map[int]int64{0: 4, 1: 4, 2: 2, 3: 1, 8: 1} {
+		assert.Equal(t, want, spreadFor(sharers), "%d ranks on a GPU", sharers)
+	}
+	gpu := func(id string) handle {
+		var h handle
+		copy(h.BusID[:], id)
+		return h
+	}
+	assert.Equal(t, 1, mostOnOneGPU([]handle{gpu("0000:18:00.0"), gpu("0000:2a:00.0")}))
+	assert.Equal(t, 2, mostOnOneGPU([]handle{gpu("0000:18:00.0"), gpu("0000:2a:00.0"), gpu("0000:18:00.0")}))
+	assert.Equal(t, 4, mostOnOneGPU([]handle{gpu("a"), gpu("a"), gpu("a"), gpu("a")}))
 }

@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,6 +33,9 @@ func TestFakeCopyEngines(t *testing.T) {
 					{Name: "even", Batch: 2, Tokens: uneven, Heads: 2 * world, HeadDim: 64, DType: dt},
 					{Name: "uneven-heads", Batch: 1, Tokens: zero, Heads: 3*world + 1, HeadDim: 72, DType: dt, Misalign: 1},
 					{Name: "qkv", Batch: 2, Tokens: uneven, Heads: 2*world + 1, HeadDim: 32, DType: dt, Tensors: 3, Strided: true},
+				}
+				if dt == a2a.BFloat16 && !single && world == 2 { // large enough for side streams and copies cut in pieces
+					cases = append(cases, check.Case{Name: "large", Batch: 1, Tokens: slices.Repeat([]int{1024}, world), Heads: 2 * world, HeadDim: 1024, DType: dt})
 				}
 				maxTokens, hidden := check.Capacity(cases...)
 				cfg := a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: dt, Mover: a2a.MoverCopyEngines, SingleBuffer: single}

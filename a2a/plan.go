@@ -34,6 +34,7 @@ type opPlan struct {
 	headUnits int64              // vectors per head
 	inRow     int64              // vectors between consecutive input tokens
 	walkTotal bool               // HeadAllGather: the walk grows with all tokens
+	spread    bool               // every rank takes the general entries: see generalSpread
 
 	// The copy-engine mode (Config.Mover): every box this rank moves, in
 	// the Comm's scratch slice, then ulysses_sync.

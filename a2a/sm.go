@@ -2,7 +2,6 @@ package a2a
 
 import (
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -37,9 +36,11 @@ type smTransport struct {
 	liveDev   driver.DevicePtr
 	liveFresh bool // liveDev holds the current counts
 	blocks    int  // this rank's wish until connect, the group's after
+	sharers   int  // the most ranks of the group on one GPU (from connect)
 	threads   int  // per block: see maxThreadsPerBlock
 	args      kernelArgs
 	params    [1]unsafe.Pointer // &args, reused by every launch
+	fan       *copyFan          // the copy-engine mode's side streams, or nil
 
 	abortedByClose bool // who set the abort word, for the error
 }
@@ -62,6 +63,14 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 	}
 	*(*liveTable)(t.liveHost) = liveTable{}
 	t.liveDev = buf + driver.DevicePtr(l.stateOff+liveOff)
+	if cfg.Mover == MoverCopyEngines {
+		fan, err := newCopyFan(dev.ctx, cfg.WorldSize)
+		t.fan = fan
+		if err != nil {
+			t.release()
+			return nil, err
+		}
+	}
 	blocks := cfg.NumSMs
 	if blocks == 0 {
 		blocks = dev.info.SMs
@@ -85,6 +94,7 @@ func (t *smTransport) connect(hs []handle) error {
 	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf, t.layout.signalOff+signalAreaBytes); err != nil {
 		return err
 	}
+	t.sharers = mostOnOneGPU(hs)
 	for i := range hs {
 		t.args.Data[i] = uint64(t.peers.m[i].ptr)
 		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.signalOff)
@@ -92,6 +102,22 @@ func (t *smTransport) connect(hs []handle) error {
 	}
 	t.threads = threadsFor(t.blocks, t.dev.info.SMs)
 	return nil
+}
+
+// mostOnOneGPU is the most ranks of hs on one GPU (by PCI bus id): a
+// value every rank computes alike.
+func mostOnOneGPU(hs []handle) int {
+	most := 0
+	for _, h := range hs {
+		n := 0
+		for _, o := range hs {
+			if o.BusID == h.BusID {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // setTokens puts the counts in the argument of later launches and stages
@@ -141,10 +167,14 @@ func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) erro
 	t.args.Units = uint32(p.chunk / int64(p.width))
 	t.args.Half = ls.half
 	t.args.Live, t.args.GroupRow = 0, 0
-	t.args.Active = uint32(activeBlocks(p.groupBytes, t.blocks))
+	spread := int64(1)
+	if p.spread {
+		spread = spreadFor(t.sharers)
+	}
+	t.args.Active = uint32(activeBlocks(p.groupBytes*spread, t.blocks))
 	t.args.Sig = p.sig
 	if ls.captured {
-		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow)
+		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow*spread)
 		t.args.Active, t.args.Sig = 0, p.shapeSig
 	}
 	if p.byCopies {
@@ -173,30 +203,6 @@ func (t *smTransport) setGeneral(p opPlan) {
 	if p.walkTotal {
 		t.args.WalkTotal = 1
 	}
-}
-
-// enqueueCopies is the copy-engine mode's operation: the start barrier
-// with a single buffer, every copy of p into the peers' data half
-// ls.half, then ulysses_sync (one block: signal, wait, advance the epoch).
-func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
-	t.args.Active, t.args.Sig = 1, p.sig
-	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.start, 1, farewellThreads, ls.stream); err != nil {
-			return err
-		}
-	}
-	half := uint64(ls.half) * t.args.HalfBytes
-	t.share.gate.RLock()
-	for _, c := range p.copies {
-		src := driver.Box{Ptr: driver.DevicePtr(p.inputs[c.tensor] + uint64(c.src.off)), Pitch: uint64(c.src.pitch), Height: uint64(c.src.height)}
-		dst := driver.Box{Ptr: driver.DevicePtr(t.args.Data[c.peer] + half + uint64(c.dst.off)), Pitch: uint64(c.dst.pitch), Height: uint64(c.dst.height)}
-		if err := t.dev.ctx.MemcpyBoxAsync(dst, src, uint64(c.width), uint64(c.rows), uint64(c.depth), ls.stream); err != nil {
-			t.share.gate.RUnlock()
-			return wrapDriver("copying to rank "+strconv.Itoa(c.peer), err)
-		}
-	}
-	t.share.gate.RUnlock()
-	return t.launch(t.k.sync, 1, farewellThreads, ls.stream)
 }
 
 // launchOp launches f with the current args, after the start barrier with
@@ -277,6 +283,10 @@ func (t *smTransport) release() {
 	if host := t.liveHost; host != nil {
 		t.share.bury(release{"freeing the token table", func() error { return ctx.HostFree(host) }})
 		t.liveHost = nil
+	}
+	if t.fan != nil {
+		t.share.bury(t.fan.releases(ctx)...)
+		t.fan = nil
 	}
 }
 
