@@ -58,6 +58,13 @@ func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
 		b.fn, err = b.ctx.Function(b.module, "burn")
 	}
 	if err == nil {
+		// All shared memory, none of it used: the kernels of the exchange
+		// (which use some) can join its blocks on an SM. With no stated
+		// carveout the SMs were set up without shared memory and nothing
+		// ran beside it (GPU-RUNS.md run 35).
+		err = b.ctx.SetFuncAttribute(b.fn, driver.FuncAttrSharedCarveout, 100)
+	}
+	if err == nil {
 		if b.stream, err = b.ctx.StreamCreate(true); err == nil {
 			b.undo = append(b.undo, func() error { return b.ctx.StreamDestroy(b.stream) })
 		}

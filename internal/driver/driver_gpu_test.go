@@ -422,6 +422,12 @@ func TestGPUModuleLaunch(t *testing.T) {
 	if _, err := c.Function(m, "nope"); !IsCode(err, ErrorNotFound) {
 		t.Errorf("Function(nope): %v", err)
 	}
+	if err := c.SetFuncAttribute(f, FuncAttrSharedCarveout, 100); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.FuncAttribute(f, FuncAttrSharedCarveout); err != nil || v != 100 {
+		t.Errorf("the shared carveout set to 100 reads back %d, %v", v, err)
+	}
 	p := gpuAlloc(t, c, 4)
 	dst, val := uint64(p), uint32(0x12345678)
 	params := []unsafe.Pointer{unsafe.Pointer(&dst), unsafe.Pointer(&val)}

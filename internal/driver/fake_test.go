@@ -389,3 +389,16 @@ func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 		t.Errorf("hot path allocates %v times per iteration", allocs)
 	}
 }
+
+// TestFakeSetFuncAttribute: the carveout reaches cuFuncSetAttribute as its
+// value, and one out of range comes back as the driver's error.
+func TestFakeSetFuncAttribute(t *testing.T) {
+	_, _, c := fakeContext(t)
+	f, _ := fakeKernel(t, c)
+	if err := c.SetFuncAttribute(f, FuncAttrSharedCarveout, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetFuncAttribute(f, FuncAttrSharedCarveout, 101); !IsCode(err, ErrorInvalidValue) {
+		t.Errorf("a carveout of 101%%: %v, want CUDA_ERROR_INVALID_VALUE", err)
+	}
+}

@@ -116,7 +116,26 @@ const (
 	FuncAttrMaxThreadsPerBlock FuncAttribute = 0
 	FuncAttrSharedSizeBytes    FuncAttribute = 1
 	FuncAttrNumRegs            FuncAttribute = 4
+	// FuncAttrSharedCarveout is the share of each SM's unified L1 and
+	// shared memory that f prefers as shared memory, in percent (-1: no
+	// preference). Blocks of kernels whose carveouts differ do not share
+	// an SM, so a kernel meant to run beside others states one.
+	FuncAttrSharedCarveout FuncAttribute = 9
 )
+
+// SetFuncAttribute sets one attribute of a loaded kernel
+// (cuFuncSetAttribute).
+func (c *Context) SetFuncAttribute(f Function, a FuncAttribute, v int) error {
+	if c.d.fn.funcSetAttribute == 0 {
+		return c.d.missing("cuFuncSetAttribute")
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r, _, _ := purego.SyscallN(c.d.fn.funcSetAttribute, uintptr(f), uintptr(a), uintptr(int32(v)))
+	c.leave()
+	return c.d.check("cuFuncSetAttribute", r)
+}
 
 // FuncAttribute reads one attribute of a loaded kernel (cuFuncGetAttribute).
 func (c *Context) FuncAttribute(f Function, a FuncAttribute) (int, error) {

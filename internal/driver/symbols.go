@@ -20,6 +20,7 @@ type funcs struct {
 	streamBeginCapture, streamEndCapture, streamIsCapturing, graphInstantiate    uintptr
 	graphLaunch, graphExecDestroy, graphDestroy                                  uintptr
 	funcGetAttribute, occupancyMaxActiveBlocks, memGetAddressRange               uintptr
+	funcSetAttribute                                                             uintptr
 
 	// The names bound where a symbol has several, for error messages.
 	eventElapsedTimeName, deviceGetUUIDName string
@@ -107,6 +108,7 @@ func (f *funcs) table() []symbol {
 		req(&f.eventDestroy, "cuEventDestroy_v2"),
 		req(&f.memGetAddressRange, "cuMemGetAddressRange_v2"),
 		opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
+		opt(&f.funcSetAttribute, "cuFuncSetAttribute"),
 		// CUDA graphs (a2a's capture): optional, checked when used.
 		opt(&f.streamBeginCapture, "cuStreamBeginCapture_v2"),
 		opt(&f.streamEndCapture, "cuStreamEndCapture"),

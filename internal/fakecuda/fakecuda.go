@@ -3,7 +3,8 @@
 //
 // The stub (csrc/fakecuda.c, embedded) exports every entry point
 // internal/driver requires (not the optional cuFuncGetAttribute and
-// cuOccupancyMaxActiveBlocksPerMultiprocessor). Its devices share the
+// cuOccupancyMaxActiveBlocksPerMultiprocessor), and cuFuncSetAttribute for
+// the shared-memory carveout. Its devices share the
 // host's memory: allocations are malloc'd, so memsets and copies really
 // happen, and the address of an allocation works as a device pointer, a
 // mapped host pointer and an IPC handle's payload (IPC handles open only in

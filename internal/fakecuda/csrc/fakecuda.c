@@ -1212,6 +1212,23 @@ out:
 	return r;
 }
 
+// cuFuncSetAttribute accepts the preferred shared-memory carveout (attribute
+// 9) of a live function in the current context: -1 or 0 to 100 percent.
+CUresult cuFuncSetAttribute(struct function *f, int attr, int value) {
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	lock();
+	if (f == NULL || f->magic != MAGIC_FUNCTION || !valid_module(f->mod))
+		r = INVALID_HANDLE;
+	else if (f->mod->ctx != current)
+		r = INVALID_CONTEXT;
+	else if (attr != 9 || value < -1 || value > 100)
+		r = INVALID_VALUE;
+	unlock();
+	return r;
+}
+
 // hang_spec reads FAKECUDA_HANG=A,W,C,V into v; false when it is unset or
 // malformed.
 static int hang_spec(long v[4]) {
