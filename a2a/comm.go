@@ -50,13 +50,15 @@ type Comm struct {
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
-	tokens    tokenSet
-	copies    []boxCopy    // the copy-engine mode's scratch (opPlan.copies)
-	captured  []capturedOp // operations captured into graphs that may replay
-	inCapture bool         // CaptureGraph is recording: only captured operations may be enqueued
-	connected bool
-	failure   error // first failure; the Comm is broken once it is set
-	reported  bool  // failure has been returned once as itself
+	tokens tokenSet
+	copies []boxCopy // the copy-engine mode's scratch (opPlan.copies)
+	// oneProcess: every rank of the group is in this process (MoverAuto).
+	oneProcess bool
+	captured   []capturedOp // operations captured into graphs that may replay
+	inCapture  bool         // CaptureGraph is recording: only captured operations may be enqueued
+	connected  bool
+	failure    error // first failure; the Comm is broken once it is set
+	reported   bool  // failure has been returned once as itself
 
 	// Waiting and closing, which happen without the lock held: see wait
 	// and Close. changed (on mu) signals waiting reaching 0 and closed.

@@ -38,8 +38,9 @@ type Config struct {
 	MaxTensors int
 
 	// Mover is what moves an operation's bytes: the SM kernels (the
-	// default) or the copy engines. All ranks must agree (ranks that do
-	// not fail the operation, bounded by the timeout).
+	// default), the copy engines, or either by size (MoverAuto). All
+	// ranks must agree (ranks that do not fail the operation, bounded by
+	// the timeout).
 	Mover Mover
 
 	// NumSMs is the number of thread blocks each kernel runs (one per SM);
@@ -95,7 +96,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: %v: %w", c.DType, ErrDType)
 	case c.NumSMs < 0 || c.NumSMs > maxBlocks:
 		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
-	case c.Mover != MoverKernels && c.Mover != MoverCopyEngines:
+	case c.Mover > MoverAuto:
 		return fmt.Errorf("a2a: Mover %d unknown: %w", c.Mover, ErrConfig)
 	case c.MaxTensors < 0 || c.MaxTensors > maxTensors:
 		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, maxTensors, ErrConfig)

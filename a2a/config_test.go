@@ -59,7 +59,7 @@ func TestConfigValidateBad(t *testing.T) {
 		want error
 	}{
 		{"world 0", func(c *Config) { c.WorldSize, c.Rank = 0, 0 }, ErrConfig},
-		{"mover 2", func(c *Config) { c.Mover = 2 }, ErrConfig},
+		{"mover 3", func(c *Config) { c.Mover = 3 }, ErrConfig},
 		{"max tensors 5", func(c *Config) { c.MaxTensors = maxTensors + 1 }, ErrConfig},
 		{"world 9", func(c *Config) { c.WorldSize, c.Rank = 9, 0 }, ErrConfig},
 		{"world -1", func(c *Config) { c.WorldSize, c.Rank = -1, 0 }, ErrConfig},

@@ -24,6 +24,10 @@ func (c *Comm) Connect(handles [][]byte) error {
 	if err := c.t.connect(hs); err != nil {
 		return err
 	}
+	c.oneProcess = true
+	for _, h := range hs {
+		c.oneProcess = c.oneProcess && fromThisProcess(h)
+	}
 	c.connected = true
 	return nil
 }

@@ -282,3 +282,11 @@ func (tk *TestKernels) launch(ts *TestStream, f driver.Function, n int64, a, b, 
 	params := []unsafe.Pointer{unsafe.Pointer(&a), unsafe.Pointer(&b), unsafe.Pointer(&c)}
 	return tk.d.ctx.Launch(f, [3]uint32{blocks, 1, 1}, [3]uint32{256, 1, 1}, 0, ts.s, params)
 }
+
+// SetAutoCopyBytes makes MoverAuto take the copy engines for every
+// operation whose largest rank moves at least n bytes, in this process,
+// until tb ends.
+func SetAutoCopyBytes(tb testing.TB, n int64) {
+	autoCopyOverride.Store(n)
+	tb.Cleanup(func() { autoCopyOverride.Store(0) })
+}

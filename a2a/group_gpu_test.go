@@ -99,17 +99,23 @@ func newTestGroup(t *testing.T, devices []int, dt a2a.DType, cases []check.Case,
 }
 
 // TestGroupSingleProcess runs every operation on groups made in this
-// process (NewGroup), both element widths, both movers, against the
+// process (NewGroup), both element widths, every mover, against the
 // reference: once with one goroutine per rank (check.Run on each), once
 // from this goroutine alone, enqueueing each operation on every rank in
-// turn before reading.
+// turn before reading. MoverAuto is set to take the copy engines from 64
+// KiB, so its Comms switch movers between the cases ("even" moves 128 KiB
+// a rank at world 2, the others under 32 KiB).
 func TestGroupSingleProcess(t *testing.T) {
 	info := requireGPU(t)
+	a2a.SetAutoCopyBytes(t, 64<<10)
 	for _, devices := range groupPlacements(len(info.Devices)) {
 		for _, mode := range []struct {
 			dt    a2a.DType
 			mover a2a.Mover
-		}{{a2a.BFloat16, a2a.MoverKernels}, {a2a.Float8E4M3, a2a.MoverKernels}, {a2a.BFloat16, a2a.MoverCopyEngines}} {
+		}{
+			{a2a.BFloat16, a2a.MoverKernels}, {a2a.Float8E4M3, a2a.MoverKernels}, {a2a.BFloat16, a2a.MoverCopyEngines},
+			{a2a.BFloat16, a2a.MoverAuto},
+		} {
 			dt := mode.dt
 			t.Run(fmt.Sprintf("%v/%v/%v", devices, dt, mode.mover), func(t *testing.T) {
 				cases := groupCases(len(devices), dt)

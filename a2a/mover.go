@@ -1,21 +1,38 @@
 package a2a
 
+import (
+	"sync/atomic"
+
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
 // Mover chooses what moves an operation's bytes between the GPUs.
 type Mover uint8
 
 const (
 	// MoverKernels moves them with the SM kernels: every active block
 	// stores straight into the peers' buffers (docs/DESIGN.md). The
-	// fastest at every size measured so far, and the default.
+	// default, and the fastest alone below 64 MiB per rank, and at every
+	// size across processes (docs/BENCHMARKS.md).
 	MoverKernels Mover = iota
 	// MoverCopyEngines moves them with the GPU's copy engines: one pitched
-	// copy (cuMemcpy3DAsync) per peer and tensor, straight to its final
-	// place in the peer's buffer, then one block of one SM signals the
-	// peers and waits for them, bounded by the timeout like every wait.
-	// It leaves the SMs to the caller's kernels. Operations captured into
-	// a graph still take the kernels (a copy's size would be frozen).
-	// Not yet measured on a GPU.
+	// copy per peer and tensor (linear where both sides are contiguous),
+	// each peer's on a stream of its own, straight to its final place in
+	// the peer's buffer, then one block of one SM signals the peers and
+	// waits for them, bounded by the timeout like every wait. It leaves
+	// the other SMs to the caller's kernels. Operations captured into a
+	// graph still take the kernels (a copy's size would be frozen). The
+	// Comm holds a stream per peer (at most 8) and an event each; every
+	// operation records and waits on them (a few microseconds of host
+	// time), and small ones stay on one stream.
 	MoverCopyEngines
+	// MoverAuto takes the copy engines for an operation whose largest rank
+	// moves at least the size from which they were measured as fast as
+	// the kernels, when every rank of the group is in this process, and
+	// the kernels otherwise (autoCopyBytes). Ranks agree without asking:
+	// both depend only on what every rank knows alike. It costs what
+	// MoverCopyEngines costs.
+	MoverAuto
 )
 
 func (m Mover) String() string {
@@ -24,6 +41,8 @@ func (m Mover) String() string {
 		return "kernels"
 	case MoverCopyEngines:
 		return "copy-engines"
+	case MoverAuto:
+		return "auto"
 	}
 	return "Mover(?)"
 }
@@ -35,4 +54,42 @@ func moverSignature(sig uint32, m Mover) uint32 {
 		return sig
 	}
 	return fnvAdd(sig, uint64(m)<<32)
+}
+
+// autoCopyBytes is where MoverAuto takes the copy engines for op: the
+// bytes per rank from which they are at least as fast as the kernels
+// alone with every rank in one process, or 0 where that was never
+// measured. GPU-RUNS.md run 38, 2 x H200, one process: level at 64 MiB
+// (within 0.5 us), 3% faster at 96 MiB, 3.5-4% at 128 MiB, slower below.
+// Across processes (IPC-mapped buffers) they were slower at every size
+// (runs 35-37), and MoverAuto keeps the kernels there.
+func autoCopyBytes(op ptx.Op) int64 {
+	if n := autoCopyOverride.Load(); n != 0 {
+		return n
+	}
+	switch op {
+	case ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather:
+		return 64 << 20
+	}
+	return 0
+}
+
+// autoCopyOverride, when not 0, replaces autoCopyBytes for every
+// operation: tests set it to make MoverAuto switch between small sizes.
+var autoCopyOverride atomic.Int64
+
+// moverFor is what moves an operation of op whose largest rank walks
+// groupBytes: the kernels when captured, else the Config's choice, with
+// MoverAuto resolved as autoCopyBytes says.
+func (c *Comm) moverFor(op ptx.Op, groupBytes int64, captured bool) Mover {
+	switch {
+	case captured:
+		return MoverKernels
+	case c.cfg.Mover != MoverAuto:
+		return c.cfg.Mover
+	}
+	if least := autoCopyBytes(op); c.oneProcess && least > 0 && groupBytes >= least {
+		return MoverCopyEngines
+	}
+	return MoverKernels
 }

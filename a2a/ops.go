@@ -186,12 +186,11 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Str
 	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(dst.rowElems()*es), from, uint64(row), uint64(row), uint64(rows), s)
 }
 
-// planMover adds the copy-engine mode's part to p when the Comm moves
-// bytes by copies and the operation is not captured (a captured copy's
-// size would be frozen): the copies into c's scratch, every input's
-// address, the mover in the signature.
+// planMover adds the copy-engine mode's part to p when the copy engines
+// move it (moverFor): the copies into c's scratch, every input's address,
+// the mover in the signature.
 func (c *Comm) planMover(p *opPlan, r request, captured bool) {
-	if c.cfg.Mover != MoverCopyEngines || captured {
+	if c.moverFor(r.op, p.groupBytes, captured) != MoverCopyEngines {
 		return
 	}
 	c.copies = copyPlan(c.copies[:0], r, *p, c.cfg.Rank, c.cfg.WorldSize, c.tokens, int64(c.cfg.DType.Size()))
@@ -199,7 +198,7 @@ func (c *Comm) planMover(p *opPlan, r request, captured bool) {
 	for k := range r.n {
 		p.inputs[k] = uint64(r.xs[k].Ptr)
 	}
-	p.sig = moverSignature(p.sig, c.cfg.Mover)
+	p.sig = moverSignature(p.sig, MoverCopyEngines)
 }
 
 // plan plans r under the token counts ts: the plain entries when they

@@ -63,7 +63,7 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 	}
 	*(*liveTable)(t.liveHost) = liveTable{}
 	t.liveDev = buf + driver.DevicePtr(l.stateOff+liveOff)
-	if cfg.Mover == MoverCopyEngines {
+	if cfg.Mover != MoverKernels {
 		fan, err := newCopyFan(dev.ctx, cfg.WorldSize)
 		t.fan = fan
 		if err != nil {

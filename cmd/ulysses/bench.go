@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
@@ -44,8 +45,8 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
 	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
 	fs.BoolVar(&o.overlap, "overlap", false,
-		"also time each operation back to back while a compute-bound kernel of the bench's own (one 512-thread block per SM) runs beside it, and report both slowdowns")
-	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels or copy-engines (a2a.Config.Mover)")
+		"also time each operation back to back while a compute-bound kernel of the bench's own (one "+strconv.Itoa(burnThreads)+"-thread block per SM) runs beside it, and report both slowdowns")
+	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -347,7 +348,7 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 		rep.World, o.batch, o.heads, o.headDim, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
 	writeTable(w, benchHead, benchAlign, benchTableRows(rep.Rows))
 	if o.overlap {
-		fmt.Fprintln(w, "beside a compute-bound kernel (one 512-thread block per SM), back to back:")
+		fmt.Fprintf(w, "beside a compute-bound kernel (one %d-thread block per SM), back to back:\n", burnThreads)
 		writeTable(w, overlapHead, overlapAlign, overlapTableRows(rep.Rows))
 	}
 	if rep.PeerNote != "" {

@@ -30,7 +30,7 @@ func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "comma-separated element types (bf16, fp16, fp8, fp8e5m2)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
 	fs.IntVar(&o.sms, "sms", 0, "SMs (thread blocks) the kernels use; 0: all")
-	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels or copy-engines (a2a.Config.Mover)")
+	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
 	return fs, o
 }
 

@@ -106,16 +106,17 @@ func (g groupFlags) layout(gpus int) (int, []int, error) {
 	return world, devices, nil
 }
 
-// parseDTypes reads a comma-separated list of dtype names, without repeats.
 // parseMover reads --mover.
 func parseMover(s string) (a2a.Mover, error) {
-	for _, m := range []a2a.Mover{a2a.MoverKernels, a2a.MoverCopyEngines} {
+	for _, m := range []a2a.Mover{a2a.MoverKernels, a2a.MoverCopyEngines, a2a.MoverAuto} {
 		if s == m.String() {
 			return m, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown --mover %q (want kernels or copy-engines)", s)
+	return 0, fmt.Errorf("unknown --mover %q (want kernels, copy-engines or auto)", s)
 }
+
+// parseDTypes reads a comma-separated list of dtype names, without repeats.
 
 func parseDTypes(s string) ([]a2a.DType, error) {
 	var out []a2a.DType

@@ -16,10 +16,14 @@ import (
 //go:embed burn.ptx
 var burnPTX string
 
-// burnThreads is the burn kernel's block: one block per SM of 512 threads
-// leaves each SM room for an exchange kernel's block beside it, as an
-// attention kernel that overlaps with communication must.
-const burnThreads = 512
+// burnThreads is the burn kernel's block: one block per SM of 128 threads
+// (a warp per scheduler, each with 8 independent FMA chains) leaves each
+// SM room and issue slots for an exchange kernel's block beside it, as an
+// attention kernel that overlaps with communication must. With 512
+// threads nothing else made progress on the SMs while it ran, not even
+// the copy-engine mode's one-block sync: every exchange took 65-100%
+// longer beside it, against 1-6% with 128 (GPU-RUNS.md run 37).
+const burnThreads = 128
 
 // burnCalibration is the burn kernel's iteration count of its first
 // timing, from which the count that lasts as long as the exchange is
@@ -58,10 +62,8 @@ func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
 		b.fn, err = b.ctx.Function(b.module, "burn")
 	}
 	if err == nil {
-		// All shared memory, none of it used: the kernels of the exchange
-		// (which use some) can join its blocks on an SM. With no stated
-		// carveout the SMs were set up without shared memory and nothing
-		// ran beside it (GPU-RUNS.md run 35).
+		// All shared memory, none of it used: the exchange's kernels (which
+		// use some) need no other carveout to join its blocks on an SM.
 		err = b.ctx.SetFuncAttribute(b.fn, driver.FuncAttrSharedCarveout, 100)
 	}
 	if err == nil {
