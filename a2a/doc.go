@@ -34,6 +34,13 @@
 // replays; replays use the token counts set last, and the views keep their
 // address.
 //
+// # Movers
+//
+// Config.Mover chooses what moves the bytes: the SM kernels (the default,
+// fastest alone), the copy engines (MoverCopyEngines: one block of one SM
+// for the barrier, the rest left to the caller's kernels), or either by
+// size (MoverAuto). Captured operations always take the kernels.
+//
 // # Views
 //
 // An operation returns a view: a Tensor inside the Comm's buffer, valid
