@@ -1,0 +1,200 @@
+// Copy-engine probe: are the copy engines slower into a peer buffer mapped
+// over CUDA IPC (a process per GPU, as a2a.Join) than into one mapped by
+// peer access (one process, as a2a.NewGroup)? ulysses's copy-engine mode
+// moved about 270 GB/s a direction the first way and 355 the second
+// (GPU-RUNS.md runs 37-39). Each way, each GPU copies 64 MiB into the other
+// at once (and one GPU alone), as a linear copy and as the 2-D copy of a
+// SendRecvHeads half (4 KiB rows from an 8 KiB pitch), with and without a
+// local 64 MiB copy beside it on a second stream (what the mode does).
+//
+//   nvcc -O3 -arch=sm_90 -o cecopy bench/lab/cecopy.cu && ./cecopy
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define CK(x)                                                                                              \
+    do {                                                                                                   \
+        cudaError_t e_ = (x);                                                                              \
+        if (e_ != cudaSuccess) {                                                                           \
+            fprintf(stderr, "[%d] %s:%d %s: %s\n", getpid(), __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                                       \
+        }                                                                                                  \
+    } while (0)
+
+static const size_t BYTES = 64ull << 20;
+static const int ITERS = 20;
+
+// One GPU's side: its source (twice BYTES, for the pitched reads), a local
+// destination, the peer's destination (mapped either way), two streams.
+struct Side {
+    int dev;
+    char *src, *local, *peer;
+    cudaStream_t s, s2;
+    cudaEvent_t a, b, fork, join;
+};
+
+enum Shape { LINEAR, PITCHED };
+
+static void copy(Side &d, Shape sh, bool withLocal) {
+    if (sh == LINEAR)
+        CK(cudaMemcpyAsync(d.peer, d.src, BYTES, cudaMemcpyDeviceToDevice, d.s));
+    else
+        CK(cudaMemcpy2DAsync(d.peer, 4096, d.src, 8192, 4096, BYTES / 4096, cudaMemcpyDeviceToDevice, d.s));
+    if (withLocal) CK(cudaMemcpyAsync(d.local, d.src, BYTES, cudaMemcpyDeviceToDevice, d.s2));
+}
+
+// iteration enqueues one round on d: the local copy, when asked, forks off
+// to the second stream and joins back, as the copy-engine mode does.
+static void iteration(Side &d, Shape sh, bool withLocal) {
+    if (withLocal) {
+        CK(cudaEventRecord(d.fork, d.s));
+        CK(cudaStreamWaitEvent(d.s2, d.fork, 0));
+    }
+    copy(d, sh, withLocal);
+    if (withLocal) {
+        CK(cudaEventRecord(d.join, d.s2));
+        CK(cudaStreamWaitEvent(d.s, d.join, 0));
+    }
+}
+
+// start enqueues warm-up rounds, then ITERS rounds between d's events.
+static void start(Side &d, Shape sh, bool withLocal) {
+    CK(cudaSetDevice(d.dev));
+    for (int i = 0; i < 3; i++) iteration(d, sh, withLocal);
+    CK(cudaEventRecord(d.a, d.s));
+    for (int i = 0; i < ITERS; i++) iteration(d, sh, withLocal);
+    CK(cudaEventRecord(d.b, d.s));
+}
+
+// finish waits for start's rounds and returns the ms each took.
+static float finish(Side &d) {
+    CK(cudaSetDevice(d.dev));
+    CK(cudaEventSynchronize(d.b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, d.a, d.b));
+    return ms / ITERS;
+}
+
+static float run(Side &d, Shape sh, bool withLocal) {
+    start(d, sh, withLocal);
+    return finish(d);
+}
+
+static void setup(Side &d, int dev) {
+    d.dev = dev;
+    CK(cudaSetDevice(dev));
+    CK(cudaMalloc(&d.src, 2 * BYTES));
+    CK(cudaMemset(d.src, dev + 1, 2 * BYTES));
+    CK(cudaMalloc(&d.local, BYTES));
+    CK(cudaStreamCreateWithFlags(&d.s, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&d.s2, cudaStreamNonBlocking));
+    CK(cudaEventCreate(&d.a));
+    CK(cudaEventCreate(&d.b));
+    CK(cudaEventCreateWithFlags(&d.fork, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&d.join, cudaEventDisableTiming));
+}
+
+static const char *names[] = {"linear", "pitched 4K/8K"};
+
+static void report(const char *how, const char *what, float ms) {
+    printf("%-26s %-28s %7.1f us %6.1f GB/s\n", how, what, ms * 1e3, BYTES / (ms * 1e-3) / 1e9);
+}
+
+// One process, both GPUs: each side's peer pointer is the other's buffer
+// under peer access; both sides are enqueued before either is waited for.
+static void oneProcess() {
+    Side d[2];
+    char *dst[2];
+    for (int r = 0; r < 2; r++) {
+        setup(d[r], r);
+        CK(cudaDeviceEnablePeerAccess(1 - r, 0));
+        CK(cudaMalloc(&dst[r], BYTES));
+    }
+    for (int r = 0; r < 2; r++) d[r].peer = dst[1 - r];
+    for (int sh = 0; sh < 2; sh++)
+        for (int loc = 0; loc < 2; loc++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s%s", names[sh], loc ? " + local" : "");
+            report("one process, GPU 0 alone", what, run(d[0], (Shape)sh, loc));
+            for (int r = 0; r < 2; r++) start(d[r], (Shape)sh, loc);  // both enqueued, then waited for
+            float m0 = finish(d[0]), m1 = finish(d[1]);
+            report("one process, both at once", what, m0 > m1 ? m0 : m1);
+        }
+}
+
+static void xfer(int fd, void *p, size_t n, bool w) {
+    char *c = (char *)p;
+    while (n > 0) {
+        ssize_t k = w ? write(fd, c, n) : read(fd, c, n);
+        if (k <= 0) {
+            perror("pipe");
+            exit(1);
+        }
+        c += k;
+        n -= (size_t)k;
+    }
+}
+
+// A process per GPU (forked before CUDA starts): each maps the other's
+// destination with cudaIpcOpenMemHandle; pipes carry the handles and
+// line the two up before each case.
+static void twoProcesses() {
+    int up[2], down[2];
+    if (pipe(up) || pipe(down)) exit(1);
+    pid_t pid = fork();
+    int rank = pid == 0 ? 1 : 0;
+    int rd = rank == 0 ? up[0] : down[0], wr = rank == 0 ? down[1] : up[1];
+    Side d;
+    setup(d, rank);
+    char *dst;
+    CK(cudaMalloc(&dst, BYTES));
+    cudaIpcMemHandle_t mine, theirs;
+    CK(cudaIpcGetMemHandle(&mine, dst));
+    xfer(wr, &mine, sizeof mine, true);
+    xfer(rd, &theirs, sizeof theirs, false);
+    CK(cudaIpcOpenMemHandle((void **)&d.peer, theirs, cudaIpcMemLazyEnablePeerAccess));
+    auto barrier = [&]() {
+        char c = 1;
+        xfer(wr, &c, 1, true);
+        xfer(rd, &c, 1, false);
+    };
+    for (int sh = 0; sh < 2; sh++)
+        for (int loc = 0; loc < 2; loc++) {
+            char what[64];
+            snprintf(what, sizeof what, "%s%s", names[sh], loc ? " + local" : "");
+            barrier();
+            if (rank == 0) report("IPC, GPU 0 alone", what, run(d, (Shape)sh, loc));
+            barrier();
+            float ms = run(d, (Shape)sh, loc), other;
+            xfer(wr, &ms, sizeof ms, true);
+            xfer(rd, &other, sizeof other, false);
+            if (rank == 0) report("IPC, both at once", what, ms > other ? ms : other);
+        }
+    barrier();
+    CK(cudaIpcCloseMemHandle(d.peer));
+    if (rank == 1) exit(0);
+    int st;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "rank 1 failed\n");
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv) {
+    // The processes fork before this process touches CUDA; one-process
+    // runs in a fresh process too, so neither inherits the other's state.
+    if (argc > 1 && strcmp(argv[1], "one") == 0) {
+        oneProcess();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "ipc") == 0) {
+        twoProcesses();
+        return 0;
+    }
+    fprintf(stderr, "usage: cecopy one|ipc\n");
+    return 2;
+}
