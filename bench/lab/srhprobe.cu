@@ -1,0 +1,207 @@
+// SendRecvHeads probe: what holds the head exchange back on 16 and 32
+// SMs? Two GPUs of one process (peer access) each run SendRecvHeads of
+// 128 MiB (B=1, T_r=16384, H=32, D=128, bf16: half of it stays, half
+// crosses) at once, with the copy loop written three ways:
+//
+//   per-vector: the ulysses kernels' way, every 16-byte vector's
+//               destination computed on its own (four integer divisions);
+//   per-chunk:  a warp takes a whole chunk (one token's heads for one rank,
+//               256 vectors) and computes its destination once;
+//   halves:     no layout at all: the first half of the input to the peer,
+//               the second to this GPU, linearly (the bytes of the exchange
+//               with none of its arithmetic).
+//
+// No barrier, no signals: only the data movement. It prints us per
+// operation (the slower GPU) and checks per-chunk's bytes against
+// per-vector's. bench/lab/bulk.cu showed 16 blocks fill the link when only
+// remote stores are made (GPU-RUNS.md run 40).
+//
+//   nvcc -O3 -arch=sm_90 -o srhprobe bench/lab/srhprobe.cu && ./srhprobe
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CK(x)                                                                                    \
+    do {                                                                                         \
+        cudaError_t e_ = (x);                                                                    \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+typedef uint32_t u32;
+typedef uint64_t u64;
+
+static const u32 P = 2, T_R = 16384, H = 32, D = 128, ES = 2;
+static const u32 UNITS = H / P * D * ES / 16;          // vectors per chunk: 256
+static const u64 N = (u64)T_R * H * D * ES / 16;       // input vectors per rank
+static const u64 BYTES = N * 16;                       // 128 MiB
+static const int UNROLL = 8;
+
+struct Out {
+    uint4 *dst[P];  // every rank's output, [T, H/P, D]
+    // The shape, as kernel arguments: the ulysses kernels divide by
+    // run-time values, which the compiler cannot turn into multiplies.
+    u32 units, world, rank_tokens;
+};
+
+// per-vector: SendRecvHeadsMap and copy_vectors, as in gen/kernels/ulysses.cu.
+__global__ void __launch_bounds__(512) per_vector(const uint4 *__restrict__ src, Out o, u32 rank) {
+    const u32 n = (u32)N, stride = gridDim.x * blockDim.x;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            const u32 j = i + k * stride;
+            if (j < n) v[k] = src[j];
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            const u32 j = i + k * stride;
+            if (j >= n) continue;
+            const u32 c = j / o.units, u = j - c * o.units;
+            const u32 q = c % o.world, row = c / o.world;
+            const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
+            const u64 at = ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units + u;
+            o.dst[q][at] = v[k];
+        }
+    }
+}
+
+// per-chunk: warp w takes chunks w, w+W, ...; its lanes copy the chunk's
+// 256 vectors, 8 each, all loads before the stores.
+__global__ void __launch_bounds__(512) per_chunk(const uint4 *__restrict__ src, Out o, u32 rank) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warps = gridDim.x * (blockDim.x >> 5);
+    const u32 chunks = (u32)(N / o.units);
+    for (u32 c = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); c < chunks; c += warps) {
+        const u32 q = c % o.world, row = c / o.world;
+        const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
+        const uint4 *from = src + (u64)c * o.units;
+        uint4 *to = o.dst[q] + ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units;
+        for (u32 u0 = 0; u0 < o.units; u0 += 32u * UNROLL) {
+            uint4 v[UNROLL];
+#pragma unroll
+            for (int k = 0; k < UNROLL; k++) v[k] = from[u0 + k * 32u + lane];
+#pragma unroll
+            for (int k = 0; k < UNROLL; k++) to[u0 + k * 32u + lane] = v[k];
+        }
+    }
+}
+
+// halves: the first half of the input to the peer, the second to this GPU,
+// at the same offsets as per-vector's loop would take them.
+__global__ void __launch_bounds__(512) halves(const uint4 *__restrict__ src, Out o, u32 rank) {
+    const u32 n = (u32)N, half = n / 2, stride = gridDim.x * blockDim.x;
+    uint4 *peer = o.dst[1 - rank], *mine = o.dst[rank];
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            const u32 j = i + k * stride;
+            if (j < n) v[k] = src[j];
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            const u32 j = i + k * stride;
+            if (j < half)
+                peer[j] = v[k];
+            else if (j < n)
+                mine[j - half] = v[k];
+        }
+    }
+}
+
+typedef void (*Kernel)(const uint4 *, Out, u32);
+
+struct Rank {
+    uint4 *src, *out;
+    cudaStream_t s;
+    cudaEvent_t a, b;
+};
+
+static float timed(Rank *rk, Kernel k, int blocks, int threads, int iters) {
+    Out o = {{rk[0].out, rk[1].out}, UNITS, P, T_R};
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        for (int w = 0; w < 3; w++) k<<<blocks, threads, 0, rk[r].s>>>(rk[r].src, o, r);
+    }
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        CK(cudaStreamSynchronize(rk[r].s));
+    }
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        CK(cudaEventRecord(rk[r].a, rk[r].s));
+        for (int i = 0; i < iters; i++) k<<<blocks, threads, 0, rk[r].s>>>(rk[r].src, o, r);
+        CK(cudaEventRecord(rk[r].b, rk[r].s));
+    }
+    float worst = 0;
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        CK(cudaEventSynchronize(rk[r].b));
+        CK(cudaGetLastError());
+        float ms;
+        CK(cudaEventElapsedTime(&ms, rk[r].a, rk[r].b));
+        if (ms > worst) worst = ms;
+    }
+    return worst / iters * 1e3f;
+}
+
+static std::vector<char> outputs(Rank *rk) {
+    std::vector<char> all(2 * BYTES);
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(all.data() + r * BYTES, rk[r].out, BYTES, cudaMemcpyDeviceToHost));
+    }
+    return all;
+}
+
+static void poison(Rank *rk) {
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        CK(cudaMemset(rk[r].out, 0xEE, BYTES));
+        CK(cudaDeviceSynchronize());
+    }
+}
+
+int main(int argc, char **argv) {
+    int iters = argc > 1 ? atoi(argv[1]) : 20;
+    Rank rk[2];
+    for (int r = 0; r < 2; r++) {
+        CK(cudaSetDevice(r));
+        CK(cudaDeviceEnablePeerAccess(1 - r, 0));
+        CK(cudaMalloc(&rk[r].src, BYTES));
+        CK(cudaMalloc(&rk[r].out, BYTES));
+        std::vector<uint32_t> h(BYTES / 4);
+        for (size_t i = 0; i < h.size(); i++) h[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(r * 0x9e3779b9u);
+        CK(cudaMemcpy(rk[r].src, h.data(), BYTES, cudaMemcpyHostToDevice));
+        CK(cudaStreamCreateWithFlags(&rk[r].s, cudaStreamNonBlocking));
+        CK(cudaEventCreate(&rk[r].a));
+        CK(cudaEventCreate(&rk[r].b));
+    }
+    struct {
+        const char *name;
+        Kernel k;
+    } vs[] = {{"per-vector", per_vector}, {"per-chunk", per_chunk}, {"halves", halves}};
+    printf("SendRecvHeads data movement, 128 MiB a rank, both GPUs at once, %d iterations\n", iters);
+    std::vector<char> want;
+    for (auto &v : vs) {
+        poison(rk);
+        for (int blocks : {16, 32, 132}) {
+            int threads = blocks < 132 ? 512 : 256;
+            float us = timed(rk, v.k, blocks, threads, iters);
+            printf("%-11s blocks %3d x %3d: %7.1f us  %6.1f GB/s walked\n", v.name, blocks, threads, us, BYTES / (us * 1e-6) / 1e9);
+        }
+        if (v.k == per_vector) {
+            want = outputs(rk);
+        } else if (v.k == per_chunk) {
+            printf("per-chunk bytes %s\n", outputs(rk) == want ? "equal per-vector's" : "DIFFER from per-vector's");
+        }
+    }
+    return 0;
+}
