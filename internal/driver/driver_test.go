@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/ulysses-go/ulysses/internal/dl"
 )
 
 func TestLoadLibraryMissing(t *testing.T) {
@@ -20,7 +22,7 @@ func TestLoadLibraryMissing(t *testing.T) {
 		t.Errorf("error %q does not match ErrNoDriver", err)
 	}
 	msg := err.Error()
-	_, dlErr := dlopen(path)
+	_, dlErr := dl.Open(path)
 	if dlErr == nil {
 		t.Fatal("dlopen of a nonexistent path succeeded")
 	}
@@ -183,7 +185,7 @@ func TestBindSymbols(t *testing.T) {
 	var all []string
 	var f funcs
 	for _, s := range f.table() {
-		all = append(all, s.names...)
+		all = append(all, s.Names...)
 	}
 	lookup := func(skip ...string) func(string) (uintptr, error) {
 		return func(name string) (uintptr, error) {
@@ -249,10 +251,10 @@ func TestBindSymbols(t *testing.T) {
 	_ = f.bind("libfake.so", lookup())
 	seen := map[*uintptr]bool{}
 	for _, s := range f.table() {
-		if seen[s.addr] {
-			t.Errorf("%s binds a field twice", s.names[0])
+		if seen[s.Addr] {
+			t.Errorf("%s binds a field twice", s.Names[0])
 		}
-		seen[s.addr] = true
+		seen[s.Addr] = true
 	}
 	if n := len(all); n < 45 {
 		t.Errorf("only %d symbol names", n)

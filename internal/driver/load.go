@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/ulysses-go/ulysses/internal/dl"
 )
 
 // DefaultLibrary is the soname Load opens unless EnvLibrary overrides it.
@@ -19,7 +21,7 @@ const EnvLibrary = "ULYSSES_LIBCUDA"
 // concurrent use.
 type Driver struct {
 	path   string
-	handle uintptr
+	lib    dl.Library
 	fn     funcs
 	calls  sync.Pool // of *callBuf, see call.go
 
@@ -58,14 +60,14 @@ func libraryPath() string {
 // LoadLibrary is Load for an explicit library path, without caching: each
 // call dlopens path again (cheap after the first) and calls cuInit(0).
 func LoadLibrary(path string) (*Driver, error) {
-	h, err := dlopen(path)
+	lib, err := dl.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("driver: cannot load %s (install the NVIDIA driver; CUDA toolkit not needed): %v: %w",
 			path, err, ErrNoDriver)
 	}
-	d := &Driver{path: path, handle: h}
-	if err := d.fn.bind(path, func(name string) (uintptr, error) { return dlsym(h, name) }); err != nil {
-		dlclose(h)
+	d := &Driver{path: path, lib: lib}
+	if err := d.fn.bind(path, lib.Sym); err != nil {
+		lib.Close()
 		return nil, err
 	}
 	d.ipcOpen, d.ipcOpenErr = bindIpcOpen(d.fn.ipcOpenMemHandle)

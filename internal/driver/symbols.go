@@ -1,5 +1,7 @@
 package driver
 
+import "github.com/ulysses-go/ulysses/internal/dl"
+
 // funcs holds the addresses of the driver entry points this package calls.
 // A zero address means an optional symbol the driver does not export.
 type funcs struct {
@@ -26,116 +28,84 @@ type funcs struct {
 	eventElapsedTimeName, deviceGetUUIDName string
 }
 
-// symbol is one entry point to bind: the first of names the library
-// exports is used. A missing required symbol fails the load; a missing
-// optional one leaves the address zero.
-type symbol struct {
-	names    []string
-	addr     *uintptr
-	optional bool
-	bound    *string // if set, receives the name that was bound
-}
-
-// named records the bound name of a symbol with several names in *dst.
-func (s symbol) named(dst *string) symbol {
-	s.bound = dst
-	return s
-}
-
-// req and opt build the table rows.
-func req(addr *uintptr, names ...string) symbol { return symbol{names: names, addr: addr} }
-func opt(addr *uintptr, names ...string) symbol {
-	return symbol{names: names, addr: addr, optional: true}
-}
-
 // table lists every symbol the package binds, pointing into f.
-func (f *funcs) table() []symbol {
-	return []symbol{
-		req(&f.init, "cuInit"),
-		req(&f.driverGetVersion, "cuDriverGetVersion"),
-		req(&f.getErrorName, "cuGetErrorName"),
-		req(&f.getErrorString, "cuGetErrorString"),
-		req(&f.deviceGet, "cuDeviceGet"),
-		req(&f.deviceGetCount, "cuDeviceGetCount"),
-		req(&f.deviceGetName, "cuDeviceGetName"),
-		req(&f.deviceGetAttribute, "cuDeviceGetAttribute"),
-		req(&f.deviceTotalMem, "cuDeviceTotalMem_v2"),
-		req(&f.deviceGetPCIBusID, "cuDeviceGetPCIBusId"),
-		req(&f.deviceCanAccessPeer, "cuDeviceCanAccessPeer"),
-		opt(&f.deviceGetUUID, "cuDeviceGetUuid_v2", "cuDeviceGetUuid").named(&f.deviceGetUUIDName),
-		req(&f.primaryCtxRetain, "cuDevicePrimaryCtxRetain"),
-		req(&f.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
-		req(&f.ctxSetCurrent, "cuCtxSetCurrent"),
-		opt(&f.ctxGetCurrent, "cuCtxGetCurrent"),   // tests and probes only
-		opt(&f.ctxSynchronize, "cuCtxSynchronize"), // tests and probes only
-		req(&f.ctxEnablePeerAccess, "cuCtxEnablePeerAccess"),
-		opt(&f.memGetInfo, "cuMemGetInfo_v2"), // tests and probes only
-		req(&f.memAlloc, "cuMemAlloc_v2"),
-		req(&f.memFree, "cuMemFree_v2"),
-		opt(&f.memsetD32, "cuMemsetD32_v2"), // tests and probes only
-		req(&f.memsetD32Async, "cuMemsetD32Async"),
-		req(&f.memsetD8Async, "cuMemsetD8Async"),
-		opt(&f.memcpyHtoD, "cuMemcpyHtoD_v2"), // tests and probes only
-		opt(&f.memcpyDtoH, "cuMemcpyDtoH_v2"), // tests and probes only
-		req(&f.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
-		req(&f.memcpy2DAsync, "cuMemcpy2DAsync_v2"),
-		req(&f.memcpy3DAsync, "cuMemcpy3DAsync_v2"),
-		req(&f.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
-		req(&f.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
-		req(&f.memcpyPeerAsync, "cuMemcpyPeerAsync"),
-		req(&f.memHostAlloc, "cuMemHostAlloc"),
-		req(&f.memFreeHost, "cuMemFreeHost"),
-		req(&f.memHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
-		req(&f.ipcGetMemHandle, "cuIpcGetMemHandle"),
-		req(&f.ipcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
-		req(&f.ipcCloseMemHandle, "cuIpcCloseMemHandle"),
-		req(&f.moduleLoadDataEx, "cuModuleLoadDataEx"),
-		req(&f.moduleUnload, "cuModuleUnload"),
-		req(&f.moduleGetFunction, "cuModuleGetFunction"),
-		req(&f.launchKernel, "cuLaunchKernel"),
-		req(&f.streamCreate, "cuStreamCreate"),
-		req(&f.streamDestroy, "cuStreamDestroy_v2"),
-		req(&f.streamSynchronize, "cuStreamSynchronize"),
-		req(&f.streamQuery, "cuStreamQuery"),
-		req(&f.streamWaitEvent, "cuStreamWaitEvent"),
-		req(&f.streamGetCtx, "cuStreamGetCtx"),
-		req(&f.eventCreate, "cuEventCreate"),
-		req(&f.eventRecord, "cuEventRecord"),
-		req(&f.eventSynchronize, "cuEventSynchronize"),
-		req(&f.eventQuery, "cuEventQuery"),
+func (f *funcs) table() []dl.Symbol {
+	return []dl.Symbol{
+		dl.Req(&f.init, "cuInit"),
+		dl.Req(&f.driverGetVersion, "cuDriverGetVersion"),
+		dl.Req(&f.getErrorName, "cuGetErrorName"),
+		dl.Req(&f.getErrorString, "cuGetErrorString"),
+		dl.Req(&f.deviceGet, "cuDeviceGet"),
+		dl.Req(&f.deviceGetCount, "cuDeviceGetCount"),
+		dl.Req(&f.deviceGetName, "cuDeviceGetName"),
+		dl.Req(&f.deviceGetAttribute, "cuDeviceGetAttribute"),
+		dl.Req(&f.deviceTotalMem, "cuDeviceTotalMem_v2"),
+		dl.Req(&f.deviceGetPCIBusID, "cuDeviceGetPCIBusId"),
+		dl.Req(&f.deviceCanAccessPeer, "cuDeviceCanAccessPeer"),
+		dl.Opt(&f.deviceGetUUID, "cuDeviceGetUuid_v2", "cuDeviceGetUuid").Named(&f.deviceGetUUIDName),
+		dl.Req(&f.primaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+		dl.Req(&f.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+		dl.Req(&f.ctxSetCurrent, "cuCtxSetCurrent"),
+		dl.Opt(&f.ctxGetCurrent, "cuCtxGetCurrent"),   // tests and probes only
+		dl.Opt(&f.ctxSynchronize, "cuCtxSynchronize"), // tests and probes only
+		dl.Req(&f.ctxEnablePeerAccess, "cuCtxEnablePeerAccess"),
+		dl.Opt(&f.memGetInfo, "cuMemGetInfo_v2"), // tests and probes only
+		dl.Req(&f.memAlloc, "cuMemAlloc_v2"),
+		dl.Req(&f.memFree, "cuMemFree_v2"),
+		dl.Opt(&f.memsetD32, "cuMemsetD32_v2"), // tests and probes only
+		dl.Req(&f.memsetD32Async, "cuMemsetD32Async"),
+		dl.Req(&f.memsetD8Async, "cuMemsetD8Async"),
+		dl.Opt(&f.memcpyHtoD, "cuMemcpyHtoD_v2"), // tests and probes only
+		dl.Opt(&f.memcpyDtoH, "cuMemcpyDtoH_v2"), // tests and probes only
+		dl.Req(&f.memcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+		dl.Req(&f.memcpy2DAsync, "cuMemcpy2DAsync_v2"),
+		dl.Req(&f.memcpy3DAsync, "cuMemcpy3DAsync_v2"),
+		dl.Req(&f.memcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+		dl.Req(&f.memcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+		dl.Req(&f.memcpyPeerAsync, "cuMemcpyPeerAsync"),
+		dl.Req(&f.memHostAlloc, "cuMemHostAlloc"),
+		dl.Req(&f.memFreeHost, "cuMemFreeHost"),
+		dl.Req(&f.memHostGetDevicePointer, "cuMemHostGetDevicePointer_v2"),
+		dl.Req(&f.ipcGetMemHandle, "cuIpcGetMemHandle"),
+		dl.Req(&f.ipcOpenMemHandle, "cuIpcOpenMemHandle_v2"),
+		dl.Req(&f.ipcCloseMemHandle, "cuIpcCloseMemHandle"),
+		dl.Req(&f.moduleLoadDataEx, "cuModuleLoadDataEx"),
+		dl.Req(&f.moduleUnload, "cuModuleUnload"),
+		dl.Req(&f.moduleGetFunction, "cuModuleGetFunction"),
+		dl.Req(&f.launchKernel, "cuLaunchKernel"),
+		dl.Req(&f.streamCreate, "cuStreamCreate"),
+		dl.Req(&f.streamDestroy, "cuStreamDestroy_v2"),
+		dl.Req(&f.streamSynchronize, "cuStreamSynchronize"),
+		dl.Req(&f.streamQuery, "cuStreamQuery"),
+		dl.Req(&f.streamWaitEvent, "cuStreamWaitEvent"),
+		dl.Req(&f.streamGetCtx, "cuStreamGetCtx"),
+		dl.Req(&f.eventCreate, "cuEventCreate"),
+		dl.Req(&f.eventRecord, "cuEventRecord"),
+		dl.Req(&f.eventSynchronize, "cuEventSynchronize"),
+		dl.Req(&f.eventQuery, "cuEventQuery"),
 		// The _v2 is preferred; either one satisfies the load.
-		req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime").named(&f.eventElapsedTimeName),
-		req(&f.eventDestroy, "cuEventDestroy_v2"),
-		req(&f.memGetAddressRange, "cuMemGetAddressRange_v2"),
-		opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
-		opt(&f.funcSetAttribute, "cuFuncSetAttribute"),
+		dl.Req(&f.eventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime").Named(&f.eventElapsedTimeName),
+		dl.Req(&f.eventDestroy, "cuEventDestroy_v2"),
+		dl.Req(&f.memGetAddressRange, "cuMemGetAddressRange_v2"),
+		dl.Opt(&f.funcGetAttribute, "cuFuncGetAttribute"),
+		dl.Opt(&f.funcSetAttribute, "cuFuncSetAttribute"),
 		// CUDA graphs (a2a's capture): optional, checked when used.
-		opt(&f.streamBeginCapture, "cuStreamBeginCapture_v2"),
-		opt(&f.streamEndCapture, "cuStreamEndCapture"),
-		opt(&f.streamIsCapturing, "cuStreamIsCapturing"),
-		opt(&f.graphInstantiate, "cuGraphInstantiateWithFlags"),
-		opt(&f.graphLaunch, "cuGraphLaunch"),
-		opt(&f.graphExecDestroy, "cuGraphExecDestroy"),
-		opt(&f.graphDestroy, "cuGraphDestroy"),
-		opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+		dl.Opt(&f.streamBeginCapture, "cuStreamBeginCapture_v2"),
+		dl.Opt(&f.streamEndCapture, "cuStreamEndCapture"),
+		dl.Opt(&f.streamIsCapturing, "cuStreamIsCapturing"),
+		dl.Opt(&f.graphInstantiate, "cuGraphInstantiateWithFlags"),
+		dl.Opt(&f.graphLaunch, "cuGraphLaunch"),
+		dl.Opt(&f.graphExecDestroy, "cuGraphExecDestroy"),
+		dl.Opt(&f.graphDestroy, "cuGraphDestroy"),
+		dl.Opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
 	}
 }
 
-// bind resolves every symbol of f through lookup.
+// bind binds every symbol of the table with lookup; the first missing
+// required one is a *symbolError.
 func (f *funcs) bind(lib string, lookup func(name string) (uintptr, error)) error {
-	for _, s := range f.table() {
-		for _, n := range s.names {
-			if p, err := lookup(n); err == nil && p != 0 {
-				*s.addr = p
-				if s.bound != nil {
-					*s.bound = n
-				}
-				break
-			}
-		}
-		if *s.addr == 0 && !s.optional {
-			return &symbolError{lib: lib, name: s.names[0]}
-		}
+	if name := dl.Bind(f.table(), lookup); name != "" {
+		return &symbolError{lib: lib, name: name}
 	}
 	return nil
 }

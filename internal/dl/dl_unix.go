@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd
 
-package driver
+package dl
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"github.com/ebitengine/purego"
 )
 
-// dlopen opens a shared library with RTLD_NOW|RTLD_GLOBAL. The thread is
+// open opens a shared library with RTLD_NOW|RTLD_GLOBAL. The thread is
 // locked because dlerror is per thread: purego calls dlopen and dlerror
 // separately, and a goroutine moving between them loses the message.
-func dlopen(path string) (uintptr, error) {
+func open(path string) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
@@ -22,12 +22,12 @@ func dlopen(path string) (uintptr, error) {
 	return h, err
 }
 
-// dlsym looks a symbol up; it returns an error rather than panicking.
-func dlsym(handle uintptr, name string) (uintptr, error) {
+// sym looks a symbol up; it returns an error rather than panicking.
+func sym(handle uintptr, name string) (uintptr, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	return purego.Dlsym(handle, name)
 }
 
-// dlclose drops a reference taken by dlopen.
-func dlclose(handle uintptr) { _ = purego.Dlclose(handle) }
+// closeLib drops a reference taken by open.
+func closeLib(handle uintptr) { _ = purego.Dlclose(handle) }
