@@ -81,12 +81,10 @@ package fakecuda
 
 import (
 	_ "embed"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
+
+	"github.com/ulysses-go/ulysses/internal/cstub"
 )
 
 //go:embed csrc/fakecuda.c
@@ -112,7 +110,7 @@ const (
 const MaxRecordedParams = 4
 
 // ErrNoCompiler is matched by the error Build returns when cc is missing.
-var ErrNoCompiler = errors.New("fakecuda: no C compiler: cc is not in PATH")
+var ErrNoCompiler = cstub.ErrNoCompiler
 
 // Source returns the stub's C source.
 func Source() string { return string(source) }
@@ -121,22 +119,9 @@ func Source() string { return string(source) }
 // and returns the library's absolute path. It leaves the source beside it
 // (fakecuda.c). The error matches ErrNoCompiler when cc is missing.
 func Build(dir string) (path string, err error) {
-	cc, err := exec.LookPath("cc")
-	if err != nil {
-		return "", fmt.Errorf("%w (install gcc or clang to build the stub CUDA driver): %v", ErrNoCompiler, err)
-	}
-	dir, err = filepath.Abs(dir)
+	path, err = cstub.Build(dir, "fakecuda.c", Library, source)
 	if err != nil {
 		return "", fmt.Errorf("fakecuda: %w", err)
-	}
-	src := filepath.Join(dir, "fakecuda.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
-		return "", fmt.Errorf("fakecuda: writing the source: %w", err)
-	}
-	path = filepath.Join(dir, Library)
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", path, src)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fakecuda: %s: %v\n%s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return path, nil
 }

@@ -8,22 +8,33 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ulysses-go/ulysses/internal/cstub"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/fakenccl"
 )
 
-// stubImage is the stub driver, compiled once per test binary.
-var stubImage = sync.OnceValues(func() ([]byte, error) {
-	dir, err := os.MkdirTemp("", "fakecuda")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	path, err := fakecuda.Build(dir)
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(path)
-})
+// stubImage returns a function that builds a stub library once per test
+// binary (build writes it into a directory and returns its path) and
+// returns its bytes.
+func stubImage(prefix string, build func(dir string) (string, error)) func() ([]byte, error) {
+	return sync.OnceValues(func() ([]byte, error) {
+		dir, err := os.MkdirTemp("", prefix)
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		path, err := build(dir)
+		if err != nil {
+			return nil, err
+		}
+		return os.ReadFile(path)
+	})
+}
+
+var (
+	cudaImage = stubImage("fakecuda", fakecuda.Build)
+	ncclImage = stubImage("fakenccl", fakenccl.Build)
+)
 
 // FakeCUDA returns the path of a fresh copy of internal/fakecuda's stub
 // driver (libcuda.so.1) in a temporary directory of tb. No process has
@@ -34,19 +45,32 @@ var stubImage = sync.OnceValues(func() ([]byte, error) {
 // (Windows) it is skipped.
 func FakeCUDA(tb testing.TB) string {
 	tb.Helper()
+	return stubCopy(tb, "the stub CUDA driver", fakecuda.Library, cudaImage)
+}
+
+// FakeNCCL is FakeCUDA for internal/fakenccl's stub NCCL (libnccl.so.2).
+func FakeNCCL(tb testing.TB) string {
+	tb.Helper()
+	return stubCopy(tb, "the stub NCCL", fakenccl.Library, ncclImage)
+}
+
+// stubCopy writes a fresh copy of image's library, named name, into tb's
+// temporary directory and returns its path (see FakeCUDA).
+func stubCopy(tb testing.TB, what, name string, image func() ([]byte, error)) string {
+	tb.Helper()
 	if runtime.GOOS == "windows" {
-		tb.Skip("no dlopen on windows: the stub driver cannot be loaded")
+		tb.Skipf("no dlopen on windows: %s cannot be loaded", what)
 	}
-	image, err := stubImage()
-	if errors.Is(err, fakecuda.ErrNoCompiler) && os.Getenv("CI") != "true" {
-		tb.Skipf("cannot build the stub CUDA driver: %v", err)
+	b, err := image()
+	if errors.Is(err, cstub.ErrNoCompiler) && os.Getenv("CI") != "true" {
+		tb.Skipf("cannot build %s: %v", what, err)
 	}
 	if err != nil {
-		tb.Fatalf("building the stub CUDA driver: %v", err)
+		tb.Fatalf("building %s: %v", what, err)
 	}
-	path := filepath.Join(tb.TempDir(), fakecuda.Library)
-	if err := os.WriteFile(path, image, 0o755); err != nil {
-		tb.Fatalf("copying the stub CUDA driver: %v", err)
+	path := filepath.Join(tb.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		tb.Fatalf("copying %s: %v", what, err)
 	}
 	return path
 }

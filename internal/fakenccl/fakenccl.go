@@ -1,0 +1,94 @@
+// Package fakenccl builds a stub NCCL, a libnccl.so.2 that needs no GPU
+// and no network, for the tests of internal/nccl (csrc/fakenccl.c,
+// embedded). It checks the arguments of the entry points internal/nccl
+// binds, moves bytes only between a rank and itself or within a world of
+// one (on host memory: its device pointers are host pointers), and can
+// keep a non-blocking communicator "in progress" for a number of polls or
+// for ever, so the binding's bounded waits can be tested. LastInit and
+// Counts read what it saw. Building needs a C compiler at test time only.
+package fakenccl
+
+import (
+	_ "embed"
+	"fmt"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+
+	"github.com/ulysses-go/ulysses/internal/cstub"
+	"github.com/ulysses-go/ulysses/internal/dl"
+)
+
+//go:embed csrc/fakenccl.c
+var source []byte
+
+// Library is the file name Build writes in its directory.
+const Library = "libnccl.so.2"
+
+// Environment variables the stub reads (see csrc/fakenccl.c).
+const (
+	EnvVersion   = "FAKENCCL_VERSION"    // the version code ncclGetVersion reports (default 22809)
+	EnvInitError = "FAKENCCL_INIT_ERROR" // ncclCommInitRankConfig fails with this result
+	EnvInitPolls = "FAKENCCL_INIT_POLLS" // a non-blocking init is in progress for this many polls
+	EnvInitHang  = "FAKENCCL_INIT_HANG"  // "1": a non-blocking init stays in progress until aborted
+)
+
+// ErrNoCompiler is matched by the error Build returns when cc is missing.
+var ErrNoCompiler = cstub.ErrNoCompiler
+
+// Build compiles the stub into dir/libnccl.so.2 and returns its absolute
+// path.
+func Build(dir string) (string, error) {
+	path, err := cstub.Build(dir, "fakenccl.c", Library, source)
+	if err != nil {
+		return "", fmt.Errorf("fakenccl: %w", err)
+	}
+	return path, nil
+}
+
+// Init is what the latest ncclCommInitRankConfig call received.
+type Init struct {
+	ID          [128]byte
+	World, Rank int
+	Blocking    int // the config's blocking field, -1 without a config
+}
+
+// Counts are the stub's running totals in one process.
+type Counts struct {
+	LiveComms, Aborts, Sends, Recvs, AllGathers int64
+}
+
+// LastInit reads the latest init the stub at path saw in this process.
+func LastInit(path string) (Init, error) {
+	var in Init
+	var world, rank, blocking int32
+	err := callStub(path, "fakenccl_last_init", uintptr(unsafe.Pointer(&in.ID[0])),
+		uintptr(unsafe.Pointer(&world)), uintptr(unsafe.Pointer(&rank)), uintptr(unsafe.Pointer(&blocking)))
+	in.World, in.Rank, in.Blocking = int(world), int(rank), int(blocking)
+	return in, err
+}
+
+// ReadCounts reads the stub's totals at path in this process.
+func ReadCounts(path string) (Counts, error) {
+	var v [5]int64
+	err := callStub(path, "fakenccl_counts", uintptr(unsafe.Pointer(&v[0])))
+	return Counts{LiveComms: v[0], Aborts: v[1], Sends: v[2], Recvs: v[3], AllGathers: v[4]}, err
+}
+
+// callStub calls the stub's accessor fn with args, pointers converted to
+// uintptr, which uintptrescapes keeps on the heap and alive for the call.
+//
+//go:uintptrescapes
+func callStub(path, fn string, args ...uintptr) error {
+	lib, err := dl.Open(path)
+	if err != nil {
+		return fmt.Errorf("fakenccl: opening %s: %w", path, err)
+	}
+	defer lib.Close()
+	sym, err := lib.Sym(fn)
+	if err != nil {
+		return fmt.Errorf("fakenccl: %s is not the stub: %w", path, err)
+	}
+	purego.SyscallN(sym, args...)
+	return nil
+}
