@@ -20,10 +20,10 @@ const EnvLibrary = "ULYSSES_LIBCUDA"
 // Driver is a loaded and initialised CUDA driver library. It is safe for
 // concurrent use.
 type Driver struct {
-	path   string
-	lib    dl.Library
-	fn     funcs
-	calls  sync.Pool // of *callBuf, see call.go
+	path  string
+	lib   dl.Library
+	fn    funcs
+	calls sync.Pool // of *callBuf, see call.go
 
 	// ipcOpen calls fn.ipcOpenMemHandle, or ipcOpenErr says why it cannot.
 	ipcOpen    ipcOpenFunc
