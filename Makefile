@@ -37,6 +37,7 @@ gpu-bin:
 	$(GO) test -c -o $(GPU_BIN)/driver.test ./internal/driver
 	$(GO) test -c -o $(GPU_BIN)/ptx.test ./ptx
 	$(GO) test -c -o $(GPU_BIN)/a2a.test ./a2a
+	$(GO) test -c -o $(GPU_BIN)/nccl.test ./internal/nccl
 	$(GO) build -o $(GPU_BIN)/ulysses ./cmd/ulysses
 	cp bench/nccl_bench.py $(GPU_BIN)/
 

@@ -1,11 +1,12 @@
 // Package testutil is the one home of the helpers the tests of this module
 // share: the GPU requirement (RequireGPU), child processes of a test binary
 // (RunChild, SkipUnlessChild, and Main with ScenarioEnv and ScenarioArgs for
-// worker processes), and the stub CUDA driver (FakeCUDA).
+// worker processes), and the stub CUDA driver and NCCL (FakeCUDA, FakeNCCL).
 //
-// It imports no package of this module but internal/fakecuda, so the
-// in-package tests of any other package, internal/driver's included, can
-// use it without an import cycle. It is for tests only.
+// It imports no package of this module but the stubs' (internal/fakecuda,
+// internal/fakenccl, internal/cstub, internal/dl), so the in-package tests
+// of any other package, internal/driver's included, can use it without an
+// import cycle. It is for tests only.
 package testutil
 
 import (

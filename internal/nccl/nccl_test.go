@@ -1,0 +1,175 @@
+package nccl
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/internal/dl"
+	"github.com/ulysses-go/ulysses/internal/fakenccl"
+	"github.com/ulysses-go/ulysses/internal/testutil"
+)
+
+// stub loads a fresh copy of the stub NCCL, with env set first.
+func stub(t *testing.T, env ...string) (*Library, string) {
+	t.Helper()
+	path := testutil.FakeNCCL(t)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	l, err := LoadLibrary(path)
+	require.NoError(t, err)
+	return l, path
+}
+
+func TestLoadMissing(t *testing.T) {
+	const path = "/nonexistent/libnccl.so.2"
+	_, err := LoadLibrary(path)
+	require.ErrorIs(t, err, ErrNoNCCL)
+	require.NotErrorIs(t, err, ErrSymbolMissing)
+	_, dlErr := dl.Open(path)
+	require.Error(t, dlErr)
+	for _, want := range []string{path, EnvLibrary, dlErr.Error()} {
+		require.Contains(t, err.Error(), want, "the loader's text and how to point at NCCL")
+	}
+}
+
+func TestLoadNotNCCL(t *testing.T) {
+	_, err := LoadLibrary(testutil.FakeCUDA(t))
+	require.ErrorIs(t, err, ErrSymbolMissing)
+	require.ErrorContains(t, err, "ncclGetVersion")
+}
+
+func TestLoadTooOld(t *testing.T) {
+	path := testutil.FakeNCCL(t)
+	t.Setenv(fakenccl.EnvVersion, "21306")
+	_, err := LoadLibrary(path)
+	require.ErrorIs(t, err, ErrSymbolMissing)
+	require.ErrorContains(t, err, "NCCL 2.13.6, 2.14 or newer")
+}
+
+func TestVersion(t *testing.T) {
+	l, _ := stub(t)
+	require.Equal(t, 22809, l.Version())
+	require.Equal(t, "2.28.9", versionString(22809))
+	require.Equal(t, "2.7.8", versionString(2708))
+}
+
+// TestInitRankPassesArguments: the 128-byte id goes by value as C expects
+// (every byte arrives), with the world, the rank and a non-blocking
+// config.
+func TestInitRankPassesArguments(t *testing.T) {
+	l, path := stub(t)
+	id, err := l.UniqueID()
+	require.NoError(t, err)
+	require.NotEqual(t, UniqueID{}, id)
+	c, err := l.InitRank(4, 2, id)
+	require.NoError(t, err)
+	in, err := fakenccl.LastInit(path)
+	require.NoError(t, err)
+	require.Equal(t, fakenccl.Init{ID: id, World: 4, Rank: 2, Blocking: 0}, in)
+	require.NoError(t, c.Wait(context.Background(), time.Millisecond))
+	require.Equal(t, 4, c.World())
+	require.Equal(t, 2, c.Rank())
+	require.NoError(t, c.Destroy())
+	counts, err := fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Zero(t, counts.LiveComms)
+}
+
+func TestInitRankInProgress(t *testing.T) {
+	l, _ := stub(t, fakenccl.EnvInitPolls+"=3")
+	c, err := l.InitRank(2, 0, UniqueID{1})
+	require.NoError(t, err)
+	r, err := c.AsyncError()
+	require.NoError(t, err)
+	require.Equal(t, InProgress, r)
+	require.NoError(t, c.Wait(context.Background(), time.Millisecond))
+	require.NoError(t, c.Destroy())
+}
+
+// TestWaitBounded: a peer that never comes leaves init in progress; Wait
+// returns when its context ends, and Abort frees the communicator.
+func TestWaitBounded(t *testing.T) {
+	l, path := stub(t, fakenccl.EnvInitHang+"=1")
+	c, err := l.InitRank(2, 1, UniqueID{2})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = c.Wait(ctx, time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.NoError(t, c.Abort())
+	counts, err := fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Equal(t, fakenccl.Counts{Aborts: 1}, counts)
+}
+
+func TestInitRankErrors(t *testing.T) {
+	l, _ := stub(t, fakenccl.EnvInitError+"=6")
+	_, err := l.InitRank(2, 0, UniqueID{})
+	require.True(t, IsCode(err, RemoteError), "%v", err)
+	var e *Error
+	require.True(t, errors.As(err, &e))
+	require.Equal(t, "ncclCommInitRankConfig", e.Call)
+	require.Contains(t, e.Text, "remote process exited")
+	require.Contains(t, e.Detail, "FAKENCCL_INIT_ERROR", "NCCL's own message about the failure")
+	_, err = l.InitRank(4, 4, UniqueID{})
+	require.True(t, IsCode(err, InvalidArgument), "%v", err)
+}
+
+// TestSelfExchange: in a world of one, a grouped send to itself and
+// receive from itself move the bytes, and so does an all-gather (the stub
+// moves host memory).
+func TestSelfExchange(t *testing.T) {
+	l, path := stub(t)
+	c, err := l.InitRank(1, 0, UniqueID{3})
+	require.NoError(t, err)
+	require.NoError(t, c.Wait(context.Background(), time.Millisecond))
+	src := []byte("sixteen bytes!!!")
+	dst := make([]byte, len(src))
+	gathered := make([]byte, len(src))
+	at := func(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+	require.NoError(t, l.GroupStart())
+	require.NoError(t, c.Send(at(src), 8, BFloat16, 0, 0))
+	require.NoError(t, c.Recv(at(dst), 8, BFloat16, 0, 0))
+	require.NoError(t, l.GroupEnd())
+	require.NoError(t, c.AllGather(at(src), at(gathered), 16, Uint8, 0))
+	runtime.KeepAlive(src)
+	require.Equal(t, src, dst)
+	require.Equal(t, src, gathered)
+	counts, err := fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Equal(t, fakenccl.Counts{LiveComms: 1, Sends: 1, Recvs: 1, AllGathers: 1}, counts)
+	require.NoError(t, c.Destroy())
+}
+
+func TestOperationErrors(t *testing.T) {
+	l, _ := stub(t)
+	c, err := l.InitRank(2, 0, UniqueID{4})
+	require.NoError(t, err)
+	defer c.Destroy()
+	err = c.Send(0x1000, 1, DataType(12), 1, 0)
+	require.True(t, IsCode(err, InvalidArgument), "%v", err)
+	require.ErrorContains(t, err, "ncclSend: invalid argument (4): invalid data type")
+	err = c.Recv(0x1000, 1, BFloat16, 2, 0)
+	require.ErrorContains(t, err, "peer out of range")
+	require.True(t, IsCode(l.GroupEnd(), InvalidUsage))
+}
+
+// TestConfigLayout: the config mirror has ncclConfig_t's 2.14 layout on
+// 64-bit platforms (size_t, two unsigned, four int, a pointer, an int).
+func TestConfigLayout(t *testing.T) {
+	var c config
+	require.Equal(t, uintptr(48), unsafe.Sizeof(c))
+	require.Equal(t, uintptr(16), unsafe.Offsetof(c.blocking))
+	require.Equal(t, uintptr(40), unsafe.Offsetof(c.splitShare))
+}
