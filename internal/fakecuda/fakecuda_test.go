@@ -58,20 +58,6 @@ func TestBuild(t *testing.T) {
 	require.Equal(t, fakecuda.Source(), string(src))
 }
 
-func TestBuildWithoutCompiler(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
-	_, err := fakecuda.Build(t.TempDir())
-	require.ErrorIs(t, err, fakecuda.ErrNoCompiler)
-	require.Contains(t, err.Error(), "cc")
-}
-
-func TestBuildError(t *testing.T) {
-	testutil.FakeCUDA(t) // skips without a C compiler
-	_, err := fakecuda.Build(filepath.Join(t.TempDir(), "missing"))
-	require.Error(t, err)
-	require.NotErrorIs(t, err, fakecuda.ErrNoCompiler)
-}
-
 func TestDevices(t *testing.T) {
 	_, d, _ := load(t)
 	v, err := d.Version()
