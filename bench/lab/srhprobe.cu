@@ -41,16 +41,22 @@ struct Out {
     u32 units, world, rank_tokens;
 };
 
+// load_unrolled loads vectors i, i+stride, ... (UNROLL of them, those
+// below n) of src into v, all before any is used.
+__device__ __forceinline__ void load_unrolled(const uint4 *__restrict__ src, u32 i, u32 stride, u32 n, uint4 *v) {
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+        const u32 j = i + k * stride;
+        if (j < n) v[k] = src[j];
+    }
+}
+
 // per-vector: SendRecvHeadsMap and copy_vectors, as in gen/kernels/ulysses.cu.
 __global__ void __launch_bounds__(512) per_vector(const uint4 *__restrict__ src, Out o, u32 rank) {
     const u32 n = (u32)N, stride = gridDim.x * blockDim.x;
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
         uint4 v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            if (j < n) v[k] = src[j];
-        }
+        load_unrolled(src, i, stride, n, v);
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) {
             const u32 j = i + k * stride;
@@ -92,11 +98,7 @@ __global__ void __launch_bounds__(512) halves(const uint4 *__restrict__ src, Out
     uint4 *peer = o.dst[1 - rank], *mine = o.dst[rank];
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
         uint4 v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            if (j < n) v[k] = src[j];
-        }
+        load_unrolled(src, i, stride, n, v);
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) {
             const u32 j = i + k * stride;
