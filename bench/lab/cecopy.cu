@@ -7,9 +7,13 @@
 // SendRecvHeads half (4 KiB rows from an 8 KiB pitch), with and without a
 // local 64 MiB copy beside it on a second stream (what the mode does).
 //
-//   nvcc -O3 -arch=sm_90 -o cecopy bench/lab/cecopy.cu && ./cecopy
+// Each through the runtime and through the driver calls ulysses makes.
+//
+//   nvcc -O3 -arch=sm_90 -o cecopy bench/lab/cecopy.cu -lcuda && ./cecopy one; ./cecopy ipc
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cuda.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +28,15 @@
         }                                                                                                  \
     } while (0)
 
+#define CKD(x)                                                                      \
+    do {                                                                            \
+        CUresult e_ = (x);                                                          \
+        if (e_ != CUDA_SUCCESS) {                                                   \
+            fprintf(stderr, "[%d] %s:%d %s: CUresult %d\n", getpid(), __FILE__, __LINE__, #x, (int)e_); \
+            exit(1);                                                                \
+        }                                                                           \
+    } while (0)
+
 static const size_t BYTES = 64ull << 20;
 static const int ITERS = 20;
 
@@ -36,13 +49,44 @@ struct Side {
     cudaEvent_t a, b, fork, join;
 };
 
-enum Shape { LINEAR, PITCHED };
+// The copies: through the runtime, and through the driver calls ulysses
+// makes (cuMemcpyDtoDAsync; cuMemcpy3DAsync with device-typed pointers,
+// and the same with unified-typed ones).
+enum Shape { LINEAR, PITCHED, DRIVER_LINEAR, DRIVER_3D_DEVICE, DRIVER_3D_UNIFIED, SHAPES };
+
+static void driver3D(Side &d, CUmemorytype type) {
+    CUDA_MEMCPY3D m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = m.dstMemoryType = type;
+    m.srcDevice = (CUdeviceptr)d.src;
+    m.srcPitch = 8192;
+    m.srcHeight = BYTES / 4096;
+    m.dstDevice = (CUdeviceptr)d.peer;
+    m.dstPitch = 4096;
+    m.dstHeight = BYTES / 4096;
+    m.WidthInBytes = 4096;
+    m.Height = BYTES / 4096;
+    m.Depth = 1;
+    CKD(cuMemcpy3DAsync(&m, d.s));
+}
 
 static void copy(Side &d, Shape sh, bool withLocal) {
-    if (sh == LINEAR)
+    switch (sh) {
+    case LINEAR:
         CK(cudaMemcpyAsync(d.peer, d.src, BYTES, cudaMemcpyDeviceToDevice, d.s));
-    else
+        break;
+    case PITCHED:
         CK(cudaMemcpy2DAsync(d.peer, 4096, d.src, 8192, 4096, BYTES / 4096, cudaMemcpyDeviceToDevice, d.s));
+        break;
+    case DRIVER_LINEAR:
+        CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.peer, (CUdeviceptr)d.src, BYTES, d.s));
+        break;
+    case DRIVER_3D_DEVICE:
+        driver3D(d, CU_MEMORYTYPE_DEVICE);
+        break;
+    default:
+        driver3D(d, CU_MEMORYTYPE_UNIFIED);
+    }
     if (withLocal) CK(cudaMemcpyAsync(d.local, d.src, BYTES, cudaMemcpyDeviceToDevice, d.s2));
 }
 
@@ -97,7 +141,8 @@ static void setup(Side &d, int dev) {
     CK(cudaEventCreateWithFlags(&d.join, cudaEventDisableTiming));
 }
 
-static const char *names[] = {"linear", "pitched 4K/8K"};
+static const char *names[] = {"linear", "pitched 4K/8K", "cuMemcpyDtoD linear", "cuMemcpy3D device 4K/8K",
+                               "cuMemcpy3D unified 4K/8K"};
 
 static void report(const char *how, const char *what, float ms) {
     printf("%-26s %-28s %7.1f us %6.1f GB/s\n", how, what, ms * 1e3, BYTES / (ms * 1e-3) / 1e9);
@@ -114,7 +159,7 @@ static void oneProcess() {
         CK(cudaMalloc(&dst[r], BYTES));
     }
     for (int r = 0; r < 2; r++) d[r].peer = dst[1 - r];
-    for (int sh = 0; sh < 2; sh++)
+    for (int sh = 0; sh < SHAPES; sh++)
         for (int loc = 0; loc < 2; loc++) {
             char what[64];
             snprintf(what, sizeof what, "%s%s", names[sh], loc ? " + local" : "");
@@ -161,7 +206,7 @@ static void twoProcesses() {
         xfer(wr, &c, 1, true);
         xfer(rd, &c, 1, false);
     };
-    for (int sh = 0; sh < 2; sh++)
+    for (int sh = 0; sh < SHAPES; sh++)
         for (int loc = 0; loc < 2; loc++) {
             char what[64];
             snprintf(what, sizeof what, "%s%s", names[sh], loc ? " + local" : "");
