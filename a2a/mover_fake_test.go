@@ -34,7 +34,7 @@ func TestFakeCopyEngines(t *testing.T) {
 					{Name: "uneven-heads", Batch: 1, Tokens: zero, Heads: 3*world + 1, HeadDim: 72, DType: dt, Misalign: 1},
 					{Name: "qkv", Batch: 2, Tokens: uneven, Heads: 2*world + 1, HeadDim: 32, DType: dt, Tensors: 3, Strided: true},
 				}
-				if dt == a2a.BFloat16 && !single && world == 2 { // large enough for side streams and copies cut in pieces
+				if dt == a2a.BFloat16 && !single && world == 2 { // large enough for the side streams (fanMinBytes)
 					cases = append(cases, check.Case{Name: "large", Batch: 1, Tokens: slices.Repeat([]int{1024}, world), Heads: 2 * world, HeadDim: 1024, DType: dt})
 				}
 				maxTokens, hidden := check.Capacity(cases...)
