@@ -221,10 +221,11 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 	p.inRow = x.rowElems() * es / int64(p.width)
 	p.vectors = walk * es / int64(p.width)
 	p.spread = r.sharedGeneral(world)
-	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N, generalSpread) // room for the spread
-	p.groupRow, ok[1] = mulChecked(rowWalk, es, N, generalSpread)
-	p.groupBytes /= generalSpread
-	p.groupRow /= generalSpread
+	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N)
+	p.groupRow, ok[1] = mulChecked(rowWalk, es, N)
+	// The transport multiplies both by up to generalSpread.
+	ok[0] = ok[0] && p.groupBytes <= math.MaxInt64/generalSpread
+	ok[1] = ok[1] && p.groupRow <= math.MaxInt64/generalSpread
 	p.shapeSig = generalSignature(r.op, b, H, d, int(es), r.n)
 	p.sig = withTokens(p.shapeSig, ts.hash)
 	if !ok[0] || !ok[1] || p.vectors > math.MaxInt32 || p.inRow > math.MaxUint32 {
