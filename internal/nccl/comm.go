@@ -80,7 +80,8 @@ type Comm struct {
 // On an error nothing is left to release.
 func (l *Library) InitRank(world, rank int, id UniqueID) (*Comm, error) {
 	if world < 1 || rank < 0 || rank >= world || world > 1<<30 {
-		return nil, fmt.Errorf("nccl: rank %d of %d: %w", rank, world, &Error{Call: "ncclCommInitRankConfig", Code: InvalidArgument, Text: "invalid argument"})
+		e := &Error{Call: "ncclCommInitRankConfig", Code: InvalidArgument, Text: l.errorString(int32(InvalidArgument))}
+		return nil, fmt.Errorf("nccl: rank %d of %d: %w", rank, world, e)
 	}
 	cfg := &config{
 		size: uint64(unsafe.Sizeof(config{})), magic: configMagic, version: configVersion, blocking: 0,
