@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -56,7 +57,7 @@ func (f *copyFan) releases(ctx *driver.Context) []release {
 	for _, s := range f.sides {
 		rs = append(rs, release{"destroying a copy stream", func() error { return ctx.StreamDestroy(s) }})
 	}
-	for _, e := range append(f.joins, f.fork) {
+	for _, e := range slices.Concat(f.joins, []driver.Event{f.fork}) {
 		if e != 0 {
 			rs = append(rs, release{"destroying a copy stream's event", func() error { return ctx.EventDestroy(e) }})
 		}
