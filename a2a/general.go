@@ -59,7 +59,7 @@ func single(op ptx.Op, x Tensor) request {
 // operation that has no other.
 func (r request) general(world int) bool {
 	x := r.xs[0]
-	return r.sharedGeneral(world) || (x.RowStride != 0 && x.strided())
+	return r.sharedGeneral(world) || x.strided()
 }
 
 // sharedGeneral reports whether every rank takes the general entries for

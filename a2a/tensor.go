@@ -57,7 +57,7 @@ func (t Tensor) span() int64 {
 
 // checkDense refuses a strided tensor where only contiguous ones work.
 func checkDense(name string, t Tensor) error {
-	if t.RowStride != 0 && t.strided() {
+	if t.strided() {
 		return fmt.Errorf("a2a: %s %v has a token stride; only the head operations' inputs may: %w", name, t, ErrNotSupported)
 	}
 	return nil
