@@ -44,12 +44,7 @@ type localMember struct {
 // round is then broken for every rank).
 func (m localMember) AllGather(ctx context.Context, local []byte) ([][]byte, error) {
 	x := m.x
-	stop := context.AfterFunc(ctx, func() {
-		x.mu.Lock()
-		x.closed = true
-		x.changed.Broadcast()
-		x.mu.Unlock()
-	})
+	stop := context.AfterFunc(ctx, func() { m.Close() })
 	defer stop()
 	x.mu.Lock()
 	defer x.mu.Unlock()
