@@ -45,7 +45,7 @@ type burner struct {
 		iters uint32
 	}
 	params [2]unsafe.Pointer
-	undo   []func() error
+	undo   undoList
 }
 
 // openBurner loads the burn kernel on device ordinal of drv, for one
@@ -56,9 +56,9 @@ func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
 	if b.ctx, err = drv.RetainPrimaryContext(ordinal); err != nil {
 		return nil, err
 	}
-	b.undo = append(b.undo, b.ctx.Release)
+	b.undo.add(b.ctx.Release)
 	if b.module, err = b.ctx.LoadModule(append([]byte(burnPTX), 0)); err == nil {
-		b.undo = append(b.undo, func() error { return b.ctx.UnloadModule(b.module) })
+		b.undo.add(func() error { return b.ctx.UnloadModule(b.module) })
 		b.fn, err = b.ctx.Function(b.module, "burn")
 	}
 	if err == nil {
@@ -68,20 +68,20 @@ func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
 	}
 	if err == nil {
 		if b.stream, err = b.ctx.StreamCreate(true); err == nil {
-			b.undo = append(b.undo, func() error { return b.ctx.StreamDestroy(b.stream) })
+			b.undo.add(func() error { return b.ctx.StreamDestroy(b.stream) })
 		}
 	}
 	for _, e := range []*driver.Event{&b.start, &b.end} {
 		if err == nil {
 			if *e, err = b.ctx.EventCreate(true); err == nil {
 				ev := *e
-				b.undo = append(b.undo, func() error { return b.ctx.EventDestroy(ev) })
+				b.undo.add(func() error { return b.ctx.EventDestroy(ev) })
 			}
 		}
 	}
 	if err == nil {
 		if b.out, err = b.ctx.MemAlloc(4); err == nil {
-			b.undo = append(b.undo, func() error { return b.ctx.MemFree(b.out) })
+			b.undo.add(func() error { return b.ctx.MemFree(b.out) })
 		}
 	}
 	if err != nil {
@@ -122,14 +122,7 @@ func (b *burner) run(iters uint32) (time.Duration, error) {
 }
 
 // close releases everything openBurner made, last first.
-func (b *burner) close() error {
-	var errs []error
-	for i := len(b.undo) - 1; i >= 0; i-- {
-		errs = append(errs, b.undo[i]())
-	}
-	b.undo = nil
-	return errors.Join(errs...)
-}
+func (b *burner) close() error { return b.undo.run() }
 
 // timeOverlap measures op's back-to-back run (iters operations of fn)
 // while the burn kernel runs beside it, sized to last as long as the

@@ -69,7 +69,7 @@ type peerCopy struct {
 	n          uint64
 	stream     driver.Stream
 	start, end driver.Event
-	undo       []func() error // what release runs, last first
+	undo       undoList // what release runs
 }
 
 // open retains the contexts, enables peer access and allocates the
@@ -80,11 +80,11 @@ func (pc *peerCopy) open(drv *driver.Driver, src, dst int, n uint64) error {
 	if pc.src, err = drv.RetainPrimaryContext(src); err != nil {
 		return err
 	}
-	pc.undo = append(pc.undo, pc.src.Release)
+	pc.undo.add(pc.src.Release)
 	if pc.dst, err = drv.RetainPrimaryContext(dst); err != nil {
 		return err
 	}
-	pc.undo = append(pc.undo, pc.dst.Release)
+	pc.undo.add(pc.dst.Release)
 	if src != dst {
 		if err := pc.src.EnablePeerAccess(pc.dst); err != nil {
 			return fmt.Errorf("enabling peer access: %w", err)
@@ -93,11 +93,11 @@ func (pc *peerCopy) open(drv *driver.Driver, src, dst int, n uint64) error {
 	if pc.from, err = pc.src.MemAlloc(n); err != nil {
 		return err
 	}
-	pc.undo = append(pc.undo, func() error { return pc.src.MemFree(pc.from) })
+	pc.undo.add(func() error { return pc.src.MemFree(pc.from) })
 	if pc.to, err = pc.dst.MemAlloc(n); err != nil {
 		return err
 	}
-	pc.undo = append(pc.undo, func() error { return pc.dst.MemFree(pc.to) })
+	pc.undo.add(func() error { return pc.dst.MemFree(pc.to) })
 	return pc.openStream()
 }
 
@@ -108,12 +108,12 @@ func (pc *peerCopy) openStream() error {
 	if pc.stream, err = pc.src.StreamCreate(true); err != nil {
 		return err
 	}
-	pc.undo = append(pc.undo, func() error { return pc.src.StreamDestroy(pc.stream) })
+	pc.undo.add(func() error { return pc.src.StreamDestroy(pc.stream) })
 	for _, e := range []*driver.Event{&pc.start, &pc.end} {
 		if *e, err = pc.src.EventCreate(true); err != nil {
 			return err
 		}
-		pc.undo = append(pc.undo, func() error { return pc.src.EventDestroy(*e) })
+		pc.undo.add(func() error { return pc.src.EventDestroy(*e) })
 	}
 	return pc.src.MemsetD8Async(pc.from, 0x3C, pc.n, pc.stream)
 }
@@ -138,8 +138,5 @@ func (pc *peerCopy) time(iters int) (time.Duration, error) {
 // release undoes what open did, as far as it got. Errors are ignored: the
 // measurement is over.
 func (pc *peerCopy) release() {
-	for i := len(pc.undo) - 1; i >= 0; i-- {
-		_ = pc.undo[i]()
-	}
-	pc.undo = nil
+	_ = pc.undo.run()
 }
