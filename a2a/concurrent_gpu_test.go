@@ -117,9 +117,13 @@ func workerUploadRace(rk launch.Rank) error {
 	for _, mode := range []struct {
 		dt     a2a.DType
 		single bool
-	}{{a2a.BFloat16, false}, {a2a.Float8E4M3, false}, {a2a.BFloat16, true}} {
+		mover  a2a.Mover
+	}{
+		{a2a.BFloat16, false, a2a.MoverKernels}, {a2a.Float8E4M3, false, a2a.MoverKernels}, {a2a.BFloat16, true, a2a.MoverKernels},
+		{a2a.BFloat16, false, a2a.MoverCopyEngines}, {a2a.BFloat16, true, a2a.MoverCopyEngines},
+	} {
 		big := largestCase(rk.World, mode.dt, maxTokens)
-		comm, err := joinFor(rk, ex, mode.dt, []check.Case{big}, mode.single)
+		comm, err := joinFor(rk, ex, mode.dt, []check.Case{big}, mode.single, withMover(mode.mover))
 		if err != nil {
 			return err
 		}
@@ -128,9 +132,9 @@ func workerUploadRace(rk launch.Rank) error {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("%v single-buffer=%v: %w", mode.dt, mode.single, err)
+			return fmt.Errorf("%v single-buffer=%v %v: %w", mode.dt, mode.single, mode.mover, err)
 		}
-		fmt.Printf("PASS %v single-buffer=%v: %d cases uploaded and run at once\n", mode.dt, mode.single, uploadCases())
+		fmt.Printf("PASS %v single-buffer=%v %v: %d cases uploaded and run at once\n", mode.dt, mode.single, mode.mover, uploadCases())
 	}
 	return nil
 }
@@ -219,7 +223,8 @@ func TestUploadThenOperate(t *testing.T) {
 
 // workerCloseDuringOp: the last rank closes its Comm while the others are
 // inside an operation it never joins: each of the three, HeadAllGather and
-// a packed SendRecvHeads of two tensors (the general kernels). The others
+// a packed SendRecvHeads of two tensors (the general kernels), in both
+// buffer modes, moved by the kernels and by the copy engines. The others
 // must get an error within the timeout bound, never a result.
 func workerCloseDuringOp(rk launch.Rank) error {
 	ex, err := exchangerFor(rk)
@@ -229,12 +234,16 @@ func workerCloseDuringOp(rk launch.Rank) error {
 	defer ex.Close()
 	const timeout = 4 * time.Second
 	last := rk.World - 1
-	for _, single := range []bool{false, true} {
+	for _, mode := range []struct {
+		single bool
+		mover  a2a.Mover
+	}{{false, a2a.MoverKernels}, {true, a2a.MoverKernels}, {false, a2a.MoverCopyEngines}, {true, a2a.MoverCopyEngines}} {
+		single := mode.single
 		for op := 0; op < 5; op++ {
 			cs := smallCase(rk.World, a2a.BFloat16)
 			packed := cs
 			packed.Tensors = 2
-			comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs, packed}, single)
+			comm, err := joinFor(rk, ex, a2a.BFloat16, []check.Case{cs, packed}, single, withMover(mode.mover))
 			if err != nil {
 				return err
 			}
@@ -247,7 +256,7 @@ func workerCloseDuringOp(rk launch.Rank) error {
 			if err := rendezvous(ex, "ran"); err != nil {
 				return err
 			}
-			what := fmt.Sprintf("single-buffer=%v op %d", single, op)
+			what := fmt.Sprintf("single-buffer=%v %v op %d", single, mode.mover, op)
 			if rk.Rank == last {
 				// The others close as soon as they have their error, which
 				// is the goodbye this Close waits for: it must not time out.
@@ -352,7 +361,8 @@ func opsPerComm() int {
 
 var concurrentDTypes = []a2a.DType{a2a.BFloat16, a2a.Float8E4M3, a2a.Float16, a2a.Float8E5M2}
 
-// workerCommsAtOnce holds several Comms (one per dtype) and drives each
+// workerCommsAtOnce holds several Comms (one per dtype, every second one
+// moving bytes with the copy engines beside the others' kernels) and drives each
 // from its own goroutine through check.Run (uploads, fills, downloads, new
 // token counts, every operation and its Into form) and short back-to-back
 // runs with random host delays of 0-3 ms before each read. Part way
@@ -376,15 +386,19 @@ func workerCommsAtOnce(rk launch.Rank) error {
 			c.Close()
 		}
 	}()
-	join := func(dt a2a.DType) (*a2a.Comm, error) {
-		c, err := joinConfig(rk, ex, dt, largestCase(rk.World, dt, bigTokens), sms)
+	join := func(dt a2a.DType, mover a2a.Mover) (*a2a.Comm, error) {
+		c, err := joinConfig(rk, ex, dt, largestCase(rk.World, dt, bigTokens), sms, mover)
 		if err == nil {
 			comms = append(comms, c)
 		}
 		return c, err
 	}
 	for i := 0; i < k; i++ {
-		if _, err := join(concurrentDTypes[i%len(concurrentDTypes)]); err != nil {
+		mover := a2a.MoverKernels
+		if i%2 == 1 {
+			mover = a2a.MoverCopyEngines // beside the kernels' Comms
+		}
+		if _, err := join(concurrentDTypes[i%len(concurrentDTypes)], mover); err != nil {
 			return err
 		}
 	}
@@ -404,7 +418,7 @@ func workerCommsAtOnce(rk launch.Rank) error {
 	}
 	// A Comm made while the others are in the middle of their operations.
 	<-third
-	late, err := join(a2a.BFloat16)
+	late, err := join(a2a.BFloat16, a2a.MoverKernels)
 	if err == nil {
 		for i := 0; i < 5 && err == nil; i++ {
 			err = check.Run(late, randomCase(rk.World, a2a.BFloat16, 99, uint64(i), maxTokens), uint64(i))
@@ -414,7 +428,7 @@ func workerCommsAtOnce(rk launch.Rank) error {
 	all := append(errs, err)
 	if err := errors.Join(all...); err != nil {
 		for i, c := range comms {
-			fmt.Printf("comm %d (%v): %s", i, c.Config().DType, a2a.DebugDump(c, 16))
+			fmt.Printf("comm %d (%v, %v): %s", i, c.Config().DType, c.Config().Mover, a2a.DebugDump(c, 16))
 		}
 		return err
 	}
@@ -449,9 +463,10 @@ func driveComm(comm *a2a.Comm, id uint64, maxTokens, bigTokens int, third chan s
 	return ops, nil
 }
 
-// joinConfig joins a Comm sized for big with NumSMs sms and a 5 s timeout.
-func joinConfig(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, big check.Case, sms int) (*a2a.Comm, error) {
-	return joinFor(rk, ex, dt, []check.Case{big}, false, func(c *a2a.Config) {
+// joinConfig joins a Comm sized for big with NumSMs sms, mover and a 5 s
+// timeout.
+func joinConfig(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, big check.Case, sms int, mover a2a.Mover) (*a2a.Comm, error) {
+	return joinFor(rk, ex, dt, []check.Case{big}, false, withMover(mover), func(c *a2a.Config) {
 		c.NumSMs = sms
 		c.Timeout = 5 * time.Second
 	})
