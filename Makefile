@@ -3,6 +3,7 @@
 # machine, which has no Go), race, fuzz.
 GO      ?= go
 GPU_BIN ?= .gpu-bin
+CUDA_STUBS ?= /usr/lib/x86_64-linux-gnu/stubs
 PKGS    := ./...
 export CGO_ENABLED ?= 0
 
@@ -31,7 +32,10 @@ ptx-check: ptx
 	git diff --exit-code -- ptx/
 
 # Test binaries and the command, built here (CGO_ENABLED=0) for the GPU
-# machine; ship $(GPU_BIN) along and run them there.
+# machine; ship $(GPU_BIN) along and run them there. The gorgonia.org/cu
+# adapter's (cuinterop/, a module of its own) needs cgo and cuda.h, and
+# links NVIDIA's stub libcuda.so from CUDA_STUBS: the binary loads the
+# driver's libcuda.so.1 there.
 gpu-bin:
 	mkdir -p $(GPU_BIN)
 	$(GO) test -c -o $(GPU_BIN)/driver.test ./internal/driver
@@ -40,6 +44,7 @@ gpu-bin:
 	$(GO) test -c -o $(GPU_BIN)/nccl.test ./internal/nccl
 	$(GO) build -o $(GPU_BIN)/ulysses ./cmd/ulysses
 	cp bench/nccl_bench.py $(GPU_BIN)/
+	cd cuinterop && CGO_ENABLED=1 CGO_LDFLAGS="-L$(CUDA_STUBS)" $(GO) test -c -o $(abspath $(GPU_BIN))/cuinterop.test .
 
 # Every fuzz target, 30 s each.
 fuzz:
