@@ -7,8 +7,10 @@ package cuinterop
 #cgo LDFLAGS: -lcuda
 #include <cuda.h>
 
-// The attributes of p that pointerFacts reads, in one driver call. For an
-// address the driver does not know it succeeds with memType 0.
+// The attributes of p that pointerFacts reads, in one driver call. An
+// address the driver does not know gets memType 0: cuPointerGetAttributes
+// documents success with default values for it, and CUDA_ERROR_INVALID_VALUE
+// is what a driver that refuses it instead says (as cuPointerGetAttribute).
 typedef struct {
 	CUcontext ctx;
 	unsigned int memType;
@@ -23,7 +25,12 @@ static CUresult ucuPointerAttributes(CUdeviceptr p, ucuPointer *out) {
 		CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
 	};
 	void *data[5] = {&out->ctx, &out->memType, &out->device, &out->base, &out->size};
-	return cuPointerGetAttributes(5, attrs, data, p);
+	CUresult r = cuPointerGetAttributes(5, attrs, data, p);
+	if (r == CUDA_ERROR_INVALID_VALUE) {
+		out->memType = 0;
+		return CUDA_SUCCESS;
+	}
+	return r;
 }
 
 // ucuPrimary sets *primary to dev's primary context, or NULL when it is
