@@ -36,4 +36,12 @@
 // Tensor and Stream each make one cgo call of a few driver calls (their
 // docs list them): no synchronisation, nothing enqueued, cheap enough per
 // step. DevicePtr makes none.
+//
+// # Without a GPU
+//
+// gorgonia.org/cu's init exits a program that imports it (this package
+// does) where cuInit fails, so nothing here runs without a GPU. The tests
+// skip there instead, through internal/gpuguard, and fail under
+// ULYSSES_REQUIRE_GPU=1; internal/rule holds the checks' logic, tested on
+// any machine.
 package cuinterop
