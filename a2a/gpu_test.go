@@ -110,6 +110,7 @@ func collectiveCases(world int, dt a2a.DType) []check.Case {
 		{Name: "uneven", Batch: 2, Tokens: uneven, Heads: 2 * world, HeadDim: 64, DType: dt},
 		{Name: "zero-rank", Batch: 3, Tokens: oneZero, Heads: world, HeadDim: 72, DType: dt},
 		{Name: "last-only", Batch: 4, Tokens: lastOnly, Heads: 3 * world, HeadDim: 64, DType: dt},
+		{Name: "wide", Batch: 2, Tokens: uneven, Heads: 16 * world, HeadDim: 128, DType: dt},
 		{Name: "misaligned", Batch: 2, Tokens: uneven, Heads: 2 * world, HeadDim: 72, DType: dt, Misalign: 1},
 		{Name: "odd-dim", Batch: 1, Tokens: uneven, Heads: world, HeadDim: 3, DType: dt},
 		{Name: "uneven-heads", Batch: 2, Tokens: oneZero, Heads: 3*world + 1, HeadDim: 64, DType: dt},
@@ -152,19 +153,23 @@ func workerCollectives(rk launch.Rank) error {
 		return err
 	}
 	defer ex.Close()
+	// The 16-SM mode gives every thread several of a wide case's vectors
+	// (run 44 ran a chunked walk of SendRecvHeads there, since dropped).
 	modes := []struct {
 		dt     a2a.DType
 		single bool
 		mover  a2a.Mover
+		sms    int
 	}{
-		{a2a.BFloat16, false, a2a.MoverKernels}, {a2a.Float8E4M3, false, a2a.MoverKernels}, {a2a.BFloat16, true, a2a.MoverKernels},
-		{a2a.BFloat16, false, a2a.MoverCopyEngines}, {a2a.Float8E4M3, true, a2a.MoverCopyEngines},
+		{a2a.BFloat16, false, a2a.MoverKernels, 0}, {a2a.Float8E4M3, false, a2a.MoverKernels, 0}, {a2a.BFloat16, true, a2a.MoverKernels, 0},
+		{a2a.BFloat16, false, a2a.MoverKernels, 16},
+		{a2a.BFloat16, false, a2a.MoverCopyEngines, 0}, {a2a.Float8E4M3, true, a2a.MoverCopyEngines, 0},
 	}
 	for _, mode := range modes {
 		dt := mode.dt
-		fmt.Printf("mode %v single-buffer=%v mover=%v\n", dt, mode.single, mode.mover)
+		fmt.Printf("mode %v single-buffer=%v mover=%v sms=%d\n", dt, mode.single, mode.mover, mode.sms)
 		cases := collectiveCases(rk.World, dt)
-		comm, err := joinFor(rk, ex, dt, cases, mode.single, withMover(mode.mover))
+		comm, err := joinFor(rk, ex, dt, cases, mode.single, withMover(mode.mover), func(c *a2a.Config) { c.NumSMs = mode.sms })
 		if err != nil {
 			return err
 		}
@@ -178,8 +183,12 @@ func workerCollectives(rk launch.Rank) error {
 		}
 		// Back to back, with per-rank random delays before each view is read.
 		iters := backToBackIters()
-		for _, heads := range []int{2 * rk.World, 3*rk.World + 1} {
-			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: heads, HeadDim: 64, DType: dt}
+		races := [][2]int{{2 * rk.World, 64}, {3*rk.World + 1, 64}} // heads, head size
+		if mode.sms != 0 {
+			races = append(races, [2]int{16 * rk.World, 128})
+		}
+		for _, hd := range races {
+			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: hd[0], HeadDim: hd[1], DType: dt}
 			start := time.Now()
 			if err := check.BackToBack(comm, race, iters, 300*time.Microsecond, 77); err != nil {
 				comm.Close()
