@@ -7,11 +7,17 @@
 // SendRecvHeads half (4 KiB rows from an 8 KiB pitch), with and without a
 // local 64 MiB copy beside it on a second stream (what the mode does).
 //
-// Each through the runtime and through the driver calls ulysses makes.
+// Each through the runtime and through the driver calls ulysses makes, with
+// the host time that enqueueing a round took; and the peer's bytes as two
+// halves on two streams (two copy engines into one peer); and ulysses's
+// arrangement (each copy on a side stream, the local one first on rank 0,
+// as its plan orders them).
 //
 //   nvcc -O3 -arch=sm_90 -o cecopy bench/lab/cecopy.cu -lcuda && ./cecopy one; ./cecopy ipc
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <ctime>
 
 #include <cuda.h>
 
@@ -45,14 +51,49 @@ static const int ITERS = 20;
 struct Side {
     int dev;
     char *src, *local, *peer;
-    cudaStream_t s, s2;
-    cudaEvent_t a, b, fork, join;
+    cudaStream_t s, s2, s3;
+    cudaEvent_t a, b, fork, join, fork3, join3;
+    double hostUs;  // host time to enqueue one round, last run
 };
 
 // The copies: through the runtime, and through the driver calls ulysses
 // makes (cuMemcpyDtoDAsync; cuMemcpy3DAsync with device-typed pointers,
 // and the same with unified-typed ones).
-enum Shape { LINEAR, PITCHED, DRIVER_LINEAR, DRIVER_3D_DEVICE, DRIVER_3D_UNIFIED, SHAPES };
+enum Shape { LINEAR, PITCHED, DRIVER_LINEAR, DRIVER_3D_DEVICE, DRIVER_3D_UNIFIED, DRIVER_SPLIT2, DRIVER_SIDES, SHAPES };
+
+static void driver3D(Side &d, CUmemorytype type);
+
+// sides is ulysses's own arrangement: the peer's copy (3-D, unified) and
+// the local one each on a side stream forked from the first and joined
+// back, the first stream left empty.
+static void sides(Side &d, bool withLocal) {
+    CK(cudaEventRecord(d.fork3, d.s));
+    CK(cudaStreamWaitEvent(d.s3, d.fork3, 0));
+    if (withLocal) CK(cudaStreamWaitEvent(d.s2, d.fork3, 0));
+    if (withLocal && d.dev == 0) CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.local, (CUdeviceptr)d.src, BYTES, d.s2));
+    cudaStream_t s = d.s;
+    d.s = d.s3;
+    driver3D(d, CU_MEMORYTYPE_UNIFIED);
+    d.s = s;
+    if (withLocal && d.dev != 0) CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.local, (CUdeviceptr)d.src, BYTES, d.s2));
+    CK(cudaEventRecord(d.join3, d.s3));
+    CK(cudaStreamWaitEvent(d.s, d.join3, 0));
+    if (withLocal) {
+        CK(cudaEventRecord(d.join, d.s2));
+        CK(cudaStreamWaitEvent(d.s, d.join, 0));
+    }
+}
+
+// split2 copies the peer's bytes as two linear halves, the second on a
+// third stream: do two copy engines into one peer beat one?
+static void split2(Side &d) {
+    CK(cudaEventRecord(d.fork3, d.s));
+    CK(cudaStreamWaitEvent(d.s3, d.fork3, 0));
+    CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.peer, (CUdeviceptr)d.src, BYTES / 2, d.s));
+    CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.peer + BYTES / 2, (CUdeviceptr)d.src + BYTES / 2, BYTES / 2, d.s3));
+    CK(cudaEventRecord(d.join3, d.s3));
+    CK(cudaStreamWaitEvent(d.s, d.join3, 0));
+}
 
 static void driver3D(Side &d, CUmemorytype type) {
     CUDA_MEMCPY3D m;
@@ -84,6 +125,12 @@ static void copy(Side &d, Shape sh, bool withLocal) {
     case DRIVER_3D_DEVICE:
         driver3D(d, CU_MEMORYTYPE_DEVICE);
         break;
+    case DRIVER_SPLIT2:
+        split2(d);
+        break;
+    case DRIVER_SIDES:
+        sides(d, withLocal);
+        return;
     default:
         driver3D(d, CU_MEMORYTYPE_UNIFIED);
     }
@@ -93,6 +140,10 @@ static void copy(Side &d, Shape sh, bool withLocal) {
 // iteration enqueues one round on d: the local copy, when asked, forks off
 // to the second stream and joins back, as the copy-engine mode does.
 static void iteration(Side &d, Shape sh, bool withLocal) {
+    if (sh == DRIVER_SIDES) {
+        copy(d, sh, withLocal);
+        return;
+    }
     if (withLocal) {
         CK(cudaEventRecord(d.fork, d.s));
         CK(cudaStreamWaitEvent(d.s2, d.fork, 0));
@@ -109,7 +160,11 @@ static void start(Side &d, Shape sh, bool withLocal) {
     CK(cudaSetDevice(d.dev));
     for (int i = 0; i < 3; i++) iteration(d, sh, withLocal);
     CK(cudaEventRecord(d.a, d.s));
+    timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < ITERS; i++) iteration(d, sh, withLocal);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    d.hostUs = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / ITERS;
     CK(cudaEventRecord(d.b, d.s));
 }
 
@@ -135,6 +190,9 @@ static void setup(Side &d, int dev) {
     CK(cudaMalloc(&d.local, BYTES));
     CK(cudaStreamCreateWithFlags(&d.s, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&d.s2, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&d.s3, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&d.fork3, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&d.join3, cudaEventDisableTiming));
     CK(cudaEventCreate(&d.a));
     CK(cudaEventCreate(&d.b));
     CK(cudaEventCreateWithFlags(&d.fork, cudaEventDisableTiming));
@@ -142,10 +200,11 @@ static void setup(Side &d, int dev) {
 }
 
 static const char *names[] = {"linear", "pitched 4K/8K", "cuMemcpyDtoD linear", "cuMemcpy3D device 4K/8K",
-                               "cuMemcpy3D unified 4K/8K"};
+                               "cuMemcpy3D unified 4K/8K", "cuMemcpyDtoD 2 halves, 2 streams",
+                               "ulysses: both on side streams"};
 
-static void report(const char *how, const char *what, float ms) {
-    printf("%-26s %-28s %7.1f us %6.1f GB/s\n", how, what, ms * 1e3, BYTES / (ms * 1e-3) / 1e9);
+static void report(const char *how, const char *what, float ms, double hostUs) {
+    printf("%-26s %-40s %7.1f us %6.1f GB/s  enqueue %6.1f us\n", how, what, ms * 1e3, BYTES / (ms * 1e-3) / 1e9, hostUs);
 }
 
 // One process, both GPUs: each side's peer pointer is the other's buffer
@@ -163,10 +222,11 @@ static void oneProcess() {
         for (int loc = 0; loc < 2; loc++) {
             char what[64];
             snprintf(what, sizeof what, "%s%s", names[sh], loc ? " + local" : "");
-            report("one process, GPU 0 alone", what, run(d[0], (Shape)sh, loc));
+            float alone = run(d[0], (Shape)sh, loc);
+            report("one process, GPU 0 alone", what, alone, d[0].hostUs);
             for (int r = 0; r < 2; r++) start(d[r], (Shape)sh, loc);  // both enqueued, then waited for
             float m0 = finish(d[0]), m1 = finish(d[1]);
-            report("one process, both at once", what, m0 > m1 ? m0 : m1);
+            report("one process, both at once", what, m0 > m1 ? m0 : m1, d[0].hostUs);
         }
 }
 
@@ -211,12 +271,15 @@ static void twoProcesses() {
             char what[64];
             snprintf(what, sizeof what, "%s%s", names[sh], loc ? " + local" : "");
             barrier();
-            if (rank == 0) report("IPC, GPU 0 alone", what, run(d, (Shape)sh, loc));
+            if (rank == 0) {
+                float alone = run(d, (Shape)sh, loc);
+                report("IPC, GPU 0 alone", what, alone, d.hostUs);
+            }
             barrier();
             float ms = run(d, (Shape)sh, loc), other;
             xfer(wr, &ms, sizeof ms, true);
             xfer(rd, &other, sizeof other, false);
-            if (rank == 0) report("IPC, both at once", what, ms > other ? ms : other);
+            if (rank == 0) report("IPC, both at once", what, ms > other ? ms : other, d.hostUs);
         }
     barrier();
     CK(cudaIpcCloseMemHandle(d.peer));

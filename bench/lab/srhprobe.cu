@@ -11,6 +11,10 @@
 //               the second to this GPU, linearly (the bytes of the exchange
 //               with none of its arithmetic).
 //
+// Then the hybrid: the SMs store only the chunks bound for the peer while a
+// copy engine moves this rank's own chunks (one 2-D copy on a second
+// stream), and those remote stores alone.
+//
 // No barrier, no signals: only the data movement. It prints us per
 // operation (the slower GPU) and checks per-chunk's bytes against
 // per-vector's. bench/lab/bulk.cu showed 16 blocks fill the link when only
@@ -110,19 +114,83 @@ __global__ void __launch_bounds__(512) halves(const uint4 *__restrict__ src, Out
     }
 }
 
+// The remote-only kernels: per-vector and per-chunk with this rank's own
+// chunks skipped, for the hybrid (the local half by a copy engine beside).
+__global__ void __launch_bounds__(512) per_vector_remote(const uint4 *__restrict__ src, Out o, u32 rank) {
+    const u32 n = (u32)N, stride = gridDim.x * blockDim.x;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            const u32 j = i + k * stride;
+            if (j < n && (j / o.units) % o.world != rank) v[k] = src[j];
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) {
+            const u32 j = i + k * stride;
+            if (j >= n) continue;
+            const u32 c = j / o.units, u = j - c * o.units;
+            const u32 q = c % o.world, row = c / o.world;
+            if (q == rank) continue;
+            const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
+            const u64 at = ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units + u;
+            o.dst[q][at] = v[k];
+        }
+    }
+}
+
+__global__ void __launch_bounds__(512) per_chunk_remote(const uint4 *__restrict__ src, Out o, u32 rank) {
+    const u32 lane = threadIdx.x & 31u;
+    const u32 warps = gridDim.x * (blockDim.x >> 5);
+    const u32 remote = (u32)(N / o.units) / o.world * (o.world - 1);  // chunks bound elsewhere
+    for (u32 k0 = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); k0 < remote; k0 += warps) {
+        const u32 row = k0 / (o.world - 1), qi = k0 - row * (o.world - 1);
+        const u32 q = qi < rank ? qi : qi + 1, c = row * o.world + q;
+        const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
+        const uint4 *from = src + (u64)c * o.units;
+        uint4 *to = o.dst[q] + ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units;
+        for (u32 u0 = 0; u0 < o.units; u0 += 32u * UNROLL) {
+            uint4 v[UNROLL];
+#pragma unroll
+            for (int k = 0; k < UNROLL; k++) v[k] = from[u0 + k * 32u + lane];
+#pragma unroll
+            for (int k = 0; k < UNROLL; k++) to[u0 + k * 32u + lane] = v[k];
+        }
+    }
+}
+
 typedef void (*Kernel)(const uint4 *, Out, u32);
 
 struct Rank {
     uint4 *src, *out;
-    cudaStream_t s;
-    cudaEvent_t a, b;
+    cudaStream_t s, s2;
+    cudaEvent_t a, b, fork, join;
 };
 
-static float timed(Rank *rk, Kernel k, int blocks, int threads, int iters) {
+// launch enqueues one operation of rank r: k on its stream and, with
+// local, this rank's own chunks as one 2-D copy-engine copy on a second
+// stream forked from and joined back to the first (the hybrid).
+static void launch(Rank *rk, int r, Kernel k, Out o, int blocks, int threads, bool local) {
+    Rank &d = rk[r];
+    if (local) {
+        CK(cudaEventRecord(d.fork, d.s));
+        CK(cudaStreamWaitEvent(d.s2, d.fork, 0));
+        const size_t row = UNITS * 16;  // one token's heads for one rank
+        CK(cudaMemcpy2DAsync((char *)d.out + (size_t)r * T_R * row, row, (const char *)d.src + r * row, P * row, row,
+                             T_R, cudaMemcpyDeviceToDevice, d.s2));
+    }
+    k<<<blocks, threads, 0, d.s>>>(d.src, o, r);
+    if (local) {
+        CK(cudaEventRecord(d.join, d.s2));
+        CK(cudaStreamWaitEvent(d.s, d.join, 0));
+    }
+}
+
+static float timed(Rank *rk, Kernel k, int blocks, int threads, int iters, bool local = false) {
     Out o = {{rk[0].out, rk[1].out}, UNITS, P, T_R};
     for (int r = 0; r < 2; r++) {
         CK(cudaSetDevice(r));
-        for (int w = 0; w < 3; w++) k<<<blocks, threads, 0, rk[r].s>>>(rk[r].src, o, r);
+        for (int w = 0; w < 3; w++) launch(rk, r, k, o, blocks, threads, local);
     }
     for (int r = 0; r < 2; r++) {
         CK(cudaSetDevice(r));
@@ -131,7 +199,7 @@ static float timed(Rank *rk, Kernel k, int blocks, int threads, int iters) {
     for (int r = 0; r < 2; r++) {
         CK(cudaSetDevice(r));
         CK(cudaEventRecord(rk[r].a, rk[r].s));
-        for (int i = 0; i < iters; i++) k<<<blocks, threads, 0, rk[r].s>>>(rk[r].src, o, r);
+        for (int i = 0; i < iters; i++) launch(rk, r, k, o, blocks, threads, local);
         CK(cudaEventRecord(rk[r].b, rk[r].s));
     }
     float worst = 0;
@@ -176,6 +244,9 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < h.size(); i++) h[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(r * 0x9e3779b9u);
         CK(cudaMemcpy(rk[r].src, h.data(), BYTES, cudaMemcpyHostToDevice));
         CK(cudaStreamCreateWithFlags(&rk[r].s, cudaStreamNonBlocking));
+        CK(cudaStreamCreateWithFlags(&rk[r].s2, cudaStreamNonBlocking));
+        CK(cudaEventCreateWithFlags(&rk[r].fork, cudaEventDisableTiming));
+        CK(cudaEventCreateWithFlags(&rk[r].join, cudaEventDisableTiming));
         CK(cudaEventCreate(&rk[r].a));
         CK(cudaEventCreate(&rk[r].b));
     }
@@ -197,6 +268,25 @@ int main(int argc, char **argv) {
         } else if (v.k == per_chunk) {
             printf("per-chunk bytes %s\n", outputs(rk) == want ? "equal per-vector's" : "DIFFER from per-vector's");
         }
+    }
+    // The hybrid: SMs store the remote chunks only, a copy engine moves the
+    // local half beside them; and the remote stores alone, for the bound.
+    struct {
+        const char *name;
+        Kernel k;
+    } hs[] = {{"vector+CE", per_vector_remote}, {"chunk+CE", per_chunk_remote}};
+    for (auto &v : hs) {
+        poison(rk);
+        for (int blocks : {8, 16, 32, 132}) {
+            int threads = blocks < 132 ? 512 : 256;
+            float us = timed(rk, v.k, blocks, threads, iters, true);
+            float alone = timed(rk, v.k, blocks, threads, iters, false);
+            printf("%-11s blocks %3d x %3d: %7.1f us  %6.1f GB/s walked; remote stores alone %7.1f us\n", v.name, blocks,
+                   threads, us, BYTES / (us * 1e-6) / 1e9, alone);
+        }
+        poison(rk);
+        timed(rk, v.k, 16, 512, 1, true);
+        printf("%s bytes %s\n", v.name, outputs(rk) == want ? "equal per-vector's" : "DIFFER from per-vector's");
     }
     return 0;
 }
