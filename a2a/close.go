@@ -92,9 +92,11 @@ func (c *Comm) release() error {
 	if c.t != nil {
 		c.t.release()
 	}
-	if buf := c.buf; buf != 0 {
-		ctx := c.share.ctx
-		c.share.bury(release{"freeing the buffer", func() error { return ctx.MemFree(buf) }})
+	if c.buf != 0 {
+		// Freed once no Comm of this process maps it any more (buffer.go).
+		if err := releaseBuffer(c.buf, true); err != nil {
+			errs = append(errs, err)
+		}
 		c.buf = 0
 	}
 	if c.tail != 0 {

@@ -10,6 +10,7 @@ import (
 type peerMapping struct {
 	ptr       driver.DevicePtr
 	ipcOpened bool            // close with cuIpcCloseMemHandle
+	retained  bool            // a same-process peer's buffer: releaseBuffer (buffer.go)
 	peerCtx   *driver.Context // retained for a same-process peer on another device
 }
 
@@ -89,24 +90,38 @@ func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
 	if !ownsBuffer(driver.DevicePtr(h.DevPtr), int(h.Rank), int64(h.DataBytes)) {
 		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process: %w", h.Rank, h.DevPtr, ErrHandle)
 	}
-	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr)}
+	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
+	if !retainBuffer(m.ptr) { // its owner let go meanwhile
+		return peerMapping{}, fmt.Errorf("a2a: rank %d's buffer at %#x is being freed: %w", h.Rank, h.DevPtr, ErrHandle)
+	}
 	if h.busID() == p.dev.info.BusID {
 		return m, nil
 	}
-	ord := p.dev.ordinalOfBusID(h.busID())
-	if ord < 0 {
-		return peerMapping{}, fmt.Errorf("a2a: device %s not visible: %w", h.busID(), ErrNoPeerAccess)
-	}
-	pc, err := p.dev.drv.RetainPrimaryContext(ord)
+	pc, err := p.peerContext(h)
 	if err != nil {
-		return peerMapping{}, wrapDriver("retaining peer context", err)
-	}
-	if err := p.dev.ctx.EnablePeerAccess(pc); err != nil {
-		pc.Release()
-		return peerMapping{}, wrapDriver("enabling peer access", err)
+		p.share.deferError(releaseBuffer(m.ptr, false))
+		return peerMapping{}, err
 	}
 	m.peerCtx = pc
 	return m, nil
+}
+
+// peerContext retains the primary context of the device of h's buffer
+// and enables this context's access to it.
+func (p *ipcPeers) peerContext(h handle) (*driver.Context, error) {
+	ord := p.dev.ordinalOfBusID(h.busID())
+	if ord < 0 {
+		return nil, fmt.Errorf("a2a: device %s not visible: %w", h.busID(), ErrNoPeerAccess)
+	}
+	pc, err := p.dev.drv.RetainPrimaryContext(ord)
+	if err != nil {
+		return nil, wrapDriver("retaining peer context", err)
+	}
+	if err := p.dev.ctx.EnablePeerAccess(pc); err != nil {
+		pc.Release()
+		return nil, wrapDriver("enabling peer access", err)
+	}
+	return pc, nil
 }
 
 // openIPC maps another process's buffer and checks that the mapping is a
@@ -141,8 +156,12 @@ func (p *ipcPeers) unmap(ptr driver.DevicePtr) release {
 // graveyard.
 func (p *ipcPeers) bury() {
 	var graves []release
+	var retained []driver.DevicePtr
 	for i := range p.m {
 		m := p.m[i]
+		if m.retained {
+			retained = append(retained, m.ptr)
+		}
 		if m.ipcOpened {
 			graves = append(graves, p.unmap(m.ptr))
 		}
@@ -152,4 +171,9 @@ func (p *ipcPeers) bury() {
 		p.m[i] = peerMapping{}
 	}
 	p.share.bury(graves...)
+	// After the peer context's release is buried: freeing the buffer may
+	// tear its device's share down.
+	for _, ptr := range retained {
+		p.share.deferError(releaseBuffer(ptr, false))
+	}
 }

@@ -157,6 +157,14 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 	return k, nil
 }
 
+// hold takes another reference of s for a caller that already holds one
+// (a buffer of one of its Comms: see buffer.go); put drops it.
+func (s *deviceShare) hold() {
+	s.mu.Lock()
+	s.refs++
+	s.mu.Unlock()
+}
+
 // liveShare returns device ordinal's share with a reference for the
 // caller (to drop with put), or nil if the process has no Comm there.
 func liveShare(ordinal int) *deviceShare {
@@ -196,8 +204,11 @@ func (s *deviceShare) put() error {
 
 // tryDrainLater is tryDrain for callers with nothing to report to (Sync):
 // errors wait for the next Close.
-func (s *deviceShare) tryDrainLater() {
-	if err := s.tryDrain(); err != nil {
+func (s *deviceShare) tryDrainLater() { s.deferError(s.tryDrain()) }
+
+// deferError keeps err, if any, for the next put to return.
+func (s *deviceShare) deferError(err error) {
+	if err != nil {
 		s.mu.Lock()
 		s.deferred = append(s.deferred, err)
 		s.mu.Unlock()

@@ -1,6 +1,7 @@
 package a2a_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,4 +151,29 @@ func TestFakeTestKernels(t *testing.T) {
 	require.NoError(t, tk.Close())
 	require.NoError(t, closeFake(t, c, x, dst))
 	requireReleased(t, lib)
+}
+
+// TestFakeGroupBufferOutlivesItsOwner closes the ranks of a group one at
+// a time: a rank's buffer, which its peers in the process write into
+// (their goodbye included), stays allocated until the last Comm that maps
+// it has closed, and its device's context with it (GPU-RUNS.md run 45).
+func TestFakeGroupBufferOutlivesItsOwner(t *testing.T) {
+	for _, devices := range [][]int{{0, 0}, {0, 1}} {
+		t.Run(fmt.Sprint(devices), func(t *testing.T) {
+			lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+			cfg := a2a.Config{MaxTokens: 64, HiddenDim: 4 * 64, DType: a2a.BFloat16}
+			g, err := a2a.NewGroup(cfg, devices)
+			require.NoError(t, err)
+			both := fakeCounters(t, lib)
+			require.NoError(t, g.Comm(0).Close())
+			n := fakeCounters(t, lib)
+			assert.Equal(t, both.DeviceAllocs, n.DeviceAllocs, "rank 0's buffer, mapped by rank 1, is kept")
+			assert.Equal(t, both.DeviceBytes, n.DeviceBytes)
+			if devices[1] != devices[0] {
+				assert.Positive(t, n.ContextRetains, "device 0's context is kept for its buffer")
+			}
+			require.NoError(t, g.Comm(1).Close())
+			requireReleased(t, lib)
+		})
+	}
 }

@@ -1,0 +1,79 @@
+package a2a
+
+import (
+	"sync"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// A Comm's buffer is written through its own address by the kernels of
+// the Comms of this process that map it as a peer's (a NewGroup, or ranks
+// of one process joined otherwise): their operations' data and signals,
+// and their goodbye when they close. Freed when its owner closes, it would
+// take a peer that closes later, or still has an operation queued, into
+// freed memory, and that kills the CUDA context (GPU-RUNS.md run 45: a
+// group of four ranks on one GPU timed out, and every later call on the
+// device failed with CUDA_ERROR_ILLEGAL_ADDRESS). So a buffer is freed
+// once its owner and every Comm of this process that maps it have let go,
+// and it keeps its device's share (context, graveyard) until then. Over
+// CUDA IPC the driver does the same: an exported allocation lives while
+// another process has it open.
+
+// ownedBuffer is one Comm's buffer and who holds it.
+type ownedBuffer struct {
+	share     *deviceShare // the owner's device, referenced until the buffer is freed
+	refs      int          // the owner and each Comm of this process that maps it
+	ownerGone bool         // the owner let go: no new mapping
+}
+
+var buffers = struct {
+	mu sync.Mutex
+	m  map[driver.DevicePtr]*ownedBuffer
+}{m: map[driver.DevicePtr]*ownedBuffer{}}
+
+// registerBuffer records a Comm's new buffer at ptr on share, the owner's
+// reference, and takes a reference of share for the buffer.
+func registerBuffer(ptr driver.DevicePtr, share *deviceShare) {
+	share.hold()
+	buffers.mu.Lock()
+	buffers.m[ptr] = &ownedBuffer{share: share, refs: 1}
+	buffers.mu.Unlock()
+}
+
+// retainBuffer takes a peer's reference to the buffer at ptr, or reports
+// false when its owner has let go of it (or it is none).
+func retainBuffer(ptr driver.DevicePtr) bool {
+	buffers.mu.Lock()
+	defer buffers.mu.Unlock()
+	b := buffers.m[ptr]
+	if b == nil || b.ownerGone {
+		return false
+	}
+	b.refs++
+	return true
+}
+
+// releaseBuffer drops the owner's reference (owner) or a peer's. The last
+// one hands the free to the owner's share's graveyard and drops the
+// buffer's reference of the share, which runs the graveyard when it can.
+func releaseBuffer(ptr driver.DevicePtr, owner bool) error {
+	buffers.mu.Lock()
+	b := buffers.m[ptr]
+	if b == nil {
+		buffers.mu.Unlock()
+		return nil
+	}
+	b.refs--
+	b.ownerGone = b.ownerGone || owner
+	last := b.refs == 0
+	if last {
+		delete(buffers.m, ptr)
+	}
+	buffers.mu.Unlock()
+	if !last {
+		return nil
+	}
+	ctx := b.share.ctx
+	b.share.bury(release{"freeing the buffer", func() error { return ctx.MemFree(ptr) }})
+	return b.share.put()
+}
