@@ -19,7 +19,11 @@ import (
 // block that starts last waits, so the ranks' kernels never need to be
 // resident at once. Two ranks must not use the same stream for one
 // collective (see Comm.On): the second would wait for the first, which
-// waits for it, until the timeout.
+// waits for it, until the timeout. With several ranks on one GPU, set
+// CUDA_DEVICE_MAX_CONNECTIONS=32 in the process's environment before CUDA
+// starts: with the default 8 hardware queues the ranks' streams share
+// them, and a waiting kernel can sit ahead of the one it waits for until
+// the timeout (docs/RELIABILITY.md, "Concurrency").
 type Group struct {
 	comms []*Comm
 }
