@@ -25,11 +25,12 @@
 //	stream, err := cuinterop.Stream(s)
 //	q, err := comm.On(stream).SendRecvHeads(x) // after the work on s, no host wait
 //
-// An a2a call may leave its device's primary context current on the
-// calling thread (it makes that context current to run). A goroutine that
-// drives several devices with gorgonia's calls that use the current
-// context (cu.MemAlloc, cu.MakeStream, ...) makes its device's context
-// current again after one (cu.SetCurrentContext).
+// a2a's calls leave the calling thread's current context as they found
+// it (they push their device's primary context and pop it), so gorgonia's
+// calls that use the current context (cu.MemAlloc, cu.MakeStream, ...)
+// find the caller's after them. A goroutine that drives several devices
+// still makes each device's context current before its gorgonia calls
+// (cu.SetCurrentContext), as with gorgonia alone.
 //
 // # Costs
 //

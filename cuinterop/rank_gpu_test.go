@@ -12,8 +12,8 @@ import (
 // device is what one rank of a test holds of gorgonia.org/cu: its device's
 // primary context, retained, and a stream made in it. The test goroutine
 // is locked to its OS thread (runtime.LockOSThread); use makes the
-// context current on it before gorgonia's calls, since an a2a call may
-// leave another device's current.
+// context current on it before gorgonia's calls, since a goroutine may
+// drive several devices.
 type device struct {
 	dev    cu.Device
 	pctx   cu.CUContext

@@ -20,6 +20,7 @@ type callBuf struct {
 	keep unsafe.Pointer // keeps a Go object passed as a uintptr alive
 	copy memcpy2D       // cuMemcpy2DAsync's argument, on the heap already
 	box  memcpy3D       // cuMemcpy3DAsync's
+	out  uintptr        // a C function's output word (callOut)
 }
 
 // call invokes the C function fn with integer arguments (no Go pointers)
@@ -43,4 +44,20 @@ func (d *Driver) callKeep(fn uintptr, keep unsafe.Pointer, args ...uintptr) uint
 	b.keep = nil
 	d.calls.Put(b)
 	return r
+}
+
+// callOut invokes the C function fn with the address of one output word
+// as its only argument and returns its raw result and the word, without
+// allocating (the word lives in a pooled buffer).
+func (d *Driver) callOut(fn uintptr) (r, out uintptr) {
+	b, _ := d.calls.Get().(*callBuf)
+	if b == nil {
+		b = new(callBuf)
+	}
+	b.out = 0
+	b.args[0] = uintptr(unsafe.Pointer(&b.out)) // b is on the heap, which does not move, and live until Put
+	r, _, _ = purego.SyscallN(fn, b.args[:1]...)
+	out = b.out
+	d.calls.Put(b)
+	return r, out
 }

@@ -52,23 +52,32 @@ func (c *Context) Ordinal() int { return c.ordinal }
 // Driver returns the driver the context was retained from.
 func (c *Context) Driver() *Driver { return c.d }
 
-// enter locks the OS thread and makes c current on it. On success the
-// caller must call leave. It does not allocate unless it fails.
+// enter locks the OS thread and makes c current on it, above whatever
+// context the caller had current there (cuCtxPushCurrent): leave puts the
+// caller's back, so that code of the caller's that relies on the thread's
+// current context (another binding's) finds it unchanged after any call
+// here. On success the caller must call leave. It does not allocate
+// unless it fails.
 func (c *Context) enter() error {
 	if c.released.Load() {
 		return c.errReleased()
 	}
 	runtime.LockOSThread()
-	r := c.d.call(c.d.fn.ctxSetCurrent, c.ctx)
+	r := c.d.call(c.d.fn.ctxPushCurrent, c.ctx)
 	if resultOf(r) != Success {
 		runtime.UnlockOSThread()
-		return c.d.check("cuCtxSetCurrent", r)
+		return c.d.check("cuCtxPushCurrent", r)
 	}
 	return nil
 }
 
-// leave undoes the thread lock taken by enter.
-func (*Context) leave() { runtime.UnlockOSThread() }
+// leave pops c (the thread's previous context is current again) and
+// undoes the thread lock taken by enter. A pop cannot fail after a
+// push on the same thread; its result is not looked at.
+func (c *Context) leave() {
+	c.d.callOut(c.d.fn.ctxPopCurrent)
+	runtime.UnlockOSThread()
+}
 
 // errReleased is returned by calls on a released context.
 func (c *Context) errReleased() error {

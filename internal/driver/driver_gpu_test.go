@@ -123,6 +123,18 @@ func TestGPUResultNames(t *testing.T) {
 	}
 }
 
+// TestGPUCallerContextKept: the driver's calls leave the thread's current
+// context as the caller had it (none, or another device's when there is
+// one), for bindings that rely on it (cuinterop's gorgonia.org/cu).
+func TestGPUCallerContextKept(t *testing.T) {
+	d, c := gpuContext(t, 0)
+	requireCallerContextKept(t, d, c, 0)
+	if n, err := d.DeviceCount(); err == nil && n > 1 {
+		_, other := gpuContext(t, 1)
+		requireCallerContextKept(t, d, c, other.ctx)
+	}
+}
+
 func TestGPUContextDo(t *testing.T) {
 	d, c := gpuContext(t, 0)
 	err := c.Do(func() error {

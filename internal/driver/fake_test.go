@@ -402,3 +402,16 @@ func TestFakeSetFuncAttribute(t *testing.T) {
 		t.Errorf("a carveout of 101%%: %v, want CUDA_ERROR_INVALID_VALUE", err)
 	}
 }
+
+// TestFakeCallerContextKept: a call leaves the thread's current context as
+// the caller had it, none or another device's.
+func TestFakeCallerContextKept(t *testing.T) {
+	_, d, c := fakeContext(t, fakecuda.EnvDevices+"=2")
+	other, err := d.RetainPrimaryContext(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	requireCallerContextKept(t, d, c, 0)
+	requireCallerContextKept(t, d, c, other.ctx)
+}

@@ -10,6 +10,7 @@ type funcs struct {
 	deviceGetPCIBusID, deviceCanAccessPeer, deviceGetUUID                        uintptr
 	primaryCtxRetain, primaryCtxRelease                                          uintptr
 	ctxSetCurrent, ctxGetCurrent, ctxSynchronize, ctxEnablePeerAccess            uintptr
+	ctxPushCurrent, ctxPopCurrent                                                uintptr
 	memGetInfo, memAlloc, memFree, memsetD32, memsetD32Async, memsetD8Async      uintptr
 	memcpyHtoD, memcpyDtoH, memcpyDtoDAsync, memcpyHtoDAsync, memcpyDtoHAsync    uintptr
 	memcpy2DAsync, memcpy3DAsync                                                 uintptr
@@ -46,6 +47,8 @@ func (f *funcs) table() []dl.Symbol {
 		dl.Req(&f.primaryCtxRetain, "cuDevicePrimaryCtxRetain"),
 		dl.Req(&f.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
 		dl.Req(&f.ctxSetCurrent, "cuCtxSetCurrent"),
+		dl.Req(&f.ctxPushCurrent, "cuCtxPushCurrent_v2"),
+		dl.Req(&f.ctxPopCurrent, "cuCtxPopCurrent_v2"),
 		dl.Opt(&f.ctxGetCurrent, "cuCtxGetCurrent"),   // tests and probes only
 		dl.Opt(&f.ctxSynchronize, "cuCtxSynchronize"), // tests and probes only
 		dl.Req(&f.ctxEnablePeerAccess, "cuCtxEnablePeerAccess"),

@@ -706,6 +706,36 @@ CUresult cuCtxSetCurrent(struct ctx *c) {
 	return SUCCESS;
 }
 
+// The thread's context stack below current, for push and pop.
+#define CTX_STACK 16
+static __thread struct ctx *below[CTX_STACK];
+static __thread int depth;
+
+CUresult cuCtxPushCurrent_v2(struct ctx *c) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (c == NULL || !valid_ctx(c))
+		return INVALID_CONTEXT;
+	if (c->refs <= 0)
+		return CONTEXT_IS_DESTROYED;
+	if (depth == CTX_STACK)
+		return INVALID_VALUE;
+	below[depth++] = current;
+	current = c;
+	return SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(struct ctx **c) {
+	if (!initialized)
+		return NOT_INITIALIZED;
+	if (depth == 0 || current == NULL)
+		return INVALID_CONTEXT;
+	if (c != NULL)
+		*c = current;
+	current = below[--depth];
+	return SUCCESS;
+}
+
 CUresult cuCtxGetCurrent(struct ctx **c) {
 	if (!initialized)
 		return NOT_INITIALIZED;
