@@ -17,7 +17,7 @@ import (
 const (
 	maxThreadsPerBlock = 512
 	unroll             = 8
-	activeGranule      = 256 * unroll * 16 // input bytes per active block
+	activeGranule      = 8192 // input bytes per active block: see activeBlocks
 )
 
 // argsBytes is the size of the kernels' single parameter.

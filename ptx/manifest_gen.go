@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "40ee3aa6c0153b5641b4e77a81a6e8c4faa0eec5a9366595162c2932a5128d7c"
+const SourceHash = "e316c3be08e6df120f4c3c8b5f43dab557acb987f3bee8bfcac02c0de841fa01"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -68,7 +68,7 @@
 // Input bytes each active block walks (a2a's activeGranule): how many
 // blocks a captured operation activates, computed here from the live
 // token counts.
-#define ACTIVE_GRANULE 32768
+#define ACTIVE_GRANULE 8192
 
 // How often a waiting warp reads the host's abort word (over PCIe, so not
 // at every poll): a wait Close ends takes at most about this much longer.
