@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "e316c3be08e6df120f4c3c8b5f43dab557acb987f3bee8bfcac02c0de841fa01"
+const SourceHash = "f05c2c0754f21a5e9aa77e034fead95a81a76603c249722c9df812a050a254b9"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

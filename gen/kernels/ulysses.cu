@@ -355,6 +355,18 @@ __device__ __forceinline__ u32 fnv_add(u32 h, u64 v) {
     return h;
 }
 
+// Sets most to the largest token count of any rank, from the counts in
+// shared memory. It reads the world size from a and writes through a
+// reference because so every entry's PTX is what it was with the loop
+// written out at each caller (returning a value computed from a.world
+// passed by value let nvcc drop a bound check and changed 30 entries).
+__device__ __forceinline__ void most_tokens(u32 &most, const Shared &sh, const Args &a) {
+    most = 0;
+    for (u32 q = 0; q < a.world; q++) {
+        most = max(most, static_cast<u32>(sh.tokens[q]));
+    }
+}
+
 // What every active block does before its copy: the epoch of this
 // operation, the token counts into shared memory (from the arguments, or
 // for a CAPTURED operation from the Live table as it is now), the
@@ -428,10 +440,8 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
     __syncthreads();
     u32 active = a.active;
     if (live != nullptr) {
-        u32 most = 0;
-        for (u32 q = 0; q < a.world; q++) {
-            most = max(most, static_cast<u32>(sh.tokens[q]));
-        }
+        u32 most;
+        most_tokens(most, sh, a);
         if (a.walk_total != 0u) {
             most = static_cast<u32>(sh.prefix[a.world]);
         }
@@ -784,10 +794,7 @@ __device__ __forceinline__ void gather_heads(const Args &a) {
     m.world = a.world;
     m.rank = a.rank;
     m.total_tokens = sh.prefix[a.world];
-    m.max_tokens = 0;
-    for (u32 r = 0; r < a.world; r++) {
-        m.max_tokens = max(m.max_tokens, static_cast<u32>(sh.tokens[r]));
-    }
+    most_tokens(m.max_tokens, sh, a);
     const u32 n = a.batch * m.max_tokens * a.world * a.units;
     copy_vectors<V>(n, active, m, m);
     end(a, sh);
@@ -853,6 +860,20 @@ __device__ __forceinline__ void send_recv_heads_general(const Args &a) {
     end(a, sh);
 }
 
+// What the maps that write this rank's heads as columns of [.., H, D]
+// rows share (GeneralGatherMap, HeadAllGatherMap): the destinations, the
+// bound, the walk's row and the output's row and first column.
+template <typename V, typename Map>
+__device__ __forceinline__ void set_head_columns(Map &m, const Args &a, const Shared &sh) {
+    m.dst = sh.data;
+    m.limit = a.capacity / sizeof(V);
+    m.units = a.units;
+    m.in_row = a.in_row;
+    m.out_row = static_cast<u32>(a.heads[a.world]) * a.head_units;
+    m.col = static_cast<u32>(a.heads[a.rank]) * a.head_units;
+    m.world = a.world;
+}
+
 template <typename V>
 __device__ __forceinline__ void gather_heads_general(const Args &a) {
     __shared__ Shared sh;
@@ -861,20 +882,11 @@ __device__ __forceinline__ void gather_heads_general(const Args &a) {
         return;
     }
     GeneralGatherMap<V> m;
-    m.dst = sh.data;
+    set_head_columns<V>(m, a, sh);
     m.tokens = sh.tokens;
     m.prefix = sh.prefix;
-    m.limit = a.capacity / sizeof(V);
-    m.units = a.units;
-    m.in_row = a.in_row;
-    m.out_row = static_cast<u32>(a.heads[a.world]) * a.head_units;
-    m.col = static_cast<u32>(a.heads[a.rank]) * a.head_units;
-    m.world = a.world;
     m.total_tokens = sh.prefix[a.world];
-    m.max_tokens = 0;
-    for (u32 r = 0; r < a.world; r++) {
-        m.max_tokens = max(m.max_tokens, static_cast<u32>(sh.tokens[r]));
-    }
+    most_tokens(m.max_tokens, sh, a);
     copy_tensors<V>(a, a.batch * m.max_tokens * a.world * m.units, active, m);
     end(a, sh);
 }
@@ -887,13 +899,7 @@ __device__ __forceinline__ void head_all_gather_general(const Args &a) {
         return;
     }
     HeadAllGatherMap<V> m;
-    m.dst = sh.data;
-    m.limit = a.capacity / sizeof(V);
-    m.units = a.units;
-    m.in_row = a.in_row;
-    m.out_row = static_cast<u32>(a.heads[a.world]) * a.head_units;
-    m.col = static_cast<u32>(a.heads[a.rank]) * a.head_units;
-    m.world = a.world;
+    set_head_columns<V>(m, a, sh);
     copy_tensors<V>(a, a.batch * static_cast<u32>(sh.prefix[a.world]) * m.units, active, m);
     end(a, sh);
 }
