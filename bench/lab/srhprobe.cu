@@ -56,17 +56,29 @@ __device__ __forceinline__ void load_unrolled(const uint4 *__restrict__ src, u32
 }
 
 // per-vector: SendRecvHeadsMap and copy_vectors, as in gen/kernels/ulysses.cu.
+// REMOTE skips this rank's own chunks (for the hybrid: a copy engine moves
+// them beside).
+template <bool REMOTE>
 __global__ void __launch_bounds__(512) per_vector(const uint4 *__restrict__ src, Out o, u32 rank) {
     const u32 n = (u32)N, stride = gridDim.x * blockDim.x;
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
         uint4 v[UNROLL];
-        load_unrolled(src, i, stride, n, v);
+        if (REMOTE) {
+#pragma unroll
+            for (int k = 0; k < UNROLL; k++) {
+                const u32 j = i + k * stride;
+                if (j < n && (j / o.units) % o.world != rank) v[k] = src[j];
+            }
+        } else {
+            load_unrolled(src, i, stride, n, v);
+        }
 #pragma unroll
         for (int k = 0; k < UNROLL; k++) {
             const u32 j = i + k * stride;
             if (j >= n) continue;
             const u32 c = j / o.units, u = j - c * o.units;
             const u32 q = c % o.world, row = c / o.world;
+            if (REMOTE && q == rank) continue;
             const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
             const u64 at = ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units + u;
             o.dst[q][at] = v[k];
@@ -74,8 +86,20 @@ __global__ void __launch_bounds__(512) per_vector(const uint4 *__restrict__ src,
     }
 }
 
+// copy_chunk: a warp's lanes copy a chunk's units vectors, 8 each a round,
+// all loads before the stores.
+__device__ __forceinline__ void copy_chunk(const uint4 *from, uint4 *to, u32 units, u32 lane) {
+    for (u32 u0 = 0; u0 < units; u0 += 32u * UNROLL) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) v[k] = from[u0 + k * 32u + lane];
+#pragma unroll
+        for (int k = 0; k < UNROLL; k++) to[u0 + k * 32u + lane] = v[k];
+    }
+}
+
 // per-chunk: warp w takes chunks w, w+W, ...; its lanes copy the chunk's
-// 256 vectors, 8 each, all loads before the stores.
+// 256 vectors.
 __global__ void __launch_bounds__(512) per_chunk(const uint4 *__restrict__ src, Out o, u32 rank) {
     const u32 lane = threadIdx.x & 31u;
     const u32 warps = gridDim.x * (blockDim.x >> 5);
@@ -85,13 +109,7 @@ __global__ void __launch_bounds__(512) per_chunk(const uint4 *__restrict__ src, 
         const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
         const uint4 *from = src + (u64)c * o.units;
         uint4 *to = o.dst[q] + ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units;
-        for (u32 u0 = 0; u0 < o.units; u0 += 32u * UNROLL) {
-            uint4 v[UNROLL];
-#pragma unroll
-            for (int k = 0; k < UNROLL; k++) v[k] = from[u0 + k * 32u + lane];
-#pragma unroll
-            for (int k = 0; k < UNROLL; k++) to[u0 + k * 32u + lane] = v[k];
-        }
+        copy_chunk(from, to, o.units, lane);
     }
 }
 
@@ -114,31 +132,8 @@ __global__ void __launch_bounds__(512) halves(const uint4 *__restrict__ src, Out
     }
 }
 
-// The remote-only kernels: per-vector and per-chunk with this rank's own
-// chunks skipped, for the hybrid (the local half by a copy engine beside).
-__global__ void __launch_bounds__(512) per_vector_remote(const uint4 *__restrict__ src, Out o, u32 rank) {
-    const u32 n = (u32)N, stride = gridDim.x * blockDim.x;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
-        uint4 v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            if (j < n && (j / o.units) % o.world != rank) v[k] = src[j];
-        }
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            if (j >= n) continue;
-            const u32 c = j / o.units, u = j - c * o.units;
-            const u32 q = c % o.world, row = c / o.world;
-            if (q == rank) continue;
-            const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
-            const u64 at = ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units + u;
-            o.dst[q][at] = v[k];
-        }
-    }
-}
-
+// per-chunk-remote: per-chunk over the chunks bound for other ranks only
+// (the hybrid).
 __global__ void __launch_bounds__(512) per_chunk_remote(const uint4 *__restrict__ src, Out o, u32 rank) {
     const u32 lane = threadIdx.x & 31u;
     const u32 warps = gridDim.x * (blockDim.x >> 5);
@@ -149,13 +144,7 @@ __global__ void __launch_bounds__(512) per_chunk_remote(const uint4 *__restrict_
         const u32 b = row / o.rank_tokens, t = row - b * o.rank_tokens;
         const uint4 *from = src + (u64)c * o.units;
         uint4 *to = o.dst[q] + ((u64)b * (o.world * o.rank_tokens) + rank * o.rank_tokens + t) * o.units;
-        for (u32 u0 = 0; u0 < o.units; u0 += 32u * UNROLL) {
-            uint4 v[UNROLL];
-#pragma unroll
-            for (int k = 0; k < UNROLL; k++) v[k] = from[u0 + k * 32u + lane];
-#pragma unroll
-            for (int k = 0; k < UNROLL; k++) to[u0 + k * 32u + lane] = v[k];
-        }
+        copy_chunk(from, to, o.units, lane);
     }
 }
 
@@ -253,7 +242,7 @@ int main(int argc, char **argv) {
     struct {
         const char *name;
         Kernel k;
-    } vs[] = {{"per-vector", per_vector}, {"per-chunk", per_chunk}, {"halves", halves}};
+    } vs[] = {{"per-vector", per_vector<false>}, {"per-chunk", per_chunk}, {"halves", halves}};
     printf("SendRecvHeads data movement, 128 MiB a rank, both GPUs at once, %d iterations\n", iters);
     std::vector<char> want;
     for (auto &v : vs) {
@@ -263,7 +252,7 @@ int main(int argc, char **argv) {
             float us = timed(rk, v.k, blocks, threads, iters);
             printf("%-11s blocks %3d x %3d: %7.1f us  %6.1f GB/s walked\n", v.name, blocks, threads, us, BYTES / (us * 1e-6) / 1e9);
         }
-        if (v.k == per_vector) {
+        if (v.k == per_vector<false>) {
             want = outputs(rk);
         } else if (v.k == per_chunk) {
             printf("per-chunk bytes %s\n", outputs(rk) == want ? "equal per-vector's" : "DIFFER from per-vector's");
@@ -274,7 +263,7 @@ int main(int argc, char **argv) {
     struct {
         const char *name;
         Kernel k;
-    } hs[] = {{"vector+CE", per_vector_remote}, {"chunk+CE", per_chunk_remote}};
+    } hs[] = {{"vector+CE", per_vector<true>}, {"chunk+CE", per_chunk_remote}};
     for (auto &v : hs) {
         poison(rk);
         for (int blocks : {8, 16, 32, 132}) {
