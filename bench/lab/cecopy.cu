@@ -25,23 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#define CK(x)                                                                                              \
-    do {                                                                                                   \
-        cudaError_t e_ = (x);                                                                              \
-        if (e_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "[%d] %s:%d %s: %s\n", getpid(), __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
-
-#define CKD(x)                                                                      \
-    do {                                                                            \
-        CUresult e_ = (x);                                                          \
-        if (e_ != CUDA_SUCCESS) {                                                   \
-            fprintf(stderr, "[%d] %s:%d %s: CUresult %d\n", getpid(), __FILE__, __LINE__, #x, (int)e_); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
+#include "ck.h"
 
 static const size_t BYTES = 64ull << 20;
 static const int ITERS = 20;
@@ -61,7 +45,24 @@ struct Side {
 // and the same with unified-typed ones).
 enum Shape { LINEAR, PITCHED, DRIVER_LINEAR, DRIVER_3D_DEVICE, DRIVER_3D_UNIFIED, DRIVER_SPLIT2, DRIVER_SIDES, SHAPES };
 
-static void driver3D(Side &d, CUmemorytype type);
+// driver3D enqueues on s the 2-D copy of a SendRecvHeads half (4 KiB rows
+// of an 8 KiB pitch) into the peer with cuMemcpy3DAsync, both sides typed
+// type.
+static void driver3D(Side &d, CUmemorytype type, cudaStream_t s) {
+    CUDA_MEMCPY3D m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = m.dstMemoryType = type;
+    m.srcDevice = (CUdeviceptr)d.src;
+    m.srcPitch = 8192;
+    m.srcHeight = BYTES / 4096;
+    m.dstDevice = (CUdeviceptr)d.peer;
+    m.dstPitch = 4096;
+    m.dstHeight = BYTES / 4096;
+    m.WidthInBytes = 4096;
+    m.Height = BYTES / 4096;
+    m.Depth = 1;
+    CKD(cuMemcpy3DAsync(&m, s));
+}
 
 // sides is ulysses's own arrangement: the peer's copy (3-D, unified) and
 // the local one each on a side stream forked from the first and joined
@@ -71,10 +72,7 @@ static void sides(Side &d, bool withLocal) {
     CK(cudaStreamWaitEvent(d.s3, d.fork3, 0));
     if (withLocal) CK(cudaStreamWaitEvent(d.s2, d.fork3, 0));
     if (withLocal && d.dev == 0) CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.local, (CUdeviceptr)d.src, BYTES, d.s2));
-    cudaStream_t s = d.s;
-    d.s = d.s3;
-    driver3D(d, CU_MEMORYTYPE_UNIFIED);
-    d.s = s;
+    driver3D(d, CU_MEMORYTYPE_UNIFIED, d.s3);
     if (withLocal && d.dev != 0) CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.local, (CUdeviceptr)d.src, BYTES, d.s2));
     CK(cudaEventRecord(d.join3, d.s3));
     CK(cudaStreamWaitEvent(d.s, d.join3, 0));
@@ -95,22 +93,6 @@ static void split2(Side &d) {
     CK(cudaStreamWaitEvent(d.s, d.join3, 0));
 }
 
-static void driver3D(Side &d, CUmemorytype type) {
-    CUDA_MEMCPY3D m;
-    memset(&m, 0, sizeof m);
-    m.srcMemoryType = m.dstMemoryType = type;
-    m.srcDevice = (CUdeviceptr)d.src;
-    m.srcPitch = 8192;
-    m.srcHeight = BYTES / 4096;
-    m.dstDevice = (CUdeviceptr)d.peer;
-    m.dstPitch = 4096;
-    m.dstHeight = BYTES / 4096;
-    m.WidthInBytes = 4096;
-    m.Height = BYTES / 4096;
-    m.Depth = 1;
-    CKD(cuMemcpy3DAsync(&m, d.s));
-}
-
 static void copy(Side &d, Shape sh, bool withLocal) {
     switch (sh) {
     case LINEAR:
@@ -123,7 +105,7 @@ static void copy(Side &d, Shape sh, bool withLocal) {
         CKD(cuMemcpyDtoDAsync((CUdeviceptr)d.peer, (CUdeviceptr)d.src, BYTES, d.s));
         break;
     case DRIVER_3D_DEVICE:
-        driver3D(d, CU_MEMORYTYPE_DEVICE);
+        driver3D(d, CU_MEMORYTYPE_DEVICE, d.s);
         break;
     case DRIVER_SPLIT2:
         split2(d);
@@ -132,7 +114,7 @@ static void copy(Side &d, Shape sh, bool withLocal) {
         sides(d, withLocal);
         return;
     default:
-        driver3D(d, CU_MEMORYTYPE_UNIFIED);
+        driver3D(d, CU_MEMORYTYPE_UNIFIED, d.s);
     }
     if (withLocal) CK(cudaMemcpyAsync(d.local, d.src, BYTES, cudaMemcpyDeviceToDevice, d.s2));
 }

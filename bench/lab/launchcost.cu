@@ -19,15 +19,6 @@
 
 #include "ck.h"
 
-#define CKD(x)                                                                      \
-    do {                                                                            \
-        CUresult e_ = (x);                                                          \
-        if (e_ != CUDA_SUCCESS) {                                                   \
-            fprintf(stderr, "%s:%d %s: CUresult %d\n", __FILE__, __LINE__, #x, (int)e_); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
 template <int N>
 struct Arg {
     unsigned long long w[N / 8];
