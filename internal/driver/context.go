@@ -81,7 +81,7 @@ func (c *Context) leave() {
 
 // errReleased is returned by calls on a released context.
 func (c *Context) errReleased() error {
-	return &Error{Call: "cuCtxSetCurrent", Code: ErrorContextIsDestroyed, Name: ErrorContextIsDestroyed.String(),
+	return &Error{Call: "cuCtxPushCurrent", Code: ErrorContextIsDestroyed, Name: ErrorContextIsDestroyed.String(),
 		Description: "primary context of device " + strconv.Itoa(c.ordinal) + " was released by this process"}
 }
 

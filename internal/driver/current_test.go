@@ -12,6 +12,9 @@ import (
 // current again after it: c's calls push their context and pop it.
 func requireCallerContextKept(t *testing.T, d *Driver, c *Context, want uintptr) {
 	t.Helper()
+	if d.fn.ctxSetCurrent == 0 {
+		t.Fatal(d.missing("cuCtxSetCurrent"))
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r, _, _ := purego.SyscallN(d.fn.ctxSetCurrent, want); resultOf(r) != Success {

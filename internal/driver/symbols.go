@@ -46,7 +46,7 @@ func (f *funcs) table() []dl.Symbol {
 		dl.Opt(&f.deviceGetUUID, "cuDeviceGetUuid_v2", "cuDeviceGetUuid").Named(&f.deviceGetUUIDName),
 		dl.Req(&f.primaryCtxRetain, "cuDevicePrimaryCtxRetain"),
 		dl.Req(&f.primaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
-		dl.Req(&f.ctxSetCurrent, "cuCtxSetCurrent"),
+		dl.Opt(&f.ctxSetCurrent, "cuCtxSetCurrent"), // tests only: calls push and pop
 		dl.Req(&f.ctxPushCurrent, "cuCtxPushCurrent_v2"),
 		dl.Req(&f.ctxPopCurrent, "cuCtxPopCurrent_v2"),
 		dl.Opt(&f.ctxGetCurrent, "cuCtxGetCurrent"),   // tests and probes only

@@ -146,7 +146,7 @@ func TestContexts(t *testing.T) {
 	require.NoError(t, c.Release())
 	require.Equal(t, before.ContextRetains, counters(t, lib).ContextRetains)
 	// The driver refuses a released Context itself; the stub refuses a
-	// context whose retains are all released (cuCtxSetCurrent).
+	// context whose retains are all released (cuCtxPushCurrent).
 	require.True(t, driver.IsCode(c.Synchronize(), driver.ErrorContextIsDestroyed))
 }
 
