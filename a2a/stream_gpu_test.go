@@ -58,12 +58,18 @@ type streamSlot struct {
 	what          string
 }
 
+// allocCapacity allocates on dev a [1, maxTokens, 1, hidden] tensor of the
+// cases' type, with check.Capacity's counts: room for any case's output.
+func allocCapacity(dev *a2a.Device, cases []check.Case) (a2a.Tensor, error) {
+	maxTokens, hidden := check.Capacity(cases...)
+	return dev.Alloc([4]int{1, maxTokens, 1, hidden}, cases[0].DType)
+}
+
 // streamIterations is one rank's part of TestCallerStream.
 func streamIterations(t *testing.T, c *a2a.Comm, cases []check.Case, iters int) error {
 	dev, rank := c.Device(), c.Rank()
 	ts := a2a.NewTestStream(t, dev)
-	maxTokens, hidden := check.Capacity(cases...)
-	x, err := dev.Alloc([4]int{1, maxTokens, 1, hidden}, cases[0].DType)
+	x, err := allocCapacity(dev, cases)
 	if err != nil {
 		return err
 	}
@@ -183,15 +189,14 @@ func patternInputs(cs check.Case, iter int) (xs, shards [][]byte) {
 func kernelIterations(t *testing.T, c *a2a.Comm, tk *a2a.TestKernels, cases []check.Case, iters int) error {
 	dev, rank := c.Device(), c.Rank()
 	ts := a2a.NewTestStream(t, dev)
-	maxTokens, hidden := check.Capacity(cases...)
-	x, err := dev.Alloc([4]int{1, maxTokens, 1, hidden}, cases[0].DType)
+	x, err := allocCapacity(dev, cases)
 	if err != nil {
 		return err
 	}
 	defer dev.Free(x)
 	var slots [streamSlots]a2a.Tensor
 	for i := range slots {
-		if slots[i], err = dev.Alloc([4]int{1, maxTokens, 1, hidden}, cases[0].DType); err != nil {
+		if slots[i], err = allocCapacity(dev, cases); err != nil {
 			return err
 		}
 		defer dev.Free(slots[i])
