@@ -23,6 +23,14 @@ type callBuf struct {
 	out  uintptr        // a C function's output word (callOut)
 }
 
+// callBuf takes an argument block from the pool (d.calls.Put returns it).
+func (d *Driver) callBuf() *callBuf {
+	if b, _ := d.calls.Get().(*callBuf); b != nil {
+		return b
+	}
+	return new(callBuf)
+}
+
 // call invokes the C function fn with integer arguments (no Go pointers)
 // and returns its raw first result, without allocating.
 func (d *Driver) call(fn uintptr, args ...uintptr) uintptr {
@@ -34,10 +42,7 @@ func (d *Driver) call(fn uintptr, args ...uintptr) uintptr {
 // the object it points to onto the (non-moving) heap and keeps it alive
 // until the C function returns.
 func (d *Driver) callKeep(fn uintptr, keep unsafe.Pointer, args ...uintptr) uintptr {
-	b, _ := d.calls.Get().(*callBuf)
-	if b == nil {
-		b = new(callBuf)
-	}
+	b := d.callBuf()
 	b.keep = keep
 	n := copy(b.args[:], args)
 	r, _, _ := purego.SyscallN(fn, b.args[:n]...)
@@ -50,10 +55,7 @@ func (d *Driver) callKeep(fn uintptr, keep unsafe.Pointer, args ...uintptr) uint
 // as its only argument and returns its raw result and the word, without
 // allocating (the word lives in a pooled buffer).
 func (d *Driver) callOut(fn uintptr) (r, out uintptr) {
-	b, _ := d.calls.Get().(*callBuf)
-	if b == nil {
-		b = new(callBuf)
-	}
+	b := d.callBuf()
 	b.out = 0
 	b.args[0] = uintptr(unsafe.Pointer(&b.out)) // b is on the heap, which does not move, and live until Put
 	r, _, _ = purego.SyscallN(fn, b.args[:1]...)

@@ -205,10 +205,7 @@ func (c *Context) copyDescribed(name string, fn uintptr, s Stream, describe func
 	if err := c.enter(); err != nil {
 		return err
 	}
-	b, _ := c.d.calls.Get().(*callBuf)
-	if b == nil {
-		b = new(callBuf)
-	}
+	b := c.d.callBuf()
 	desc := describe(b)
 	r := c.d.callKeep(fn, unsafe.Pointer(b), uintptr(desc), uintptr(s))
 	c.d.calls.Put(b)
