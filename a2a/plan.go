@@ -186,7 +186,7 @@ func threadsFor(blocks, sms int) int {
 // SendRecvHeads 128 KiB 10.1-10.2 us median (7.9 back to back) against
 // 9.0-9.1 (6.1) with 8 KiB, GatherHeads 11.2 (9.1-9.3) against 9.6-9.7
 // (6.8-6.9); 16 KiB fell between, 64 KiB was slower still; level from 1 MiB
-// (AllGather 1 MiB 0.3 us slower) (GPU-RUNS.md run 50).
+// (AllGather 1 MiB 0.2-0.4 us slower) (GPU-RUNS.md run 50).
 func activeBlocks(groupBytes int64, blocks int) int {
 	perBlock := int64(activeGranule)
 	n := (groupBytes + perBlock - 1) / perBlock

@@ -207,10 +207,9 @@ func (t *smTransport) setGeneral(p opPlan) {
 
 // launchOp launches f with the current args, after the start barrier with
 // a single buffer. Only the active blocks are launched: the rest would
-// return at once, and launching all of a device's SMs' blocks for a
-// small operation cost 1.3 us a barrier (bench/lab/pingpong.cu, run 44:
-// 3.60 us back to back with 132 blocks, 2.34 with 8). A captured
-// operation computes its active blocks when it runs, so it launches all.
+// return at once; launching them cost 0.1-0.4 us of the medians at 128
+// KiB-1 MiB (GPU-RUNS.md run 45). A captured operation computes its
+// active blocks when it runs, so it launches all.
 func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 	if t.args.HalfBytes == 0 {
 		if err := t.launch(t.k.start, 1, farewellThreads, s); err != nil {
