@@ -20,6 +20,7 @@ type benchOpts struct {
 	bytes, dtypes, ops    string
 	sms                   string
 	warmup, iters, rotate int
+	graphOps              int
 	json, compare, mover  string
 	singleProcess         bool
 	overlap               bool
@@ -41,6 +42,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.ops, "ops", "send_recv_heads,gather_heads,all_gather", "operations to time")
 	fs.IntVar(&o.warmup, "warmup", 20, "untimed operations before each timed run")
 	fs.IntVar(&o.iters, "iters", 200, "timed operations per row")
+	fs.IntVar(&o.graphOps, "graph-ops", 2, "operations in each timed CUDA graph (even; a model step's graph holds many, where replay costs less per operation)")
 	fs.IntVar(&o.rotate, "rotate", 4, "distinct inputs used in turn (so the L2 cache does not flatter small sizes)")
 	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
 	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
@@ -74,6 +76,8 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		return p, fmt.Errorf("--batch, --heads and --head-dim must be positive")
 	case o.iters < 1 || o.rotate < 1 || o.warmup < 0:
 		return p, fmt.Errorf("--iters and --rotate must be positive, --warmup not negative")
+	case o.graphOps < 2 || o.graphOps%2 != 0:
+		return p, fmt.Errorf("--graph-ops %d: want an even count of at least 2", o.graphOps)
 	case o.compare != "" && o.compare != "nccl":
 		return p, fmt.Errorf("--compare %q: only nccl is known", o.compare)
 	}
@@ -202,7 +206,8 @@ type benchRow struct {
 	MeanUS        float64 `json:"mean_us"`
 	BackToBackUS  float64 `json:"back_to_back_us"` // mean per operation with no events between operations
 	StreamUS      float64 `json:"stream_us"`       // the same on a stream of the caller's (Comm.On)
-	GraphUS       float64 `json:"graph_us"`        // the same replayed from a CUDA graph of 2 operations
+	GraphUS       float64 `json:"graph_us"`        // the same replayed from a CUDA graph of GraphOps operations
+	GraphOps      int     `json:"graph_ops"`
 	// --overlap: back to back beside the burn kernel, and the slowdowns
 	// (0.05: 5% longer than alone) of the compute kernel and the exchange.
 	OverlapUS               float64 `json:"overlap_us,omitempty"`

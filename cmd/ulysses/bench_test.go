@@ -71,6 +71,18 @@ func TestBenchPlan(t *testing.T) {
 	assert.Equal(t, []benchOp{opSendRecvHeads, opGatherHeads, opAllGather}, p.ops)
 	assert.Equal(t, []int{0}, p.sms)
 
+	for _, n := range []string{"0", "3", "-2"} {
+		fs, o = newBenchFlags(false)
+		require.NoError(t, fs.Parse([]string{"--graph-ops", n}))
+		_, err = o.plan()
+		assert.ErrorContains(t, err, "--graph-ops", n)
+	}
+	fs, o = newBenchFlags(false)
+	require.NoError(t, fs.Parse([]string{"--graph-ops", "32"}))
+	_, err = o.plan()
+	require.NoError(t, err)
+	assert.Equal(t, 32, o.graphOps)
+
 	for _, bad := range []string{"x", "1.5", "-2", "2000", " "} {
 		_, err := parseSMs(bad)
 		assert.Error(t, err, bad)

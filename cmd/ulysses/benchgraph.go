@@ -7,14 +7,11 @@ import (
 	"github.com/ulysses-go/ulysses/a2a"
 )
 
-// graphsPerCapture is how many operations each timed graph holds: an even
-// number, so CaptureGraph adds none.
-const graphsPerCapture = 2
-
 // timeStreamAndGraph fills in st's caller-stream and graph-replay times of
 // op: back to back on a stream of the bench's own (Comm.On), as a caller
 // with its own CUDA binding would enqueue them, and replayed from a CUDA
-// graph of graphsPerCapture operations, each after warm-up runs.
+// graph of o.graphOps operations (an even count, so CaptureGraph adds
+// none), each after warm-up runs.
 func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, in benchInputs, st *opStats) error {
 	on := comm.On(s)
 	fn := opFunc(on, op, in)
@@ -24,7 +21,7 @@ func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, 
 	}
 	st.Stream = float64(d) / float64(time.Microsecond)
 	g, err := a2a.CaptureGraph(s, func() error {
-		for i := range graphsPerCapture {
+		for i := range o.graphOps {
 			if err := fn(i); err != nil {
 				return err
 			}
@@ -36,11 +33,11 @@ func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, 
 	}
 	defer g.Close()
 	replay := func(int) error { return g.Launch(s) }
-	d, err = warmTimed(on, o.warmup/graphsPerCapture, o.iters/graphsPerCapture, replay)
+	d, err = warmTimed(on, o.warmup/o.graphOps, o.iters/o.graphOps, replay)
 	if err != nil {
 		return fmt.Errorf("%s replayed from a graph: %w", op, err)
 	}
-	st.Graph = float64(d) / graphsPerCapture / float64(time.Microsecond)
+	st.Graph = float64(d) / float64(o.graphOps) / float64(time.Microsecond)
 	return nil
 }
 

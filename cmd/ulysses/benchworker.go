@@ -168,7 +168,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 				Impl: "ulysses", Mover: comm.Config().Mover.String(), Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
-				StreamUS: s.Stream, GraphUS: s.Graph,
+				StreamUS: s.Stream, GraphUS: s.Graph, GraphOps: o.graphOps,
 				OverlapUS: s.OverlapExchange, OverlapComputeSlowdown: s.OverlapComputeSlowdown, OverlapExchangeSlowdown: s.OverlapExchangeSlowdown,
 			})
 			fmt.Fprintf(stderr, "bench: %v %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
