@@ -17,7 +17,16 @@ import (
 const (
 	maxThreadsPerBlock = 512
 	unroll             = 8
-	activeGranule      = 8192 // input bytes per active block: see activeBlocks
+)
+
+// How many blocks an operation activates (activeBlocks; SMALL_GRANULE,
+// FEW_BLOCKS and LARGE_GRANULE in gen/kernels, which captured operations
+// use): one per smallGranule input bytes up to fewBlocks, one per
+// largeGranule beyond when that is more.
+const (
+	smallGranule = 4096
+	fewBlocks    = 64
+	largeGranule = 65536
 )
 
 // argsBytes is the size of the kernels' single parameter.

@@ -127,7 +127,9 @@ func TestKernelDefinesMatchGo(t *testing.T) {
 		"STATUS_MISMATCH":    statusMismatch,
 		"STATUS_ABORTED":     statusAborted,
 		"STATUS_HALF_REUSED": statusHalfReused,
-		"ACTIVE_GRANULE":     activeGranule,
+		"SMALL_GRANULE":      smallGranule,
+		"FEW_BLOCKS":         fewBlocks,
+		"LARGE_GRANULE":      largeGranule,
 	} {
 		got, ok := defs[name]
 		require.True(t, ok, "#define %s not found in %s", name, kernelSource)

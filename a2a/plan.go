@@ -180,15 +180,16 @@ func threadsFor(blocks, sms int) int {
 }
 
 // activeBlocks is how many of the launched blocks take part in an
-// operation that walks up to groupBytes of input on a rank: one per 8 KiB
-// (activeGranule), at least one. Fewer blocks, each with a full set of
-// loads in flight per thread (32 KiB a block), were slower at small sizes:
-// SendRecvHeads 128 KiB 10.1-10.2 us median (7.9 back to back) against
-// 9.0-9.1 (6.1) with 8 KiB, GatherHeads 11.2 (9.1-9.3) against 9.6-9.7
-// (6.8-6.9); 16 KiB fell between, 64 KiB was slower still; level from 1 MiB
-// (AllGather 1 MiB 0.2-0.4 us slower) (GPU-RUNS.md run 50).
+// operation that walks up to groupBytes of input on a rank: one per 4 KiB
+// (smallGranule) up to 64 (fewBlocks), one per 64 KiB (largeGranule)
+// beyond when that is more, at least one. The barrier's own cost grows
+// with the blocks that signal: with the kernel's bones (bench/lab/llprobe,
+// GPU-RUNS.md run 54, SendRecvHeads, graph replay) 64 blocks or fewer beat
+// 128 by 0.7-1.0 us from 128 KiB to 4 MiB (1 MiB: 5.9 us against 6.8;
+// 128 KiB: 32 blocks 4.4 us, 16 blocks 4.6, 8 blocks 4.8), and every
+// count from 64 up ran level at 8 MiB.
 func activeBlocks(groupBytes int64, blocks int) int {
-	perBlock := int64(activeGranule)
-	n := (groupBytes + perBlock - 1) / perBlock
+	n := min((groupBytes+smallGranule-1)/smallGranule, fewBlocks)
+	n = max(n, (groupBytes+largeGranule-1)/largeGranule)
 	return int(max(1, min(n, int64(blocks))))
 }

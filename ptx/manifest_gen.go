@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "f05c2c0754f21a5e9aa77e034fead95a81a76603c249722c9df812a050a254b9"
+const SourceHash = "f35840319aa546a773c027b413a4858e551557a89ff50aa197e1b5b7c6c531fa"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -65,10 +65,20 @@
 #define STATUS_ABORTED 4u
 #define STATUS_HALF_REUSED 5u
 
-// Input bytes each active block walks (a2a's activeGranule): how many
-// blocks a captured operation activates, computed here from the live
-// token counts.
-#define ACTIVE_GRANULE 8192
+// How many blocks an operation activates for the input bytes its largest
+// rank walks (a2a's activeBlocks; captured operations compute it here from
+// the live token counts): one per SMALL_GRANULE bytes up to FEW_BLOCKS,
+// and one per LARGE_GRANULE bytes beyond, when that is more. Measured on
+// 2 x H200 (docs/GPU-RUNS.md, run 54): from 128 KiB to 4 MiB, 64 blocks
+// or fewer beat 128 by 0.7-1.0 us; at 8 MiB every count above 64 ran level.
+#define SMALL_GRANULE 4096
+#define FEW_BLOCKS 64
+#define LARGE_GRANULE 65536
+
+// How often a waiting thread whose flag is behind reads the peer's bye
+// word: reading it at every poll doubled the acquire loads on the path
+// that sees the flag arrive.
+#define BYE_POLL_NS 2000ull
 
 // How often a waiting warp reads the host's abort word (over PCIe, so not
 // at every poll): a wait Close ends takes at most about this much longer.
@@ -277,16 +287,22 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, u32
             continue;
         }
         const u64 *flag = &mine->flag[phase][b][p];
+        u64 next_bye_check = started + BYE_POLL_NS;
         for (;;) {
             u64 v = load_acquire_sys(flag);
-            if (static_cast<int>(static_cast<u32>(v) - e) < 0 && peer_left(a, p)) {
-                // A peer's bye comes after all its signals: read the flag
-                // again, now that the bye is seen, before calling it gone.
-                v = load_acquire_sys(flag);
-                if (static_cast<int>(static_cast<u32>(v) - e) < 0) {
-                    report(a, STATUS_PEER_CLOSED, phase, p, e, b, sig, 0u);
-                    *failed = 1;
-                    break;
+            const u64 now = global_timer_ns();
+            if (static_cast<int>(static_cast<u32>(v) - e) < 0 && now >= next_bye_check) {
+                next_bye_check = now + BYE_POLL_NS;
+                if (peer_left(a, p)) {
+                    // A peer's bye comes after all its signals: read the
+                    // flag again, now that the bye is seen, before calling
+                    // it gone.
+                    v = load_acquire_sys(flag);
+                    if (static_cast<int>(static_cast<u32>(v) - e) < 0) {
+                        report(a, STATUS_PEER_CLOSED, phase, p, e, b, sig, 0u);
+                        *failed = 1;
+                        break;
+                    }
                 }
             }
             // Wrap-safe: the flag is behind while (flag - e) is negative.
@@ -301,7 +317,6 @@ __device__ bool wait_for_peers(const Args &a, u32 phase, u32 e, u32 nblocks, u32
             if (*reinterpret_cast<volatile int *>(failed) != 0) {
                 break;
             }
-            const u64 now = global_timer_ns();
             if (now > deadline) {
                 report(a, STATUS_TIMEOUT, phase, p, e, b, sig, 0u);
                 *failed = 1;
@@ -445,8 +460,9 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
         if (a.walk_total != 0u) {
             most = static_cast<u32>(sh.prefix[a.world]);
         }
-        const u64 granule = ACTIVE_GRANULE;
-        const u64 blocks = (most * a.group_row + granule - 1ull) / granule;
+        const u64 bytes = most * a.group_row;
+        const u64 blocks = max(min((bytes + SMALL_GRANULE - 1ull) / SMALL_GRANULE, static_cast<u64>(FEW_BLOCKS)),
+                               (bytes + LARGE_GRANULE - 1ull) / LARGE_GRANULE);
         active = static_cast<u32>(max(1ull, min(blocks, static_cast<u64>(gridDim.x))));
         if (blockIdx.x >= active) {
             return 0u;
