@@ -1,11 +1,20 @@
 // Package fakenccl builds a stub NCCL, a libnccl.so.2 that needs no GPU
-// and no network, for the tests of internal/nccl (csrc/fakenccl.c,
+// and no network, for the tests of internal/nccl and a2a (csrc/fakenccl.c,
 // embedded). It checks the arguments of the entry points internal/nccl
-// binds, moves bytes only between a rank and itself or within a world of
-// one (on host memory: its device pointers are host pointers), and can
-// keep a non-blocking communicator "in progress" for a number of polls or
-// for ever, so the binding's bounded waits can be tested. LastInit and
-// Counts read what it saw. Building needs a C compiler at test time only.
+// binds and moves bytes on host memory (its device pointers are host
+// pointers, as the stub CUDA driver's are). Communicators of one process
+// made from the same unique id form a group: a send from rank a to b and
+// a receive on b from a are paired in posting order per (sender,
+// receiver) pair and copied when the second half arrives; a half whose
+// partner has not come is queued (its communicator reports ncclInProgress
+// meanwhile), so one thread can enqueue every rank in turn. Streams are
+// not modelled: the copy happens when the pair completes, not in stream
+// order (EnvP2PWait gives ranks on threads of their own that order).
+// All-gather moves bytes only in a world of one. It can keep a
+// non-blocking communicator "in progress" for a number of polls or for
+// ever, and leave every transfer unpaired (EnvP2PHang), so bounded waits
+// can be tested. LastInit and Counts read what it saw. Building needs a C
+// compiler at test time only.
 package fakenccl
 
 import (
@@ -31,6 +40,14 @@ const (
 	EnvInitError = "FAKENCCL_INIT_ERROR" // ncclCommInitRankConfig fails with this result
 	EnvInitPolls = "FAKENCCL_INIT_POLLS" // a non-blocking init is in progress for this many polls
 	EnvInitHang  = "FAKENCCL_INIT_HANG"  // "1": a non-blocking init stays in progress until aborted
+	// EnvP2PWait: ncclGroupEnd (or a send or receive outside a group)
+	// waits up to this many milliseconds for the partners of the halves
+	// it posts, then returns with the rest still queued.
+	EnvP2PWait = "FAKENCCL_P2P_WAIT_MS"
+	// EnvP2PHang: "1" pairs nothing; every half stays queued, and its
+	// communicator in progress, until the communicator is aborted or
+	// destroyed, as with a peer that never comes.
+	EnvP2PHang = "FAKENCCL_P2P_HANG"
 )
 
 // ErrNoCompiler is matched by the error Build returns when cc is missing.
@@ -53,9 +70,10 @@ type Init struct {
 	Blocking    int // the config's blocking field, -1 without a config
 }
 
-// Counts are the stub's running totals in one process.
+// Counts are the stub's running totals in one process, and Queued, the
+// halves of transfers waiting for their partner now.
 type Counts struct {
-	LiveComms, Aborts, Sends, Recvs, AllGathers int64
+	LiveComms, Aborts, Sends, Recvs, AllGathers, Queued int64
 }
 
 // LastInit reads the latest init the stub at path saw in this process.
@@ -70,9 +88,9 @@ func LastInit(path string) (Init, error) {
 
 // ReadCounts reads the stub's totals at path in this process.
 func ReadCounts(path string) (Counts, error) {
-	var v [5]int64
+	var v [6]int64
 	err := callStub(path, "fakenccl_counts", uintptr(unsafe.Pointer(&v[0])))
-	return Counts{LiveComms: v[0], Aborts: v[1], Sends: v[2], Recvs: v[3], AllGathers: v[4]}, err
+	return Counts{LiveComms: v[0], Aborts: v[1], Sends: v[2], Recvs: v[3], AllGathers: v[4], Queued: v[5]}, err
 }
 
 // callStub calls the stub's accessor fn with args, pointers converted to

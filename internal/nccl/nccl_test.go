@@ -131,6 +131,8 @@ func TestInitRankErrors(t *testing.T) {
 // moves host memory).
 func TestSelfExchange(t *testing.T) {
 	l, path := stub(t)
+	runtime.LockOSThread() // a group is the calling thread's, as in NCCL
+	defer runtime.UnlockOSThread()
 	c, err := l.InitRank(1, 0, UniqueID{3})
 	require.NoError(t, err)
 	require.NoError(t, c.Wait(context.Background(), time.Millisecond))

@@ -1,11 +1,35 @@
-// A stub NCCL for the tests of internal/nccl: it exports the entry points
-// the binding binds, checks their arguments about as NCCL does, and moves
-// bytes only where no other process is involved (a rank's exchange with
-// itself, an all-gather of one rank), on host memory: its "device"
-// pointers are host pointers. Communicators made non-blocking report
-// ncclInProgress for FAKENCCL_INIT_POLLS polls of ncclCommGetAsyncError
-// (default 0), or forever with FAKENCCL_INIT_HANG=1 until aborted.
-// FAKENCCL_VERSION sets the version code (default 22809),
+// A stub NCCL for the tests of internal/nccl and a2a: it exports the entry
+// points the binding binds, checks their arguments about as NCCL does, and
+// moves bytes on host memory: its "device" pointers are host pointers (the
+// stub CUDA driver's are too).
+//
+// Point-to-point: communicators made from the same unique id and rank
+// count form a group, within one process. A send from rank a to b and a
+// receive on b from a are paired in the order each side posted them per
+// (sender, receiver) pair, and the bytes are copied when the second half
+// arrives. An operation is posted at the outermost ncclGroupEnd of the
+// calling thread (group state is per thread, as in NCCL), or at once
+// outside a group. A half whose partner has not come is queued: a
+// single-threaded test can enqueue rank 0's group, then rank 1's, and the
+// copies happen during rank 1's. Meanwhile ncclCommGetAsyncError reports
+// ncclInProgress for a communicator with queued halves: the stub's stand-in
+// for work still running on the stream. What it does not model: streams.
+// The copy happens on the host when the pair is complete, not in stream
+// order, so device work enqueued after the group (an unpack of a received
+// staging buffer) sees the bytes only if the pair was complete before it
+// was enqueued. FAKENCCL_P2P_WAIT_MS=N makes ncclGroupEnd (and an
+// operation outside a group) wait up to N ms for its halves' partners
+// before returning, which gives that order to ranks that enqueue from
+// threads of their own; past N it returns with them still queued.
+// FAKENCCL_P2P_HANG=1 never pairs anything: every half stays queued (and
+// its communicator in progress) until the communicator is aborted or
+// destroyed, as with a peer that never comes. Sizes of a pair must match,
+// or both communicators fail with ncclInvalidUsage.
+//
+// ncclAllGather moves bytes only in a world of one. Communicators made
+// non-blocking report ncclInProgress for FAKENCCL_INIT_POLLS polls of
+// ncclCommGetAsyncError (default 0), or forever with FAKENCCL_INIT_HANG=1
+// until aborted. FAKENCCL_VERSION sets the version code (default 22809),
 // FAKENCCL_INIT_ERROR makes ncclCommInitRankConfig fail with that result.
 // fakenccl_last_init and fakenccl_counts report what tests check.
 #include <pthread.h>
@@ -13,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int ncclResult_t;
 enum { SUCCESS = 0, SYSTEM = 2, INTERNAL = 3, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, IN_PROGRESS = 7 };
@@ -29,27 +54,37 @@ typedef struct {
 
 #define CONFIG_MAGIC 0xcafebeefu
 #define COMM_MAGIC 0x6e63636cu
-#define MAX_PENDING 64
+#define MAX_GROUPED 1024 // operations of one thread between ncclGroupStart and End
+#define MAX_QUEUED 4096  // halves of the process waiting for their partner
 
 struct comm {
 	unsigned magic;
 	int nranks, rank, blocking;
 	long polls;  // ncclInProgress answers left; -1: until aborted
+	ncclUniqueId id;
+	int failed;  // a result the communicator failed with (a pair of another size)
 };
 
-// A send to or a receive from this rank itself, waiting for ncclGroupEnd.
-struct pending {
+// One half of a point-to-point transfer: c sends to or receives from peer.
+struct op {
 	int send;
-	const void *buf;
+	struct comm *c;
+	int peer;
+	void *buf;
 	size_t bytes;
+	unsigned long token; // the ncclGroupEnd (or call) that posted it
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char last_error[256];
 static unsigned long id_counter;
-static int group_depth;
-static struct pending pending[MAX_PENDING];
-static int npending;
+static pthread_cond_t paired = PTHREAD_COND_INITIALIZER;
+static __thread int group_depth;
+static __thread struct op grouped[MAX_GROUPED];
+static __thread int ngrouped;
+static struct op queued[MAX_QUEUED]; // in posting order
+static int nqueued;
+static unsigned long tokens;
 static long live_comms, aborts, sends, recvs, allgathers;
 static ncclUniqueId last_id;
 static int last_nranks = -1, last_rank = -1, last_blocking = -2;
@@ -119,6 +154,7 @@ ncclResult_t ncclCommInitRankConfig(struct comm **out, int nranks, ncclUniqueId 
 	c->rank = rank;
 	c->blocking = config ? config->blocking != 0 : 1;
 	c->polls = env_long("FAKENCCL_INIT_HANG", 0) ? -1 : env_long("FAKENCCL_INIT_POLLS", 0);
+	c->id = id;
 	pthread_mutex_lock(&mu);
 	live_comms++;
 	pthread_mutex_unlock(&mu);
@@ -126,20 +162,44 @@ ncclResult_t ncclCommInitRankConfig(struct comm **out, int nranks, ncclUniqueId 
 	return !c->blocking && c->polls != 0 ? IN_PROGRESS : SUCCESS;
 }
 
+// queued_of reports whether c has halves waiting for a partner; with mu.
+static int queued_of(const struct comm *c) {
+	for (int i = 0; i < nqueued; i++)
+		if (queued[i].c == c) return 1;
+	return 0;
+}
+
+// drop removes queued half i; with mu.
+static void drop(int i) {
+	memmove(&queued[i], &queued[i + 1], (size_t)(nqueued - i - 1) * sizeof queued[0]);
+	nqueued--;
+}
+
 ncclResult_t ncclCommGetAsyncError(struct comm *c, ncclResult_t *r) {
 	if (!valid(c) || r == NULL) return fail(INVALID_ARGUMENT, "invalid communicator");
+	pthread_mutex_lock(&mu);
 	if (c->polls > 0) c->polls--;
-	*r = c->polls != 0 ? IN_PROGRESS : SUCCESS;
+	if (c->failed) *r = c->failed;
+	else *r = c->polls != 0 || queued_of(c) ? IN_PROGRESS : SUCCESS;
+	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
 
+// release frees c, dropping its queued halves (an abort ends them; so does
+// a destroy, which in NCCL would wait for them).
 static ncclResult_t release(struct comm *c, int abort) {
-	if (!valid(c)) return fail(INVALID_ARGUMENT, "invalid communicator");
+	pthread_mutex_lock(&mu);
+	if (!valid(c)) {
+		pthread_mutex_unlock(&mu);
+		return fail(INVALID_ARGUMENT, "invalid communicator");
+	}
+	for (int i = nqueued - 1; i >= 0; i--)
+		if (queued[i].c == c) drop(i);
 	c->magic = 0;
 	free(c);
-	pthread_mutex_lock(&mu);
 	live_comms--;
 	aborts += abort;
+	pthread_cond_broadcast(&paired);
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
@@ -152,25 +212,80 @@ ncclResult_t ncclGroupStart(void) {
 	return SUCCESS;
 }
 
-// ncclGroupEnd pairs this rank's sends to itself with its receives from
-// itself, in order, and copies.
+// partners reports whether a and b are the two halves of one transfer.
+static int partners(const struct op *a, const struct op *b) {
+	return a->send != b->send && a->c->nranks == b->c->nranks && a->c->rank == b->peer && b->c->rank == a->peer &&
+		memcmp(&a->c->id, &b->c->id, sizeof a->c->id) == 0;
+}
+
+// post pairs o with the oldest queued half that is its partner and copies,
+// or queues it; with mu.
+static ncclResult_t post(struct op o) {
+	if (!env_long("FAKENCCL_P2P_HANG", 0)) {
+		for (int i = 0; i < nqueued; i++) {
+			struct op *q = &queued[i];
+			if (!partners(&o, q)) continue;
+			const struct op *s = o.send ? &o : q, *r = o.send ? q : &o;
+			ncclResult_t res = SUCCESS;
+			if (s->bytes != r->bytes) {
+				o.c->failed = q->c->failed = INVALID_USAGE;
+				res = fail(INVALID_USAGE, "a send and its receive differ in size");
+			} else if (s->bytes > 0) {
+				memmove(r->buf, s->buf, s->bytes);
+			}
+			drop(i);
+			pthread_cond_broadcast(&paired);
+			return res;
+		}
+	}
+	if (nqueued == MAX_QUEUED) return fail(INTERNAL, "too many transfers waiting for a partner");
+	queued[nqueued++] = o;
+	return SUCCESS;
+}
+
+// waiting reports whether a half posted under token is still queued; with mu.
+static int waiting(unsigned long token) {
+	for (int i = 0; i < nqueued; i++)
+		if (queued[i].token == token) return 1;
+	return 0;
+}
+
+// post_all posts n operations under one token and, with
+// FAKENCCL_P2P_WAIT_MS, waits that long at most for their partners.
+static ncclResult_t post_all(struct op *ops, int n) {
+	ncclResult_t res = SUCCESS;
+	pthread_mutex_lock(&mu);
+	unsigned long token = ++tokens;
+	for (int i = 0; i < n; i++) {
+		ops[i].token = token;
+		if (!valid(ops[i].c)) {
+			res = fail(INVALID_ARGUMENT, "communicator released inside a group");
+			continue;
+		}
+		ncclResult_t r = post(ops[i]);
+		if (r != SUCCESS) res = r;
+	}
+	long ms = env_long("FAKENCCL_P2P_WAIT_MS", 0);
+	if (ms > 0) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += ms / 1000;
+		until.tv_nsec += (ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+		while (waiting(token))
+			if (pthread_cond_timedwait(&paired, &mu, &until) != 0) break;
+	}
+	pthread_mutex_unlock(&mu);
+	return res;
+}
+
+// ncclGroupEnd posts the thread's grouped operations at the outermost end.
 ncclResult_t ncclGroupEnd(void) {
 	if (group_depth == 0) return fail(INVALID_USAGE, "ncclGroupEnd without ncclGroupStart");
 	if (--group_depth > 0) return SUCCESS;
-	int s = 0, r = 0;
-	for (;;) {
-		while (s < npending && !pending[s].send) s++;
-		while (r < npending && pending[r].send) r++;
-		if (s == npending || r == npending) break;
-		if (pending[s].bytes != pending[r].bytes) {
-			npending = 0;
-			return fail(INVALID_USAGE, "a send to self and a receive from self differ in size");
-		}
-		memcpy((void *)pending[r].buf, pending[s].buf, pending[s].bytes);
-		s++, r++;
-	}
-	npending = 0;
-	return SUCCESS;
+	int n = ngrouped;
+	ngrouped = 0;
+	return post_all(grouped, n);
 }
 
 static ncclResult_t p2p(int send, const void *buf, size_t count, int type, int peer, struct comm *c) {
@@ -178,12 +293,16 @@ static ncclResult_t p2p(int send, const void *buf, size_t count, int type, int p
 	if (type_size(type) == 0) return fail(INVALID_ARGUMENT, "invalid data type");
 	if (peer < 0 || peer >= c->nranks) return fail(INVALID_ARGUMENT, "peer out of range");
 	if (count > 0 && buf == NULL) return fail(INVALID_ARGUMENT, "buffer is NULL");
+	pthread_mutex_lock(&mu);
 	if (send) sends++; else recvs++;
-	if (peer == c->rank) {
-		if (group_depth == 0) return fail(INVALID_USAGE, "a send to self outside a group");
-		if (npending == MAX_PENDING) return fail(INTERNAL, "too many pending self transfers");
-		pending[npending++] = (struct pending){send, buf, count * type_size(type)};
+	pthread_mutex_unlock(&mu);
+	struct op o = {send, c, peer, (void *)buf, count * type_size(type), 0};
+	if (group_depth == 0) {
+		if (peer == c->rank) return fail(INVALID_USAGE, "a send to self outside a group");
+		return post_all(&o, 1);
 	}
+	if (ngrouped == MAX_GROUPED) return fail(INTERNAL, "too many operations in one group");
+	grouped[ngrouped++] = o;
 	return SUCCESS;
 }
 
@@ -219,10 +338,10 @@ void fakenccl_last_init(unsigned char *id, int *nranks, int *rank, int *blocking
 	pthread_mutex_unlock(&mu);
 }
 
-// fakenccl_counts reports live communicators, aborts, sends, receives and
-// all-gathers so far.
+// fakenccl_counts reports live communicators, aborts, sends, receives,
+// all-gathers so far, and the halves waiting for a partner now.
 void fakenccl_counts(long *out) {
 	pthread_mutex_lock(&mu);
-	out[0] = live_comms, out[1] = aborts, out[2] = sends, out[3] = recvs, out[4] = allgathers;
+	out[0] = live_comms, out[1] = aborts, out[2] = sends, out[3] = recvs, out[4] = allgathers, out[5] = nqueued;
 	pthread_mutex_unlock(&mu);
 }
