@@ -148,6 +148,10 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
 		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
+	c.self.Host, c.self.Transport = hostIdentity(), c.cfg.Transport
+	if c.cfg.Transport == TransportAuto {
+		c.self.NReach, c.self.Reach = c.dev.reach()
+	}
 	c.selfBytes = c.self.encode()
 }
 

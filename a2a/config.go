@@ -37,6 +37,11 @@ type Config struct {
 	// so it costs that many times the memory.
 	MaxTensors int
 
+	// Transport is how operations reach the peers: CUDA IPC (the zero
+	// value), NCCL, or the choice of the group's handles (TransportAuto).
+	// All ranks must agree. See Transport for what each costs.
+	Transport Transport
+
 	// Mover is what moves an operation's bytes: the SM kernels (the
 	// default), the copy engines, or either by size (MoverAuto). All
 	// ranks must agree (ranks that do not fail the operation, bounded by
@@ -98,6 +103,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
 	case c.Mover > MoverAuto:
 		return fmt.Errorf("a2a: Mover %d unknown: %w", c.Mover, ErrConfig)
+	case c.Transport > TransportAuto:
+		return fmt.Errorf("a2a: Transport %d unknown: %w", c.Transport, ErrConfig)
 	case c.MaxTensors < 0 || c.MaxTensors > maxTensors:
 		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, maxTensors, ErrConfig)
 	case c.Timeout < 0:

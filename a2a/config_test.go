@@ -39,6 +39,8 @@ func TestConfigValidateGood(t *testing.T) {
 		func(c *Config) { c.DType = Float8E5M2 },
 		func(c *Config) { c.NumSMs = 1 },
 		func(c *Config) { c.Mover = MoverCopyEngines },
+		func(c *Config) { c.Transport = TransportNCCL },
+		func(c *Config) { c.Transport = TransportAuto },
 		func(c *Config) { c.MaxTensors = maxTensors },
 		func(c *Config) { c.NumSMs = maxBlocks },
 		func(c *Config) { c.Timeout = time.Nanosecond },
@@ -60,6 +62,7 @@ func TestConfigValidateBad(t *testing.T) {
 	}{
 		{"world 0", func(c *Config) { c.WorldSize, c.Rank = 0, 0 }, ErrConfig},
 		{"mover 3", func(c *Config) { c.Mover = 3 }, ErrConfig},
+		{"transport 3", func(c *Config) { c.Transport = 3 }, ErrConfig},
 		{"max tensors 5", func(c *Config) { c.MaxTensors = maxTensors + 1 }, ErrConfig},
 		{"world 9", func(c *Config) { c.WorldSize, c.Rank = 9, 0 }, ErrConfig},
 		{"world -1", func(c *Config) { c.WorldSize, c.Rank = -1, 0 }, ErrConfig},

@@ -6,9 +6,35 @@ import (
 
 // Connect maps every peer's buffer. handles[i] is rank i's Handle(); every
 // rank must pass the same list. It checks that the group agrees on world
-// size, element width and capacity, and that every pair of GPUs can reach
-// each other (the same verdict on every rank, naming the pair).
-func (c *Comm) Connect(handles [][]byte) error {
+// size, element width, capacity and transport, and that every pair of
+// GPUs can reach each other (the same verdict on every rank, naming the
+// pair). A group that needs NCCL (NeedsNCCL) connects with ConnectNCCL
+// instead; Connect refuses it with ErrConfig.
+func (c *Comm) Connect(handles [][]byte) error { return c.connect(handles, nil) }
+
+// ConnectNCCL is Connect with rank 0's NCCL unique id (NewNCCLID), which
+// every rank must pass alike: for a group that uses NCCL, it joins the NCCL
+// communicator (all ranks must call it at about the same time: it waits,
+// bounded by the timeout, for the others). For a group that TransportAuto
+// resolves to IPC, the id is not used.
+func (c *Comm) ConnectNCCL(handles [][]byte, id NCCLID) error { return c.connect(handles, &id) }
+
+// NeedsNCCL reports whether the group of handles (every rank's, in rank
+// order, as Connect takes them) uses NCCL: it asked for TransportNCCL, or
+// TransportAuto chose it. Every rank gets the same answer. It costs a
+// decode of the handles.
+func (c *Comm) NeedsNCCL(handles [][]byte) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hs, err := c.checkHandles(handles)
+	if err != nil {
+		return false, err
+	}
+	kind, err := chooseTransport(hs)
+	return kind == TransportNCCL, err
+}
+
+func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
@@ -21,7 +47,17 @@ func (c *Comm) Connect(handles [][]byte) error {
 	if err != nil {
 		return err
 	}
+	kind, err := chooseTransport(hs)
+	if err != nil {
+		return err
+	}
+	if kind == TransportNCCL {
+		if err := c.useNCCL(id); err != nil {
+			return err
+		}
+	}
 	if err := c.t.connect(hs); err != nil {
+		c.dropNCCL()
 		return err
 	}
 	c.oneProcess = true

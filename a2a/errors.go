@@ -27,6 +27,10 @@ var (
 	ErrNoPeerAccess = errors.New("GPUs cannot access each other")
 	ErrNoDriver     = errors.New("CUDA driver not available")
 	ErrNoDevice     = errors.New("no CUDA device")
+	// ErrNoNCCL: NCCL was asked for (TransportNCCL) or chosen
+	// (TransportAuto) and cannot be loaded, or is older than 2.14; the
+	// error keeps the dynamic loader's text.
+	ErrNoNCCL       = errors.New("NCCL not available")
 	ErrNotSupported = errors.New("not supported")
 	ErrTokensNotSet = errors.New("SetRankTokens has not been called")
 	ErrPeerClosed   = errors.New("a peer closed its Comm")

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/nccl"
 )
 
 // UseDriver makes the package open d, or fail with err, instead of the
@@ -289,4 +290,15 @@ func (tk *TestKernels) launch(ts *TestStream, f driver.Function, n int64, a, b, 
 func SetAutoCopyBytes(tb testing.TB, n int64) {
 	autoCopyOverride.Store(n)
 	tb.Cleanup(func() { autoCopyOverride.Store(0) })
+}
+
+// UseNCCL makes the package open the NCCL at path (nccl.LoadLibrary: a
+// stub of the test's own) instead of the process's (nccl.Load) until tb
+// ends.
+func UseNCCL(tb testing.TB, path string) {
+	tb.Helper()
+	old := loadNCCL
+	l, err := nccl.LoadLibrary(path)
+	loadNCCL = func() (*nccl.Library, error) { return l, err }
+	tb.Cleanup(func() { loadNCCL = old })
 }

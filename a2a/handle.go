@@ -10,12 +10,15 @@ import (
 )
 
 // HandleSize is the length of the bytes Handle returns.
-const HandleSize = 128
+const HandleSize = 208
 
 const (
 	handleMagic   = "ULYH"
-	handleVersion = 1
+	handleVersion = 2 // 2: the host, transport and reach after the IPC handle
 )
+
+// maxReach is the most GPUs a handle lists as reachable from its own.
+const maxReach = 15
 
 // handle is what a rank tells its peers: enough to map its buffer and to
 // check that the group agrees on the layout.
@@ -32,6 +35,14 @@ type handle struct {
 	IPC       [64]byte // CUipcMemHandle
 
 	SingleBuffer bool // Config.SingleBuffer: the group must agree
+
+	Host      [16]byte  // the host's identity (hostIdentity): equal on one host
+	Transport Transport // Config.Transport: the group must agree
+	// Reach holds the hashes (busHash) of the PCI bus ids of the GPUs
+	// this rank's GPU has peer access with, both ways; the first NReach
+	// are set, the rest zero.
+	NReach uint8
+	Reach  [maxReach]uint32
 }
 
 // handleFlagSingleBuffer is bit 0 of the flags byte.
@@ -65,6 +76,12 @@ func (h *handle) encode() []byte {
 	le.PutUint64(b[40:], h.DevPtr)
 	copy(b[48:64], h.BusID[:])
 	copy(b[64:128], h.IPC[:])
+	copy(b[128:144], h.Host[:])
+	b[144] = byte(h.Transport)
+	b[145] = h.NReach
+	for i, r := range h.Reach {
+		le.PutUint32(b[148+4*i:], r)
+	}
 	return b
 }
 
@@ -95,6 +112,14 @@ func decodeHandle(b []byte) (handle, error) {
 	h.DevPtr = le.Uint64(b[40:])
 	copy(h.BusID[:], b[48:64])
 	copy(h.IPC[:], b[64:128])
+	copy(h.Host[:], b[128:144])
+	h.Transport, h.NReach = Transport(b[144]), b[145]
+	for i := range h.Reach {
+		h.Reach[i] = le.Uint32(b[148+4*i:])
+	}
+	if err := h.checkV2(b); err != nil {
+		return h, err
+	}
 	switch {
 	case h.World < 1 || h.World > MaxWorldSize:
 		return h, fmt.Errorf("a2a: handle world size %d not in 1..%d: %w", h.World, MaxWorldSize, ErrHandle)
@@ -116,4 +141,23 @@ func (h handle) busID() string {
 		n = len(h.BusID)
 	}
 	return string(h.BusID[:n])
+}
+
+// checkV2 checks the fields version 2 added: a known transport, at most
+// maxReach GPUs reached, and zeros wherever encode writes none.
+func (h handle) checkV2(b []byte) error {
+	switch {
+	case h.Transport > TransportAuto:
+		return fmt.Errorf("a2a: handle asks for transport %d: %w", h.Transport, ErrHandle)
+	case h.NReach > maxReach:
+		return fmt.Errorf("a2a: handle lists %d reachable GPUs, at most %d: %w", h.NReach, maxReach, ErrHandle)
+	case b[146] != 0 || b[147] != 0:
+		return fmt.Errorf("a2a: handle has reserved bytes set: %w", ErrHandle)
+	}
+	for _, r := range h.Reach[h.NReach:] {
+		if r != 0 {
+			return fmt.Errorf("a2a: handle lists a reachable GPU past its count: %w", ErrHandle)
+		}
+	}
+	return nil
 }

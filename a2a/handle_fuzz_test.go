@@ -30,7 +30,7 @@ func handleSeeds() [][]byte {
 		valid,
 		minimal.encode(),
 		mod(func(b []byte) { copy(b, "XLYH") }), // wrong magic
-		mod(func(b []byte) { b[4] = 2 }),        // wrong version
+		mod(func(b []byte) { b[4] = 3 }),        // wrong version
 		mod(func(b []byte) { b[7] = 2 }),        // unknown flag
 		valid[:HandleSize/2],                    // truncated
 		rankTooBig.encode(),                     // rank >= world
@@ -41,8 +41,9 @@ func handleSeeds() [][]byte {
 // FuzzDecodeHandle: decodeHandle never panics, every refusal wraps
 // ErrHandle, and every accepted input is exactly what encode writes for
 // the decoded handle. The format has no slack: the bytes encode does not
-// copy from a field (magic, version) are checked, the flags byte must hold
-// only the SingleBuffer bit, and BusID is kept whole (bytes after its first
+// copy from a field (magic, version, the reserved bytes, the reach past
+// its count) are checked, the flags byte must hold only the SingleBuffer
+// bit, and BusID is kept whole (bytes after its first
 // NUL survive the round trip, though busID() ignores them).
 func FuzzDecodeHandle(f *testing.F) {
 	for _, s := range handleSeeds() {

@@ -21,8 +21,14 @@ func filledHandle() handle {
 		DevPtr:    0x7f00_dead_beef_0000,
 
 		SingleBuffer: true,
+		Transport:    TransportAuto,
+		NReach:       maxReach,
 	}
 	copy(h.BusID[:], "0000:3b:00.0")
+	copy(h.Host[:], "host-identity-16")
+	for i := range h.Reach {
+		h.Reach[i] = 0xa0b0c000 + uint32(i)
+	}
 	for i := range h.IPC {
 		h.IPC[i] = byte(0xc0 + i)
 	}
@@ -52,6 +58,11 @@ func TestHandleRoundTrip(t *testing.T) {
 		func(h *handle) { h.Pid, h.Nonce, h.DevPtr = 0, 0, 0 },
 		func(h *handle) { h.BusID, h.IPC = [16]byte{}, [64]byte{} },
 		func(h *handle) { h.SingleBuffer = false },
+		func(h *handle) { h.Transport = TransportIPC },
+		func(h *handle) { h.Transport = TransportNCCL },
+		func(h *handle) { h.Host = [16]byte{} },
+		func(h *handle) { h.NReach, h.Reach = 0, [maxReach]uint32{} },
+		func(h *handle) { h.NReach, h.Reach = 1, [maxReach]uint32{7} },
 	} {
 		h := filledHandle()
 		mod(&h)
@@ -67,7 +78,7 @@ func TestHandleWireFormat(t *testing.T) {
 	b := h.encode()
 	le := binary.LittleEndian
 	assert.Equal(t, "ULYH", string(b[0:4]))
-	assert.Equal(t, uint16(1), le.Uint16(b[4:]))
+	assert.Equal(t, uint16(2), le.Uint16(b[4:]))
 	assert.Equal(t, byte(2), b[6])
 	assert.Equal(t, byte(1), b[7], "flags: bit 0 is SingleBuffer")
 	h.SingleBuffer = false
@@ -81,6 +92,12 @@ func TestHandleWireFormat(t *testing.T) {
 	assert.Equal(t, uint64(0x7f00_dead_beef_0000), le.Uint64(b[40:]))
 	assert.Equal(t, h.BusID[:], b[48:64])
 	assert.Equal(t, h.IPC[:], b[64:128])
+	assert.Equal(t, h.Host[:], b[128:144])
+	assert.Equal(t, byte(TransportAuto), b[144])
+	assert.Equal(t, byte(maxReach), b[145])
+	assert.Equal(t, []byte{0, 0}, b[146:148], "reserved")
+	assert.Equal(t, uint32(0xa0b0c000), le.Uint32(b[148:]))
+	assert.Equal(t, uint32(0xa0b0c000+maxReach-1), le.Uint32(b[HandleSize-4:]))
 }
 
 func TestHandleFlags(t *testing.T) {
@@ -144,12 +161,15 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"nil", nil},
 		{"length 0", []byte{}},
 		{"length 127", valid[:127]},
-		{"length 129", append(append([]byte(nil), valid...), 0)},
-		{"length 256", append(append([]byte(nil), valid...), valid...)},
+		{"length 128 (version 1)", valid[:128]},
+		{"length 207", valid[:HandleSize-1]},
+		{"length 209", append(append([]byte(nil), valid...), 0)},
+		{"length 416", append(append([]byte(nil), valid...), valid...)},
 		{"wrong magic", patch(func(b []byte) { copy(b, "ULYX") })},
 		{"lower-case magic", patch(func(b []byte) { copy(b, "ulyh") })},
 		{"version 0", patch(func(b []byte) { le.PutUint16(b[4:], 0) })},
-		{"version 2", patch(func(b []byte) { le.PutUint16(b[4:], 2) })},
+		{"version 1", patch(func(b []byte) { le.PutUint16(b[4:], 1) })},
+		{"version 3", patch(func(b []byte) { le.PutUint16(b[4:], 3) })},
 		{"version 256", patch(func(b []byte) { le.PutUint16(b[4:], 256) })},
 		{"unknown flag 2", patch(func(b []byte) { b[7] = 2 })},
 		{"unknown flag 0x80", patch(func(b []byte) { b[7] = 0x80 })},
@@ -168,6 +188,10 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"blocks 1025", fromHandle(func(h *handle) { h.Blocks = maxBlocks + 1 })},
 		{"data bytes over limit", fromHandle(func(h *handle) { h.DataBytes = maxDataBytes + 1 })},
 		{"data bytes 2^64-1", fromHandle(func(h *handle) { h.DataBytes = ^uint64(0) })},
+		{"transport 3", fromHandle(func(h *handle) { h.Transport = TransportAuto + 1 })},
+		{"reach 16", patch(func(b []byte) { b[145] = maxReach + 1 })},
+		{"reserved byte set", patch(func(b []byte) { b[147] = 1 })},
+		{"reach past its count", fromHandle(func(h *handle) { h.NReach = 2 })},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

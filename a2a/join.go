@@ -14,8 +14,10 @@ type Exchanger interface {
 	AllGather(ctx context.Context, local []byte) ([][]byte, error)
 }
 
-// Join is New, an exchange of handles, and Connect. On failure nothing is
-// left allocated.
+// Join is New, an exchange of handles, and Connect. A group that uses NCCL
+// (TransportNCCL, or TransportAuto's choice) exchanges a second time:
+// rank 0's NCCL unique id, then ConnectNCCL. On failure nothing is left
+// allocated.
 func Join(ctx context.Context, cfg Config, ex Exchanger) (*Comm, error) {
 	c, err := New(cfg)
 	if err != nil {
@@ -23,7 +25,7 @@ func Join(ctx context.Context, cfg Config, ex Exchanger) (*Comm, error) {
 	}
 	handles, err := ex.AllGather(ctx, c.Handle())
 	if err == nil {
-		err = c.Connect(handles)
+		err = c.joinConnect(ctx, ex, handles)
 	} else {
 		err = fmt.Errorf("a2a: exchanging handles: %w", err)
 	}
@@ -31,4 +33,33 @@ func Join(ctx context.Context, cfg Config, ex Exchanger) (*Comm, error) {
 		return nil, errors.Join(err, c.Close())
 	}
 	return c, nil
+}
+
+// joinConnect connects with handles, and for a group that uses NCCL
+// first all-gathers rank 0's unique id (the others send nothing; rank 0
+// sends nothing when it cannot make one, so that no rank waits for it).
+func (c *Comm) joinConnect(ctx context.Context, ex Exchanger, handles [][]byte) error {
+	needs, err := c.NeedsNCCL(handles)
+	if err != nil || !needs {
+		return c.Connect(handles)
+	}
+	var mine []byte
+	var idErr error
+	if c.cfg.Rank == 0 {
+		id, err := NewNCCLID()
+		if err == nil {
+			mine = id[:]
+		}
+		idErr = err
+	}
+	ids, err := ex.AllGather(ctx, mine)
+	switch {
+	case idErr != nil:
+		return errors.Join(idErr, err)
+	case err != nil:
+		return fmt.Errorf("a2a: exchanging the NCCL id: %w", err)
+	case len(ids) < 1 || len(ids[0]) != len(NCCLID{}):
+		return fmt.Errorf("a2a: rank 0 sent no NCCL id (it could not make one): %w", ErrNoNCCL)
+	}
+	return c.ConnectNCCL(handles, NCCLID(ids[0]))
 }
