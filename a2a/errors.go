@@ -67,7 +67,7 @@ func (p Phase) String() string {
 // still releases everything.
 type TimeoutError struct {
 	Rank    int           // the rank that waited
-	Peer    int           // the rank it waited for
+	Peer    int           // the rank it waited for; -1 over NCCL, which does not say
 	Phase   Phase         // which barrier
 	Epoch   uint32        // the operation's sequence number on the waiting block
 	Block   int           // the waiting thread block
@@ -77,6 +77,10 @@ type TimeoutError struct {
 func (e *TimeoutError) Error() string {
 	if e.Phase == PhaseClose {
 		return fmt.Sprintf("a2a: rank %d waited %v in Close for rank %d to close too: barrier timed out", e.Rank, e.Timeout, e.Peer)
+	}
+	if e.Peer < 0 { // NCCL does not say which peer is late
+		return fmt.Sprintf("a2a: rank %d waited %v for its peers in operation %d over NCCL (aborted the communicator): barrier timed out",
+			e.Rank, e.Timeout, e.Epoch)
 	}
 	return fmt.Sprintf("a2a: rank %d waited %v for rank %d at the %s barrier of operation %d (block %d): barrier timed out",
 		e.Rank, e.Timeout, e.Peer, e.Phase, e.Epoch, e.Block)
@@ -140,6 +144,9 @@ func (e *abortedError) Error() string {
 	}
 	if e.Phase == PhaseClose {
 		return fmt.Sprintf("a2a: rank %d stopped waiting in Close for rank %d to close too: %v", e.Rank, e.Peer, sentinel)
+	}
+	if e.Peer < 0 {
+		return fmt.Sprintf("a2a: rank %d's operations over NCCL stopped waiting because %s: %v", e.Rank, why, sentinel)
 	}
 	return fmt.Sprintf("a2a: rank %d's operation %d stopped waiting for rank %d at the %s barrier because %s: %v",
 		e.Rank, e.Epoch, e.Peer, e.Phase, why, sentinel)

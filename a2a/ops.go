@@ -190,6 +190,10 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Str
 // move it (moverFor): the copies into c's scratch, every input's address,
 // the mover in the signature.
 func (c *Comm) planMover(p *opPlan, r request, captured bool) {
+	if nt, ok := c.t.(*ncclTransport); ok { // NCCL: boxes of every rank (a concrete call: p stays on the stack)
+		nt.planBoxes(r, p, c.tokens)
+		return
+	}
 	if c.moverFor(r.op, p.groupBytes, captured) != MoverCopyEngines {
 		return
 	}

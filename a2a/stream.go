@@ -165,8 +165,12 @@ func (c *Comm) orderAfter(s driver.Stream) error {
 // waitDevice waits, without the lock, for the Comm's operations: on its own
 // stream, or through c.tail when the last one ran on a caller's stream
 // (the earlier ones are ordered before it). onCaller is lastStream !=
-// stream as read under the lock.
-func (c *Comm) waitDevice(onCaller bool) error {
+// stream as read under the lock, and t the transport, read there too: one
+// without a timeout of its own (NCCL) polls.
+func (c *Comm) waitDevice(onCaller bool, t transport) error {
+	if pl, ok := t.(devicePoller); ok {
+		return pl.poll(onCaller, c.tail)
+	}
 	if onCaller {
 		return c.dev.ctx.EventSynchronize(c.tail)
 	}

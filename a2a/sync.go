@@ -86,9 +86,9 @@ func (c *Comm) wait(forSync bool) error {
 	}
 	if c.failure == nil {
 		c.waiting++
-		onCaller := c.lastStream != c.stream
+		onCaller, t := c.lastStream != c.stream, c.t
 		c.mu.Unlock()
-		err := c.waitDevice(onCaller)
+		err := c.waitDevice(onCaller, t)
 		c.mu.Lock()
 		if c.waiting--; c.waiting == 0 {
 			c.changed.Broadcast()

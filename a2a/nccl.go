@@ -1,0 +1,169 @@
+package a2a
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/nccl"
+)
+
+// ncclTransport moves the bytes of the copy plans (copyplan.go) with
+// NCCL's grouped sends and receives on the operation's stream: the box of
+// this rank to itself is a device copy; a peer's box whose side here is
+// contiguous is sent from the input or received into the data half
+// directly; otherwise it is packed into, or unpacked out of, a staging
+// area with one pitched device copy (nccl_plan.go, nccl_enqueue.go). NCCL
+// has no timeout: the Comm's waits poll the stream and the communicator
+// against a deadline and abort the communicator past it (nccl_wait.go).
+// Operations cannot be captured into CUDA graphs.
+type ncclTransport struct {
+	dev    *Device
+	share  *deviceShare
+	stream driver.Stream // the Comm's
+	sm     *smTransport  // what New made (the handle's blocks, kernels' widths): released with this one
+	lib    *nccl.Library
+	id     nccl.UniqueID
+
+	rank, world int
+	buf         driver.DevicePtr // the Comm's buffer
+	layout      bufferLayout
+	timeout     atomic.Int64 // nanoseconds
+	tokens      tokenSet
+
+	// stage is 2*stageBytes of device memory: the send region, then the
+	// receive region (nccl_plan.go says why one data half each is enough).
+	stage      driver.DevicePtr
+	stageBytes int64
+	plan       ncclPlan // the next enqueue's, from planBoxes
+
+	// mu guards comm and every NCCL call on it: the Comm's waits poll
+	// without the Comm's lock while operations may be enqueued.
+	mu       sync.Mutex
+	comm     *nccl.Comm // nil once aborted or destroyed
+	settling bool       // init or the last group may still be in progress (NCCL's non-blocking mode)
+	failed   error      // what broke the communicator: a *TimeoutError, *abortedError or NCCL's failure
+
+	ops         atomic.Uint32 // operations enqueued, for the errors' epoch
+	lastEnqueue atomic.Int64  // time.Now().UnixNano() of the last enqueue (or connect)
+	abortAsk    atomic.Int32  // 0, or abortByContext / abortByClose: abort asked, not yet done
+}
+
+const (
+	abortByContext = 1
+	abortByClose   = 2
+)
+
+// newNCCLTransport prepares the NCCL transport of c with rank 0's id;
+// connect joins the communicator.
+func newNCCLTransport(c *Comm, lib *nccl.Library, id NCCLID) *ncclTransport {
+	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, sm: c.sm, lib: lib, id: nccl.UniqueID(id),
+		rank: c.cfg.Rank, world: c.cfg.WorldSize, buf: c.buf, layout: c.layout, stageBytes: c.layout.dataBytes}
+	t.timeout.Store(int64(c.cfg.timeout()))
+	return t
+}
+
+// connect allocates the staging area (cuMemAlloc, which waits for
+// nothing) and starts joining the communicator without waiting for the
+// other ranks (a non-blocking NCCL communicator): the first operation, or
+// a wait, finds it ready, bounded by the timeout. The ranks of one process
+// may so connect one after another from one goroutine.
+func (t *ncclTransport) connect(hs []handle) error {
+	if t.world > 1 && t.stageBytes > 0 {
+		p, err := t.dev.ctx.MemAlloc(uint64(2 * t.stageBytes))
+		if err != nil {
+			return wrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
+		}
+		t.stage = p
+	}
+	var comm *nccl.Comm
+	err := t.dev.ctx.Do(func() error {
+		var err error
+		comm, err = t.lib.InitRank(t.world, t.rank, t.id)
+		return err
+	})
+	if err != nil {
+		return wrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.rank), err)
+	}
+	t.mu.Lock()
+	t.comm, t.settling = comm, true
+	t.mu.Unlock()
+	t.lastEnqueue.Store(time.Now().UnixNano())
+	return nil
+}
+
+func (t *ncclTransport) setTokens(ts tokenSet) { t.tokens = ts }
+
+func (t *ncclTransport) setTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
+
+// refreshCaptured has nothing to refresh: no operation is captured.
+func (t *ncclTransport) refreshCaptured() error { return nil }
+
+// widths are the kernels': planning picks one, which this transport
+// ignores (NCCL and the copies take any alignment).
+func (t *ncclTransport) widths() []int { return t.sm.widths() }
+
+// pad is only asked for by CaptureGraph, which this transport cannot serve.
+func (t *ncclTransport) pad(launchSpec) error {
+	return fmt.Errorf("a2a: operations over NCCL cannot be captured into a CUDA graph: %w", ErrNotSupported)
+}
+
+// failure is what broke the communicator, or nil.
+func (t *ncclTransport) failure() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// goodbye has no one to tell: NCCL writes only into receives this rank
+// posted, so peers need no word before it frees its buffer. With wait it
+// waits for the queued operations as a Sync does (bounded, aborting past
+// the deadline), so that Close's own wait for the stream that follows
+// cannot hang on a peer that never came.
+func (t *ncclTransport) goodbye(wait bool) error {
+	if !wait {
+		return nil
+	}
+	return t.poll(false, 0)
+}
+
+// abort asks the next poll (or release) to abort the communicator; the
+// waits of the queued operations end with an *abortedError. It cannot be
+// undone.
+func (t *ncclTransport) abort(byClose bool) {
+	how := int32(abortByContext)
+	if byClose {
+		how = abortByClose
+	}
+	t.abortAsk.CompareAndSwap(0, how)
+}
+
+// release ends the communicator (ncclCommDestroy when healthy and idle,
+// ncclCommAbort otherwise), hands the staging area to the graveyard and
+// releases what New made.
+func (t *ncclTransport) release() {
+	t.releaseOwn()
+	t.sm.release()
+}
+
+// releaseOwn is release without the IPC transport's part: for a connect
+// that failed, after which the Comm keeps it.
+func (t *ncclTransport) releaseOwn() {
+	t.mu.Lock()
+	if t.comm != nil {
+		if t.failed != nil || t.abortAsk.Load() != 0 {
+			_ = t.comm.Abort()
+		} else {
+			_ = t.comm.Destroy()
+		}
+		t.comm = nil
+	}
+	t.mu.Unlock()
+	if p := t.stage; p != 0 {
+		ctx := t.share.ctx
+		t.share.bury(release{"freeing the NCCL staging", func() error { return ctx.MemFree(p) }})
+		t.stage = 0
+	}
+}

@@ -1,0 +1,148 @@
+package a2a
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/nccl"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// enqueue runs the plan planBoxes made for this operation on ls.stream,
+// on a locked OS thread with the device's context current (NCCL's groups
+// are per thread): the copies of this rank's own boxes, then per round
+// the packs of staged sends, one NCCL group of sends and receives, and
+// the unpacks of staged receives. It waits only for NCCL to have set up
+// the previous group (settle), never for a peer's data.
+func (t *ncclTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error {
+	if ls.captured {
+		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, ErrNotSupported)
+	}
+	if t.plan.err != nil {
+		return t.plan.err
+	}
+	half := t.buf + driver.DevicePtr(int64(ls.half)*t.layout.halfBytes)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	err := t.dev.ctx.Do(func() error {
+		if err := t.settle(); err != nil {
+			return err
+		}
+		for _, o := range t.plan.own {
+			if err := t.copyBox(half+driver.DevicePtr(o.box.dst.off), o.box.dst, driver.DevicePtr(o.input+uint64(o.box.src.off)), o.box.src, o.box, ls.stream); err != nil {
+				return wrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
+			}
+		}
+		for round := range t.plan.rounds {
+			if err := t.round(round, half, ls.stream); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	t.ops.Add(1)
+	t.lastEnqueue.Store(time.Now().UnixNano())
+	if err != nil && t.failed == nil {
+		t.failLocked(err) // a half-enqueued group leaves the peers waiting: end it
+	}
+	return err
+}
+
+// round enqueues one round: packs, the group, unpacks.
+func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream) error {
+	sendStage, recvStage := t.stage, t.stage+driver.DevicePtr(t.stageBytes)
+	for _, x := range t.plan.sends {
+		if x.round != round || x.stage < 0 {
+			continue
+		}
+		c := x.box
+		packed := boxSide{pitch: c.width, height: c.rows}
+		if err := t.copyBox(sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.src.off)), c.src, c, s); err != nil {
+			return wrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
+		}
+	}
+	if t.inRound(round) {
+		if err := t.group(round, half, sendStage, recvStage, s); err != nil {
+			return err
+		}
+	}
+	for _, x := range t.plan.recvs {
+		if x.round != round || x.stage < 0 {
+			continue
+		}
+		c := x.box
+		packed := boxSide{pitch: c.width, height: c.rows}
+		if err := t.copyBox(half+driver.DevicePtr(c.dst.off), c.dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
+			return wrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
+		}
+	}
+	return nil
+}
+
+// group enqueues the round's sends and receives in one NCCL group, each
+// in (tensor, peer) order, as every rank does. ncclGroupEnd may leave it
+// in progress (non-blocking): the next call on the communicator settles
+// first.
+func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
+	if err := t.lib.GroupStart(); err != nil {
+		return wrapNCCL("starting an NCCL group", err)
+	}
+	var err error
+	for _, x := range t.plan.sends {
+		if x.round != round || err != nil {
+			continue
+		}
+		from := uintptr(x.input) + uintptr(x.box.src.off)
+		if x.stage >= 0 {
+			from = uintptr(sendStage) + uintptr(x.stage)
+		}
+		if err = t.comm.Send(from, uint64(boxBytes(x.box)), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+			err = wrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
+		}
+	}
+	for _, x := range t.plan.recvs {
+		if x.round != round || err != nil {
+			continue
+		}
+		into := uintptr(half) + uintptr(x.box.dst.off)
+		if x.stage >= 0 {
+			into = uintptr(recvStage) + uintptr(x.stage)
+		}
+		if err = t.comm.Recv(into, uint64(boxBytes(x.box)), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+			err = wrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
+		}
+	}
+	end := t.lib.GroupEnd() // always: the thread's group must close
+	if end != nil && !nccl.IsCode(end, nccl.InProgress) && err == nil {
+		err = wrapNCCL("ending an NCCL group", end)
+	}
+	t.settling = true
+	return err
+}
+
+// copyBox enqueues on s a device copy of box c's shape from src (its side
+// from) to dst (its side to): linear when both sides are contiguous,
+// else one pitched 3D copy, as the copy-engine mode does.
+func (t *ncclTransport) copyBox(dst driver.DevicePtr, to boxSide, src driver.DevicePtr, from boxSide, c boxCopy, s driver.Stream) error {
+	if sideLinear(c, to) && sideLinear(c, from) {
+		return t.dev.ctx.MemcpyDtoDAsync(dst, src, uint64(boxBytes(c)), s)
+	}
+	return t.dev.ctx.MemcpyBoxAsync(
+		driver.Box{Ptr: dst, Pitch: uint64(to.pitch), Height: uint64(to.height)},
+		driver.Box{Ptr: src, Pitch: uint64(from.pitch), Height: uint64(from.height)},
+		uint64(c.width), uint64(c.rows), uint64(c.depth), s)
+}
+
+// inRound reports whether this rank sends or receives anything in round.
+func (t *ncclTransport) inRound(round int) bool {
+	for _, xs := range [2][]ncclXfer{t.plan.sends, t.plan.recvs} {
+		for _, x := range xs {
+			if x.round == round {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,99 @@
+package a2a
+
+import "fmt"
+
+// ncclXfer is one send or receive of an operation over NCCL: a box of
+// copyPlan, the peer, the round (one NCCL group each) and where it is
+// staged, -1 when it goes straight from the input or into the data half.
+type ncclXfer struct {
+	box   boxCopy
+	peer  int
+	round int
+	stage int64 // offset in the send or the receive region of the staging area
+	input uint64
+}
+
+// ncclPlan is what one operation enqueues: the copies of this rank to
+// itself, then per round the packs, one group of sends and receives in
+// (tensor, peer) order, and the unpacks.
+type ncclPlan struct {
+	own          []ncclXfer
+	sends, recvs []ncclXfer
+	rounds       int
+	scratch      []boxCopy
+	err          error // what planning refused, returned by the enqueue
+}
+
+// sideLinear reports whether side s of box c is contiguous.
+func sideLinear(c boxCopy, s boxSide) bool {
+	return s.pitch == c.width && (c.depth == 1 || s.height == c.rows)
+}
+
+// boxBytes is the bytes box c moves.
+func boxBytes(c boxCopy) int64 { return c.width * c.rows * c.depth }
+
+// planBoxes plans r's transfers (planMover calls it instead of making the
+// copy-engine plan; an error is kept for the enqueue that follows) on every rank from what all ranks share.
+// copyPlan of rank q gives q's boxes: their sizes and their destination
+// side depend only on shared values (shapes, token counts, regions), so
+// this rank knows what q sends it and where it lands. Rounds: each
+// sender's boxes to its peers, in its (tensor, peer) order, fill rounds of
+// one staging region (stageBytes) as if all were staged; every rank
+// computes the same rounds for every sender, so each send and its receive
+// fall in the same round, and a round's group can only wait for the same
+// round of the others. A box never exceeds a data half (it lands in one),
+// so one region fits any box; receives staged by one operation are
+// disjoint parts of this rank's output, so they fit in one region too.
+func (t *ncclTransport) planBoxes(r request, p *opPlan, ts tokenSet) {
+	t.plan.err = t.planAll(r, p, ts)
+}
+
+func (t *ncclTransport) planAll(r request, p *opPlan, ts tokenSet) error {
+	pl := &t.plan
+	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
+	for k := range r.n {
+		p.inputs[k] = uint64(r.xs[k].Ptr)
+	}
+	elem := int64(r.xs[0].DType.Size())
+	var recvUsed int64
+	for q := range t.world {
+		pl.scratch = copyPlan(pl.scratch[:0], r, *p, q, t.world, ts, elem)
+		round, used := 0, int64(0)
+		for _, c := range pl.scratch {
+			if c.peer == q {
+				if q == t.rank {
+					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: p.inputs[c.tensor]})
+				}
+				continue
+			}
+			n := boxBytes(c)
+			if n > t.stageBytes {
+				return fmt.Errorf("a2a: a box of %d bytes from rank %d to %d is over the %d-byte staging region: %w", n, q, c.peer, t.stageBytes, ErrCapacity)
+			}
+			if used+n > t.stageBytes {
+				round, used = round+1, 0
+			}
+			x := ncclXfer{box: c, round: round, stage: -1}
+			switch {
+			case q == t.rank:
+				x.peer, x.input = c.peer, p.inputs[c.tensor]
+				if !sideLinear(c, c.src) {
+					x.stage = used
+				}
+				pl.sends = append(pl.sends, x)
+			case c.peer == t.rank:
+				x.peer = q
+				if !sideLinear(c, c.dst) {
+					if recvUsed+n > t.stageBytes {
+						return fmt.Errorf("a2a: %d bytes to unpack, over the %d-byte staging region: %w", recvUsed+n, t.stageBytes, ErrCapacity)
+					}
+					x.stage, recvUsed = recvUsed, recvUsed+n
+				}
+				pl.recvs = append(pl.recvs, x)
+			}
+			used += n
+			pl.rounds = max(pl.rounds, round+1)
+		}
+	}
+	return nil
+}
