@@ -302,3 +302,14 @@ func UseNCCL(tb testing.TB, path string) {
 	loadNCCL = func() (*nccl.Library, error) { return l, err }
 	tb.Cleanup(func() { loadNCCL = old })
 }
+
+// NCCLRounds is how many NCCL groups (rounds) c's last operation over NCCL
+// was split into, 0 when c does not use NCCL.
+func NCCLRounds(c *Comm) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.t.(*ncclTransport); ok {
+		return t.plan.rounds
+	}
+	return 0
+}

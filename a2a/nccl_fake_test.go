@@ -1,7 +1,10 @@
 package a2a_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -124,4 +127,128 @@ func TestFakeNCCLTransport(t *testing.T) {
 	require.Positive(t, counts.Sends)
 	require.Equal(t, counts.Sends, counts.Recvs)
 	requireReleased(t, lib)
+}
+
+// TestFakeNCCLRounds: a buffer that holds exactly SendRecvHeads' output
+// of 3 ranks, rank 0 holding every token: rank 0 sends two boxes, each
+// as large as the buffer, through a staging region of that size, so
+// every rank splits the operation into two rounds alike; the outputs
+// still match the reference, and so does the AllGather of one rank's
+// tokens that fits.
+func TestFakeNCCLRounds(t *testing.T) {
+	fakeDriver(t, fakecuda.EnvDevices+"=2")
+	fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
+	const world = 3
+	cs := check.Case{Name: "rounds", Batch: 2, Tokens: []int{6, 0, 0}, Heads: 3 * 2, HeadDim: 8, DType: a2a.BFloat16}
+	// SendRecvHeads' output: B*T*(H/P)*D elements = 2*6*2*8 = 192 = 6 tokens of 32.
+	cfg := a2a.Config{MaxTokens: 6, HiddenDim: 2 * 8 * 2, DType: cs.DType}
+	comms := ncclGroup(t, cfg, world)
+	err := runRanks(comms, func(c *a2a.Comm) error {
+		d, err := check.MakeData(cs, 5, c.Rank())
+		if err != nil {
+			return err
+		}
+		if err := c.SetRankTokens(cs.Tokens); err != nil {
+			return err
+		}
+		x, err := uploadNew(c.Device(), [4]int{cs.Batch, cs.Tokens[c.Rank()], cs.Heads, cs.HeadDim}, cs.DType, d.X)
+		if err != nil {
+			return err
+		}
+		defer c.Device().Free(x)
+		v, err := c.SendRecvHeads(x)
+		if err != nil {
+			return err
+		}
+		if err := c.Sync(); err != nil {
+			return err
+		}
+		if n := a2a.NCCLRounds(c); n != 2 {
+			return fmt.Errorf("%d rounds, want 2", n)
+		}
+		got, err := c.Device().Download(v)
+		if err != nil {
+			return err
+		}
+		return check.Compare(fmt.Sprintf("SendRecvHeads on rank %d", c.Rank()), got, d.Shard)
+	})
+	require.NoError(t, err)
+	require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
+}
+
+// memExchanger all-gathers in memory between the goroutines of n ranks,
+// round after round.
+type memExchanger struct {
+	n     int
+	mu    sync.Mutex
+	cond  *sync.Cond
+	round []int // per rank: the rounds it has posted
+	data  map[int][][]byte
+}
+
+func newMemExchanger(n int) *memExchanger {
+	e := &memExchanger{n: n, round: make([]int, n), data: map[int][][]byte{}}
+	e.cond = sync.NewCond(&e.mu)
+	return e
+}
+
+// forRank is rank r's Exchanger.
+func (e *memExchanger) forRank(r int) a2a.Exchanger { return memRank{e, r} }
+
+type memRank struct {
+	e *memExchanger
+	r int
+}
+
+func (m memRank) AllGather(_ context.Context, b []byte) ([][]byte, error) {
+	e := m.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := e.round[m.r]
+	e.round[m.r]++
+	if e.data[k] == nil {
+		e.data[k] = make([][]byte, e.n)
+	}
+	e.data[k][m.r] = append([]byte{}, b...)
+	e.cond.Broadcast()
+	for slices.ContainsFunc(e.round, func(n int) bool { return n <= k }) { // a rank has not posted round k
+		e.cond.Wait()
+	}
+	return e.data[k], nil
+}
+
+// TestFakeNCCLJoin: Join with TransportNCCL exchanges the handles, then
+// rank 0's NCCL id in a second round, and the group works; with
+// TransportAuto on GPUs the stub driver keeps apart, the same.
+func TestFakeNCCLJoin(t *testing.T) {
+	for _, tr := range []a2a.Transport{a2a.TransportNCCL, a2a.TransportAuto} {
+		t.Run(tr.String(), func(t *testing.T) {
+			lib := fakeDriver(t, fakecuda.EnvNoPeer+"=0-1")
+			nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
+			const world = 2
+			cs := ncclCases(world, a2a.BFloat16)[0]
+			maxTokens, hidden := check.Capacity(cs)
+			ex := newMemExchanger(world)
+			comms := make([]*a2a.Comm, world)
+			errs := make([]error, world)
+			var wg sync.WaitGroup
+			for r := range world {
+				wg.Go(func() {
+					cfg := a2a.Config{Rank: r, WorldSize: world, Device: a2a.DeviceOrdinal(r), MaxTokens: maxTokens, HiddenDim: hidden, DType: cs.DType, Transport: tr}
+					comms[r], errs[r] = a2a.Join(context.Background(), cfg, ex.forRank(r))
+				})
+			}
+			wg.Wait()
+			require.NoError(t, errors.Join(errs...))
+			require.Equal(t, []int{2, 2}, ex.round, "two exchanges: the handles, then the id")
+			require.Len(t, ex.data[1][0], 128, "rank 0 sent the id")
+			require.Empty(t, ex.data[1][1], "the others send nothing")
+			require.NoError(t, runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, 9) }))
+			require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
+			counts, err := fakenccl.ReadCounts(nlib)
+			require.NoError(t, err)
+			require.Zero(t, counts.LiveComms)
+			requireReleased(t, lib)
+		})
+	}
 }
