@@ -1,7 +1,9 @@
 // Package a2a moves attention activations between the GPUs of one machine
 // for sequence-parallel ("Ulysses") attention. Each operation is one CUDA
 // kernel that writes straight into the peers' memory over CUDA IPC, with
-// the head/sequence layout change folded into the copy.
+// the head/sequence layout change folded into the copy. Where IPC cannot
+// reach (GPUs without peer access, several hosts), Config.Transport can
+// take NCCL instead, loaded at run time (TransportNCCL, TransportAuto).
 //
 // # Operations
 //

@@ -31,7 +31,6 @@ type ncclTransport struct {
 	buf         driver.DevicePtr // the Comm's buffer
 	layout      bufferLayout
 	timeout     atomic.Int64 // nanoseconds
-	tokens      tokenSet
 
 	// stage is 2*stageBytes of device memory: the send region, then the
 	// receive region (nccl_plan.go says why one data half each is enough).
@@ -94,7 +93,9 @@ func (t *ncclTransport) connect(hs []handle) error {
 	return nil
 }
 
-func (t *ncclTransport) setTokens(ts tokenSet) { t.tokens = ts }
+// setTokens has nothing to carry: planBoxes plans each operation with the
+// Comm's counts.
+func (t *ncclTransport) setTokens(tokenSet) {}
 
 func (t *ncclTransport) setTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
 

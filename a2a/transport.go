@@ -22,9 +22,9 @@ type launchSpec struct {
 // validation, the plan of each operation (shapes, token counts, capacity,
 // the verdict every rank shares), the buffer's data halves and the views
 // into them, the Into copies, the failure bookkeeping and the order of
-// Close. smTransport (SM kernels writing into the peers over CUDA IPC) is
-// the one there is; a copy-engine or NCCL transport implements the same
-// methods. Calls come with the Comm's lock held.
+// Close. smTransport (SM kernels or copy engines writing into the peers
+// over CUDA IPC) is the default; ncclTransport (NCCL's sends and receives)
+// implements the same methods. Calls come with the Comm's lock held.
 type transport interface {
 	// connect joins the group: hs are every rank's validated handles, in
 	// rank order, the same on every rank.
