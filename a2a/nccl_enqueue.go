@@ -82,9 +82,12 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 }
 
 // group enqueues the round's sends and receives in one NCCL group, each
-// in (tensor, peer) order, as every rank does. ncclGroupEnd may leave it
-// in progress (non-blocking): the next call on the communicator settles
-// first.
+// in (tensor, peer) order, as every rank does. ncclGroupEnd of a
+// non-blocking communicator may return before NCCL has put the group's
+// kernel on the stream (ncclInProgress): it settles before returning, or
+// what is enqueued after it (the unpacks, the Into copy, the event a
+// caller's stream waits on) would run before the data has come (run 57:
+// half of every two-rank output wrong without this).
 func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
 	if err := t.lib.GroupStart(); err != nil {
 		return wrapNCCL("starting an NCCL group", err)
@@ -119,7 +122,10 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		err = wrapNCCL("ending an NCCL group", end)
 	}
 	t.settling = true
-	return err
+	if err != nil {
+		return err
+	}
+	return t.settle()
 }
 
 // copyBox enqueues on s a device copy of box c's shape from src (its side

@@ -1,7 +1,6 @@
 package a2a_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -64,12 +63,11 @@ func TestFakeNCCLTimeout(t *testing.T) {
 			nlib := fakeNCCL(t, tc.env...)
 			const timeout = 100 * time.Millisecond
 			comms, xs := ncclPair(t, timeout)
-			for r := range tc.ranks {
-				_, err := comms[r].SendRecvHeads(xs[r])
-				require.NoError(t, err)
-			}
+			// The group cannot be launched while its peer's half never
+			// comes (NCCL's non-blocking launch, connecting to the peer):
+			// the operation's own call waits for it, bounded.
 			start := time.Now()
-			err := comms[0].Sync()
+			_, err := comms[0].SendRecvHeads(xs[0])
 			took := time.Since(start)
 			var te *a2a.TimeoutError
 			require.ErrorAs(t, err, &te)
@@ -78,14 +76,16 @@ func TestFakeNCCLTimeout(t *testing.T) {
 			assert.Equal(t, -1, te.Peer, "NCCL does not say which peer")
 			assert.Equal(t, timeout, te.Timeout)
 			assert.Contains(t, err.Error(), "over NCCL (aborted the communicator)")
+			assert.GreaterOrEqual(t, took, timeout)
 			assert.Less(t, took, timeout+2*time.Second, "bounded")
 			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
 			requireNCCLCounts(t, nlib, 1, 1)
 			_, err = comms[0].SendRecvHeads(xs[0])
 			require.ErrorIs(t, err, a2a.ErrBroken)
 			require.ErrorIs(t, err, a2a.ErrTimeout)
+			require.ErrorIs(t, comms[0].Sync(), a2a.ErrBroken)
 			if tc.ranks == 2 {
-				err = comms[1].Sync()
+				_, err = comms[1].SendRecvHeads(xs[1])
 				require.ErrorAs(t, err, &te, "rank 1 times out too")
 			}
 			freeInputs(t, comms, xs)
@@ -97,53 +97,42 @@ func TestFakeNCCLTimeout(t *testing.T) {
 	}
 }
 
-// TestFakeNCCLCloseDuringSync: Close while a Sync waits for a transfer
-// that never completes ends that Sync at once with ErrClosed (not after
-// the timeout), aborting the communicator.
-func TestFakeNCCLCloseDuringSync(t *testing.T) {
+// TestFakeNCCLCloseDuringLaunch: Close while an operation waits for its
+// group to be launched (a peer that never comes) returns once that wait
+// has ended, bounded by the timeout; the operation fails with a
+// *TimeoutError. (A Sync waiting for a launched operation that never
+// completes, and Close or a context ending it, need a device: the GPU
+// test TestNCCLStall.)
+func TestFakeNCCLCloseDuringLaunch(t *testing.T) {
 	lib := fakeDriver(t)
 	nlib := fakeNCCL(t, fakenccl.EnvP2PHang+"=1")
-	comms, xs := ncclPair(t, time.Minute)
-	_, err := comms[0].SendRecvHeads(xs[0])
+	const timeout = 300 * time.Millisecond
+	comms, xs := ncclPair(t, timeout)
+	keep, err := a2a.OpenDevice(comms[0].Device().Info().Ordinal) // holds the context for xs[0] past Close
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() { done <- comms[0].Sync() }()
+	go func() {
+		_, err := comms[0].SendRecvHeads(xs[0])
+		done <- err
+	}()
 	time.Sleep(50 * time.Millisecond)
-	freeInputs(t, comms, xs)
 	start := time.Now()
 	require.NoError(t, comms[0].Close())
+	took := time.Since(start)
+	assert.Less(t, took, timeout+2*time.Second, "bounded")
 	select {
 	case err := <-done:
-		require.ErrorIs(t, err, a2a.ErrClosed)
-		require.ErrorIs(t, err, a2a.ErrAborted)
-		t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		require.ErrorIs(t, err, a2a.ErrTimeout)
+		t.Logf("Close after %v, the operation: %v", took.Round(time.Millisecond), err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("Sync still waits after Close")
+		t.Fatal("the operation still waits after Close")
 	}
+	require.NoError(t, keep.Free(xs[0]))
+	require.NoError(t, keep.Close())
+	require.NoError(t, comms[1].Device().Free(xs[1]))
 	require.NoError(t, comms[1].Close())
 	requireNCCLCounts(t, nlib, 0, 1)
 	requireReleased(t, lib)
-}
-
-// TestFakeNCCLSyncContext: SyncContext's context ending first aborts the
-// communicator and returns the context's error; the Comm is broken
-// (ErrAborted).
-func TestFakeNCCLSyncContext(t *testing.T) {
-	fakeDriver(t)
-	nlib := fakeNCCL(t, fakenccl.EnvP2PHang+"=1")
-	comms, xs := ncclPair(t, time.Minute)
-	_, err := comms[0].SendRecvHeads(xs[0])
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	err = comms[0].SyncContext(ctx)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	_, err = comms[0].SendRecvHeads(xs[0])
-	require.ErrorIs(t, err, a2a.ErrAborted)
-	requireNCCLCounts(t, nlib, 1, 1)
-	freeInputs(t, comms, xs)
-	require.NoError(t, comms[0].Close())
-	require.NoError(t, comms[1].Close())
 }
 
 // TestFakeNCCLRefusals: an operation captured into a CUDA graph is

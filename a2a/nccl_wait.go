@@ -19,16 +19,40 @@ type devicePoller interface {
 	poll(onCaller bool, tail driver.Event) error
 }
 
-// Polling: spinPolls polls back to back (yielding the processor), then
-// sleeps doubling from pollMin to pollMax between polls: a wait of a
-// short operation costs microseconds, a long one at most pollMax of
-// latency, and each poll is one cuStreamQuery (or cuEventQuery) and one
-// ncclCommGetAsyncError.
+// Polling: for spinFor a poller polls back to back (yielding the
+// processor between polls), then sleeps doubling from pollMin to pollMax:
+// a wait of a short operation costs microseconds, a long one at most
+// pollMax of latency. Each poll of a wait is one cuStreamQuery (or
+// cuEventQuery) and one ncclCommGetAsyncError.
 const (
-	spinPolls = 64
-	pollMin   = 10 * time.Microsecond
-	pollMax   = time.Millisecond
+	spinFor = 200 * time.Microsecond
+	pollMin = 10 * time.Microsecond
+	pollMax = time.Millisecond
 )
+
+// backoff paces a polling loop: pause yields the processor while the
+// first spinFor lasts, then sleeps, longer each time.
+type backoff struct {
+	start time.Time
+	sleep time.Duration
+}
+
+func newBackoff() backoff { return backoff{start: time.Now()} }
+
+// pause waits before the next poll; unlock and lock, when not nil, are
+// called around a sleep (a lock the poller holds that others need).
+func (b *backoff) pause(unlock, lock func()) {
+	if time.Since(b.start) < spinFor {
+		runtime.Gosched()
+		return
+	}
+	b.sleep = min(max(2*b.sleep, pollMin), pollMax)
+	if unlock != nil {
+		unlock()
+		defer lock()
+	}
+	time.Sleep(b.sleep)
+}
 
 // poll waits until the work is done and the communicator has nothing in
 // progress, polling against a deadline: the last operation's enqueue
@@ -38,8 +62,8 @@ const (
 // CUDA context usable) and records the failure: a *TimeoutError, an
 // *abortedError or NCCL's error.
 func (t *ncclTransport) poll(onCaller bool, tail driver.Event) error {
-	sleep := time.Duration(0)
-	for i := 0; ; i++ {
+	b := newBackoff()
+	for {
 		if how := t.abortAsk.Load(); how != 0 {
 			t.fail(&abortedError{Rank: t.rank, Peer: -1, Phase: PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
 			return nil
@@ -58,27 +82,19 @@ func (t *ncclTransport) poll(onCaller bool, tail driver.Event) error {
 		switch {
 		case broken:
 			return nil
-		case state != nccl.InProgress && state != nccl.Success:
-			t.fail(wrapNCCL("the NCCL communicator failed", &nccl.Error{Call: "ncclCommGetAsyncError", Code: state, Text: "asynchronous error"}))
-			return nil
 		case done && state == nccl.Success:
 			return nil
 		case time.Now().UnixNano() > t.lastEnqueue.Load()+t.timeout.Load():
 			t.fail(&TimeoutError{Rank: t.rank, Peer: -1, Phase: PhaseEnd, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 			return nil
 		}
-		if i < spinPolls {
-			runtime.Gosched()
-			continue
-		}
-		sleep = min(max(2*sleep, pollMin), pollMax)
-		time.Sleep(sleep)
+		b.pause(nil, nil)
 	}
 }
 
 // state is the communicator's asynchronous state, and whether it is
-// already broken (aborted, failed or released): then there is nothing to
-// wait for.
+// broken (aborted, failed or released, or failing now: the failure is
+// recorded): then there is nothing to wait for.
 func (t *ncclTransport) state() (nccl.Result, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -90,8 +106,13 @@ func (t *ncclTransport) state() (nccl.Result, bool) {
 		t.failLocked(wrapNCCL("asking the NCCL communicator's state", err))
 		return 0, true
 	}
-	if r == nccl.Success {
+	switch r {
+	case nccl.Success:
 		t.settling = false
+	case nccl.InProgress:
+	default:
+		t.failLocked(wrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
+		return r, true
 	}
 	return r, false
 }
@@ -120,8 +141,8 @@ func (t *ncclTransport) failLocked(err error) {
 // error, the communicator fails as poll says. It returns the failure.
 func (t *ncclTransport) settle() error {
 	deadline := time.Now().Add(time.Duration(t.timeout.Load()))
-	sleep := time.Duration(0)
-	for i := 0; t.settling; i++ {
+	b := newBackoff()
+	for t.settling {
 		if t.failed != nil || t.comm == nil {
 			break
 		}
@@ -132,14 +153,11 @@ func (t *ncclTransport) settle() error {
 		case r == nccl.Success:
 			t.settling = false
 		case r != nccl.InProgress:
-			t.failLocked(wrapNCCL("the NCCL communicator failed", &nccl.Error{Call: "ncclCommGetAsyncError", Code: r, Text: "asynchronous error"}))
+			t.failLocked(wrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
 		case time.Now().After(deadline):
 			t.failLocked(&TimeoutError{Rank: t.rank, Peer: -1, Phase: PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
-		case i >= spinPolls:
-			sleep = min(max(2*sleep, pollMin), pollMax)
-			t.mu.Unlock()
-			time.Sleep(sleep)
-			t.mu.Lock()
+		default:
+			b.pause(t.mu.Unlock, t.mu.Lock)
 		}
 	}
 	if t.failed == nil && t.comm == nil {
