@@ -30,7 +30,11 @@ var (
 	// ErrNoNCCL: NCCL was asked for (TransportNCCL) or chosen
 	// (TransportAuto) and cannot be loaded, or is older than 2.14; the
 	// error keeps the dynamic loader's text.
-	ErrNoNCCL       = errors.New("NCCL not available")
+	ErrNoNCCL = errors.New("NCCL not available")
+	// ErrNCCL: NCCL reported a failure of a Comm over TransportNCCL (a
+	// peer's process gone or the network failing, say); the error keeps
+	// NCCL's words, and the Comm is broken.
+	ErrNCCL         = errors.New("NCCL failed")
 	ErrNotSupported = errors.New("not supported")
 	ErrTokensNotSet = errors.New("SetRankTokens has not been called")
 	ErrPeerClosed   = errors.New("a peer closed its Comm")

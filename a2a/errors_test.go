@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -35,6 +37,8 @@ func TestErrorsReadOnce(t *testing.T) {
 		{broken.usable(true), ErrTimeout},
 		{prefixed(ErrClosed), ErrClosed},
 		{wrapErr(&PeerClosedError{Peer: 1}, "reading a view"), ErrPeerClosed},
+		{wrapNCCL("the NCCL communicator failed", &nccl.Error{Call: "ncclCommGetAsyncError", Code: nccl.RemoteError, Text: "remote process exited or there was a network error"}), ErrNCCL},
+		{wrapNCCL("loading NCCL", fmt.Errorf("dlopen: %w", nccl.ErrNoNCCL)), ErrNoNCCL},
 	}
 	for _, c := range cases {
 		require.Error(t, c.err)

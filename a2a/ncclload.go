@@ -14,26 +14,21 @@ var loadNCCL = nccl.Load
 // ncclError is an NCCL failure seen from this package: its text says what
 // a2a was doing and keeps NCCL's (or the dynamic loader's) words, and
 // errors.Is matches both the binding's error and ErrNoNCCL where NCCL
-// could not be loaded.
+// could not be loaded, ErrNCCL otherwise.
 type ncclError struct {
 	what     string
-	sentinel error // ErrNoNCCL or nil
+	sentinel error // ErrNoNCCL or ErrNCCL
 	err      error
 }
 
 func (e *ncclError) Error() string { return "a2a: " + e.what + ": " + e.err.Error() }
 
-func (e *ncclError) Unwrap() []error {
-	if e.sentinel == nil {
-		return []error{e.err}
-	}
-	return []error{e.sentinel, e.err}
-}
+func (e *ncclError) Unwrap() []error { return []error{e.sentinel, e.err} }
 
 // wrapNCCL gives an error of internal/nccl this package's prefix, and
-// ErrNoNCCL when the library is missing or too old.
+// ErrNoNCCL when the library is missing or too old, ErrNCCL otherwise.
 func wrapNCCL(what string, err error) error {
-	e := &ncclError{what: what, err: err}
+	e := &ncclError{what: what, err: err, sentinel: ErrNCCL}
 	if errors.Is(err, nccl.ErrNoNCCL) || errors.Is(err, nccl.ErrSymbolMissing) {
 		e.sentinel = ErrNoNCCL
 	}
@@ -60,4 +55,16 @@ func NewNCCLID() (NCCLID, error) {
 		return NCCLID{}, wrapNCCL("making an NCCL unique id", err)
 	}
 	return NCCLID(id), nil
+}
+
+// NCCLVersion loads NCCL as TransportNCCL would (once per process:
+// $ULYSSES_LIBNCCL or libnccl.so.2) and returns its version code (22809
+// for 2.28.9) and the path it was opened from; ErrNoNCCL where it cannot
+// be loaded. It makes no communicator.
+func NCCLVersion() (version int, path string, err error) {
+	l, err := loadNCCL()
+	if err != nil {
+		return 0, "", wrapNCCL("loading NCCL", err)
+	}
+	return l.Version(), l.Path(), nil
 }

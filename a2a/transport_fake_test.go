@@ -102,6 +102,7 @@ func TestFakeNoNCCLChild(t *testing.T) {
 	_, err := a2a.NewNCCLID()
 	require.ErrorIs(t, err, a2a.ErrNoNCCL)
 	require.ErrorIs(t, err, nccl.ErrNoNCCL, "the binding's error is kept")
+	require.NotErrorIs(t, err, a2a.ErrNCCL, "a missing library is not a failure of NCCL")
 	require.ErrorContains(t, err, "/nonexistent/libnccl.so.2")
 	t.Logf("%v", err)
 	cfg := a2a.Config{WorldSize: 1, MaxTokens: 8, HiddenDim: 64, DType: a2a.BFloat16}

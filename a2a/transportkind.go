@@ -47,3 +47,18 @@ func (t Transport) String() string {
 	}
 	return "Transport(?)"
 }
+
+// Transport is the transport the Comm's operations use: after Connect (or
+// Join) TransportIPC or TransportNCCL, what TransportAuto chose; before,
+// the Config's. It costs the Comm's lock.
+func (c *Comm) Transport() Transport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.connected {
+		return c.cfg.Transport
+	}
+	if _, ok := c.t.(*ncclTransport); ok {
+		return TransportNCCL
+	}
+	return TransportIPC
+}

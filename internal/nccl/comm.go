@@ -150,3 +150,10 @@ func (c *Comm) Abort() error {
 func (c *Comm) Destroy() error {
 	return c.l.check("ncclCommDestroy", 0, c.l.call(c.l.fn.commDestroy, c.h))
 }
+
+// Failure is the *Error of an asynchronous state r that AsyncError
+// returned (neither Success nor InProgress): NCCL's name for r and its
+// last error message for the communicator.
+func (c *Comm) Failure(r Result) error {
+	return c.l.check("ncclCommGetAsyncError", c.h, r)
+}
