@@ -175,6 +175,13 @@ func timeoutOnRank0(comm *a2a.Comm, cs check.Case, timeout time.Duration, single
 	if err := comm.Sync(); !errors.Is(err, a2a.ErrBroken) {
 		return fmt.Errorf("Sync after a timeout returned %v, want ErrBroken", err)
 	}
+	return contextSurvived(dev, kept, keep)
+}
+
+// contextSurvived checks that the process's CUDA context is usable after
+// a Comm failed: kept still holds keep, and a new Comm on the device
+// passes a case.
+func contextSurvived(dev *a2a.Device, kept a2a.Tensor, keep []byte) error {
 	got, err := dev.Download(kept)
 	if err != nil {
 		return fmt.Errorf("context unusable after the timeout: %w", err)
