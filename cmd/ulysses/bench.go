@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -61,11 +62,12 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 
 // benchPlan is the validated lists of a bench run.
 type benchPlan struct {
-	sizes  []int64
-	dtypes []a2a.DType
-	ops    []benchOp
-	sms    []int
-	mover  a2a.Mover
+	sizes     []int64
+	dtypes    []a2a.DType
+	ops       []benchOp
+	sms       []int
+	mover     a2a.Mover
+	transport a2a.Transport
 }
 
 func (o *benchOpts) plan() (benchPlan, error) {
@@ -95,6 +97,12 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	}
 	if p.mover, err = parseMover(o.mover); err != nil {
 		return p, err
+	}
+	if p.transport, err = parseTransport(o.group.transport); err != nil {
+		return p, err
+	}
+	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
+		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")
 	}
 	return p, nil
 }
@@ -188,7 +196,8 @@ func nvlinkBytes(op benchOp, bytes int64, world int) float64 {
 // statistics, and what they mean against the peer copy rate.
 type benchRow struct {
 	Impl          string  `json:"impl"`
-	Mover         string  `json:"mover,omitempty"` // a2a.Config.Mover of ulysses rows
+	Mover         string  `json:"mover,omitempty"`     // a2a.Config.Mover of ulysses rows
+	Transport     string  `json:"transport,omitempty"` // what the Comm used (Comm.Transport) of ulysses rows
 	Op            string  `json:"op"`
 	DType         string  `json:"dtype"`
 	BytesPerRank  int64   `json:"bytes_per_rank"`
@@ -284,6 +293,9 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return systemError(stderr, err)
 	}
+	if o.group.addr != "" {
+		return benchHere(o, plan, sys, stdout, stderr)
+	}
 	world, devices, err := o.group.layout(len(sys.Devices))
 	if err == nil && o.heads < world {
 		err = fmt.Errorf("--heads %d is fewer than the world size %d", o.heads, world)
@@ -316,6 +328,34 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
 		return exitFailed
 	}
+	return reportBench(ctx, start, world, res, sys, o, plan, stdout, stderr)
+}
+
+// benchHere runs the one rank of a group across hosts that --addr and
+// --rank name, in this process; rank 0 reports.
+func benchHere(o *benchOpts, plan benchPlan, sys a2a.SystemInfo, stdout, stderr io.Writer) int {
+	m, err := o.group.remoteMember(len(sys.Devices))
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+		return exitUsage
+	}
+	defer m.ex.Close()
+	start := time.Now()
+	fmt.Fprintf(stderr, "bench: rank %d of %d on GPU %d, exchange at %s, B=%d H=%d D=%d\n", m.rank, m.world, *m.device, o.group.addr, o.batch, o.heads, o.headDim)
+	res, err := benchRun(m, o, plan, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
+		return exitFailed
+	}
+	if m.rank != 0 {
+		return 0
+	}
+	return reportBench(context.Background(), start, m.world, res, sys, o, plan, stdout, stderr)
+}
+
+// reportBench prints rank 0's results (and with --compare, PyTorch's
+// beside them) and writes the JSON report.
+func reportBench(ctx context.Context, start time.Time, world int, res *benchResults, sys a2a.SystemInfo, o *benchOpts, plan benchPlan, stdout, stderr io.Writer) int {
 	for i := range res.Rows {
 		res.Rows[i].finish(res.PeerBandwidth)
 	}
@@ -349,8 +389,12 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	if rep.PeerGBps > 0 {
 		peer = fmt.Sprintf("%.0f GB/s", rep.PeerGBps)
 	}
-	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d, moved by %s, %d iterations (%d warm-up), peer copy %s %s\n",
-		rep.World, o.batch, o.heads, o.headDim, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
+	over := ""
+	if len(rep.Rows) > 0 && rep.Rows[0].Transport != "" {
+		over = " over " + rep.Rows[0].Transport + ","
+	}
+	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d,%s moved by %s, %d iterations (%d warm-up), peer copy %s %s\n",
+		rep.World, o.batch, o.heads, o.headDim, over, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
 	writeTable(w, benchHead, benchAlign, benchTableRows(rep.Rows))
 	if o.overlap {
 		fmt.Fprintf(w, "beside a compute-bound kernel (one %d-thread block per SM), back to back:\n", burnThreads)

@@ -11,7 +11,8 @@ import (
 // op: back to back on a stream of the bench's own (Comm.On), as a caller
 // with its own CUDA binding would enqueue them, and replayed from a CUDA
 // graph of o.graphOps operations (an even count, so CaptureGraph adds
-// none), each after warm-up runs.
+// none; not over NCCL, whose operations cannot be captured), each after
+// warm-up runs.
 func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, in benchInputs, st *opStats) error {
 	on := comm.On(s)
 	fn := opFunc(on, op, in)
@@ -20,6 +21,9 @@ func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, 
 		return fmt.Errorf("%s on a caller's stream: %w", op, err)
 	}
 	st.Stream = float64(d) / float64(time.Microsecond)
+	if comm.Transport() == a2a.TransportNCCL {
+		return nil // its operations cannot be captured: no graph row
+	}
 	g, err := a2a.CaptureGraph(s, func() error {
 		for i := range o.graphOps {
 			if err := fn(i); err != nil {

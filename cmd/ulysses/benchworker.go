@@ -89,7 +89,7 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 			maxTokens = max(maxTokens, s.tokens)
 		}
 		for _, sms := range plan.sms {
-			cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms, Mover: plan.mover}
+			cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms, Mover: plan.mover, Transport: plan.transport}
 			if slices.Contains(plan.ops, opQKVPacked) {
 				cfg.MaxTensors = qkvTensors
 			}
@@ -165,7 +165,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 		for k, op := range ops {
 			s := maxOver(perOp[k])
 			rows = append(rows, benchRow{
-				Impl: "ulysses", Mover: comm.Config().Mover.String(), Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
+				Impl: "ulysses", Mover: comm.Config().Mover.String(), Transport: comm.Transport().String(), Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 				StreamUS: s.Stream, GraphUS: s.Graph, GraphOps: o.graphOps,

@@ -39,9 +39,10 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	_, err := parseDTypes(o.dtypes)
+	dtypes, err := parseDTypes(o.dtypes)
+	var mover a2a.Mover
 	if err == nil {
-		_, err = parseMover(o.mover)
+		mover, err = parseMover(o.mover)
 	}
 	if err == nil {
 		err = o.group.validate()
@@ -56,6 +57,9 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	sys, err := a2a.System()
 	if err != nil {
 		return systemError(stderr, err)
+	}
+	if o.group.addr != "" {
+		return checkHere(o, dtypes, mover, len(sys.Devices), stdout, stderr)
 	}
 	world, devices, err := o.group.layout(len(sys.Devices))
 	if err != nil {
@@ -75,6 +79,22 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return 0
+}
+
+// checkHere runs the one rank of a group across hosts that --addr and
+// --rank name, in this process.
+func checkHere(o *checkOpts, dtypes []a2a.DType, mover a2a.Mover, gpus int, stdout, stderr io.Writer) int {
+	m, err := o.group.remoteMember(gpus)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "check: rank %d of %d on GPU %d, exchange at %s\n", m.rank, m.world, *m.device, o.group.addr)
+	code := checkRank(m, o, dtypes, mover, stdout, stderr)
+	if code == 0 {
+		fmt.Fprintf(stdout, "check: rank %d passed\n", m.rank)
+	}
+	return code
 }
 
 // countResults counts the PASS and FAIL lines of every rank's output.
@@ -112,10 +132,21 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
 	}
+	return checkRank(m, o, dtypes, mover, stdout, stderr)
+}
+
+// checkRank runs every case of every dtype on rank m, printing a PASS or
+// FAIL line per case, and returns the exit code; it closes m's exchanger.
+func checkRank(m *member, o *checkOpts, dtypes []a2a.DType, mover a2a.Mover, stdout, stderr io.Writer) int {
 	defer m.ex.Close()
+	transport, err := parseTransport(o.group.transport)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
+		return exitUsage
+	}
 	passed := true
 	for _, dt := range dtypes {
-		ok, err := checkDType(m, a2a.Config{DType: dt, NumSMs: o.sms, Mover: mover}, o.seed, stdout)
+		ok, err := checkDType(m, a2a.Config{DType: dt, NumSMs: o.sms, Mover: mover, Transport: transport}, o.seed, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "check: rank %d: %s\n", m.rank, oneLine(err))
 			return exitFailed

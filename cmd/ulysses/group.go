@@ -60,20 +60,57 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok
 	return 0, true
 }
 
-// groupFlags lay out the ranks of check and bench.
+// groupFlags lay out the ranks of check and bench: every rank on this
+// host, a process each, or (with --addr) one rank of a group across hosts.
 type groupFlags struct {
 	world       int
 	ranksPerGPU int
+	transport   string
+	addr        string // rank 0's exchange, for one rank of a group across hosts
+	rank        int    // with addr
+	device      int    // with addr; -1: rank modulo the GPUs here
 }
 
 func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.world, "world", 0, "number of ranks, rank r on GPU r modulo the GPU count (default: GPUs * ranks-per-gpu)")
 	fs.IntVar(&g.ranksPerGPU, "ranks-per-gpu", 1, "ranks per GPU when --world is not given")
+	fs.StringVar(&g.transport, "transport", "auto", "how the ranks exchange (a2a.Config.Transport): ipc (CUDA IPC: one host, peer access between every pair of GPUs), nccl, or auto (ipc where it works, nccl otherwise)")
+	fs.StringVar(&g.addr, "addr", "", "host:port of rank 0's exchange, for a group across hosts: run the command once per rank, each with --world and --rank (rank 0 listens there), with the same secret in "+launch.EnvSecret+" on every host")
+	fs.IntVar(&g.rank, "rank", -1, "with --addr: the rank this process runs")
+	fs.IntVar(&g.device, "device", -1, "with --addr: this rank's GPU on this host (default: the rank modulo this host's GPUs)")
 }
 
 // validate checks what can be checked without the GPUs: a bad flag is a
 // usage error before the driver is loaded.
 func (g groupFlags) validate() error {
+	if err := g.validateSize(); err != nil {
+		return err
+	}
+	if _, err := parseTransport(g.transport); err != nil {
+		return err
+	}
+	if g.addr == "" {
+		if g.rank != -1 || g.device != -1 {
+			return fmt.Errorf("--rank and --device go with --addr (one rank of a group across hosts)")
+		}
+		return nil
+	}
+	switch {
+	case g.world < 1:
+		return fmt.Errorf("--addr needs --world: the group's size")
+	case g.rank < 0 || g.rank >= g.world:
+		return fmt.Errorf("--addr needs --rank in 0..%d", g.world-1)
+	case g.device < -1:
+		return fmt.Errorf("--device %d is negative", g.device)
+	case os.Getenv(launch.EnvSecret) == "":
+		return fmt.Errorf("--addr needs the group's secret in %s (the same on every host, at least %d bytes): anyone who reaches the address could join the group otherwise",
+			launch.EnvSecret, exchange.MinSecretSize)
+	}
+	return nil
+}
+
+// validateSize checks --world and --ranks-per-gpu.
+func (g groupFlags) validateSize() error {
 	if g.ranksPerGPU < 1 {
 		return fmt.Errorf("--ranks-per-gpu %d must be at least 1", g.ranksPerGPU)
 	}
@@ -83,13 +120,48 @@ func (g groupFlags) validate() error {
 	return nil
 }
 
+// parseTransport reads --transport ("" is its default, auto).
+func parseTransport(s string) (a2a.Transport, error) {
+	if s == "" {
+		return a2a.TransportAuto, nil
+	}
+	for _, t := range []a2a.Transport{a2a.TransportIPC, a2a.TransportNCCL, a2a.TransportAuto} {
+		if s == t.String() {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown --transport %q (want ipc, nccl or auto)", s)
+}
+
+// remoteMember is the one rank of a group across hosts that --addr,
+// --rank and --device name, on a host with gpus GPUs: its exchanger dials
+// rank 0 (or, on rank 0, listens) at --addr with the secret of
+// ULYSSES_SECRET.
+func (g groupFlags) remoteMember(gpus int) (*member, error) {
+	if gpus < 1 {
+		return nil, fmt.Errorf("no GPUs: %w", a2a.ErrNoDevice)
+	}
+	device := g.device
+	if device < 0 {
+		device = g.rank % gpus
+	}
+	if device >= gpus {
+		return nil, fmt.Errorf("--device %d: this host has %d GPUs", device, gpus)
+	}
+	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: g.addr, Rank: g.rank, WorldSize: g.world, Secret: []byte(os.Getenv(launch.EnvSecret))})
+	if err != nil {
+		return nil, err
+	}
+	return &member{rank: g.rank, world: g.world, device: &device, ex: ex}, nil
+}
+
 // layout returns the world size and each rank's device for a machine with
 // gpus GPUs.
 func (g groupFlags) layout(gpus int) (int, []int, error) {
 	if gpus < 1 {
 		return 0, nil, fmt.Errorf("no GPUs: %w", a2a.ErrNoDevice)
 	}
-	if err := g.validate(); err != nil {
+	if err := g.validateSize(); err != nil {
 		return 0, nil, err
 	}
 	world := g.world

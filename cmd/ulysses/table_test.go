@@ -71,6 +71,11 @@ func TestWriteBenchTable(t *testing.T) {
 	assert.Contains(t, out, "world 2, B=1 H=32 D=128, moved by kernels, 200 iterations (20 warm-up), peer copy GPU 0 -> GPU 1 392 GB/s")
 	assert.Contains(t, out, "gather_heads")
 	assert.Contains(t, out, "note: bf16 12.1 KiB skipped")
+
+	rep.Rows[0].Transport = "nccl"
+	b.Reset()
+	writeBenchTable(&b, rep, o)
+	assert.Contains(t, b.String(), "world 2, B=1 H=32 D=128, over nccl, moved by kernels")
 }
 
 func TestOverlapTable(t *testing.T) {
