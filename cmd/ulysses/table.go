@@ -54,7 +54,10 @@ const benchAlign = "llrrrrrrrrrrr"
 func benchTableRows(rows []benchRow) [][]string {
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
-		floor, ratio := "-", "-"
+		floor, ratio, graph := "-", "-", "-" // no graph over NCCL
+		if r.GraphUS > 0 {
+			graph = fmt.Sprintf("%.1f", r.GraphUS)
+		}
 		if r.FloorUS > 0 {
 			floor = fmt.Sprintf("%.1f", r.FloorUS)
 			ratio = fmt.Sprintf("%.2fx", r.TimeOverFloor)
@@ -62,7 +65,7 @@ func benchTableRows(rows []benchRow) [][]string {
 		out = append(out, []string{
 			r.Op, r.DType, formatBytes(float64(r.BytesPerRank)), smsLabel(r.SMs, r.Blocks),
 			fmt.Sprintf("%.1f", r.MedianUS), fmt.Sprintf("%.1f-%.1f", r.P10US, r.P90US), fmt.Sprintf("%.1f", r.BackToBackUS),
-			fmt.Sprintf("%.1f", r.StreamUS), fmt.Sprintf("%.1f", r.GraphUS), fmt.Sprintf("%.1f", r.AlgBWGBps), formatBytes(r.NVLinkBytes), floor, ratio,
+			fmt.Sprintf("%.1f", r.StreamUS), graph, fmt.Sprintf("%.1f", r.AlgBWGBps), formatBytes(r.NVLinkBytes), floor, ratio,
 		})
 	}
 	return out

@@ -72,6 +72,7 @@ func TestWriteBenchTable(t *testing.T) {
 	assert.Contains(t, out, "gather_heads")
 	assert.Contains(t, out, "note: bf16 12.1 KiB skipped")
 
+	assert.Regexp(t, `19\.1 +0\.0-0\.0 +0\.0 +0\.0 +- +439\.2`, out, "no graph time: a dash")
 	rep.Rows[0].Transport = "nccl"
 	b.Reset()
 	writeBenchTable(&b, rep, o)
