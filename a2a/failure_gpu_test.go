@@ -117,17 +117,11 @@ func workerTimeout(rk launch.Rank) error {
 
 func timeoutOnRank0(comm *a2a.Comm, cs check.Case, timeout time.Duration, single bool) error {
 	dev := comm.Device()
-	// Memory that must survive the timeout.
-	keep := make([]byte, 4096)
-	ref.FillRandom(keep, 9, 0)
-	kept, err := dev.Alloc([4]int{1, 1, 1, len(keep)}, a2a.Float8E4M3)
+	kept, keep, err := keptMemory(dev, 9)
 	if err != nil {
 		return err
 	}
 	defer dev.Free(kept)
-	if err := dev.Upload(kept, keep); err != nil {
-		return err
-	}
 	x, err := dev.Alloc([4]int{cs.Batch, cs.Tokens[0], cs.Heads, cs.HeadDim}, cs.DType)
 	if err != nil {
 		return err
@@ -166,16 +160,41 @@ func timeoutOnRank0(comm *a2a.Comm, cs check.Case, timeout time.Duration, single
 	if te != nil && te.Phase != wantPhase {
 		return fmt.Errorf("timed out in phase %v, want %v", te.Phase, wantPhase)
 	}
+	if err := brokenInTime(comm, x, took, timeout); err != nil {
+		return err
+	}
+	if err := comm.Sync(); !errors.Is(err, a2a.ErrBroken) {
+		return fmt.Errorf("Sync after a timeout returned %v, want ErrBroken", err)
+	}
+	return contextSurvived(dev, kept, keep)
+}
+
+// brokenInTime checks that a timeout of timeout fired after took, between
+// timeout and 1.5*timeout + 1 s, and that the Comm is broken after it.
+func brokenInTime(comm *a2a.Comm, x a2a.Tensor, took, timeout time.Duration) error {
 	if took < timeout || took > timeout*3/2+time.Second {
 		return fmt.Errorf("timeout of %v fired after %v", timeout, took)
 	}
 	if _, err := comm.AllGather(x); !errors.Is(err, a2a.ErrBroken) {
 		return fmt.Errorf("operation after a timeout returned %v, want ErrBroken", err)
 	}
-	if err := comm.Sync(); !errors.Is(err, a2a.ErrBroken) {
-		return fmt.Errorf("Sync after a timeout returned %v, want ErrBroken", err)
+	return nil
+}
+
+// keptMemory allocates 4 KiB on dev holding random bytes (keep) that must
+// survive a failure: contextSurvived checks them.
+func keptMemory(dev *a2a.Device, seed uint64) (a2a.Tensor, []byte, error) {
+	keep := make([]byte, 4096)
+	ref.FillRandom(keep, seed, 0)
+	kept, err := dev.Alloc([4]int{1, 1, 1, len(keep)}, a2a.Float8E4M3)
+	if err != nil {
+		return a2a.Tensor{}, nil, err
 	}
-	return contextSurvived(dev, kept, keep)
+	if err := dev.Upload(kept, keep); err != nil {
+		dev.Free(kept)
+		return a2a.Tensor{}, nil, err
+	}
+	return kept, keep, nil
 }
 
 // contextSurvived checks that the process's CUDA context is usable after

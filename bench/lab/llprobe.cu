@@ -82,12 +82,9 @@ __device__ __forceinline__ bool ll_load(const uint4 *slot, u32 f, uint4 &v) {
     return a.y == f && a.w == f && b.y == f && b.w == f;
 }
 
-__global__ void __launch_bounds__(THREADS) direct(Rank r) {
-    __shared__ u32 e;
-    __shared__ int last;
-    if (threadIdx.x == 0) e = r.state[0] + 1;
-    __syncthreads();
-    if (threadIdx.x == blockDim.x - 1) last = atomicAdd(&r.state[1], 1u) + 1 == gridDim.x;
+// store_direct: the block's share of operation e's vectors, each stored
+// straight into its place in this rank's or the peer's output half e&1.
+__device__ __forceinline__ void store_direct(const Rank &r, u32 e) {
     uint4 *dst[2];
     dst[r.me] = r.out[e & 1];
     dst[1 - r.me] = r.peer_out[e & 1];
@@ -105,6 +102,15 @@ __global__ void __launch_bounds__(THREADS) direct(Rank r) {
             dst[q][(r.me * r.T + t) * UNITS + u] = v[k];
         }
     }
+}
+
+__global__ void __launch_bounds__(THREADS) direct(Rank r) {
+    __shared__ u32 e;
+    __shared__ int last;
+    if (threadIdx.x == 0) e = r.state[0] + 1;
+    __syncthreads();
+    if (threadIdx.x == blockDim.x - 1) last = atomicAdd(&r.state[1], 1u) + 1 == gridDim.x;
+    store_direct(r, e);
     __syncthreads();
     if (threadIdx.x == 0) store_release_sys(&r.flag_peer[blockIdx.x], e);
     if (!last) return;
@@ -127,23 +133,7 @@ __global__ void __launch_bounds__(THREADS) direct_agg(Rank r) {
     __shared__ int last;
     if (threadIdx.x == 0) e = r.state[0] + 1;
     __syncthreads();
-    uint4 *dst[2];
-    dst[r.me] = r.out[e & 1];
-    dst[1 - r.me] = r.peer_out[e & 1];
-    const u32 n = r.T * 2 * UNITS, stride = gridDim.x * blockDim.x;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
-        uint4 v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++)
-            if (i + k * stride < n) v[k] = __ldg(r.in + i + k * stride);
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            if (j >= n) break;
-            const u32 c = j / UNITS, u = j % UNITS, q = c & 1, t = c >> 1;
-            dst[q][(r.me * r.T + t) * UNITS + u] = v[k];
-        }
-    }
+    store_direct(r, e);
     __syncthreads();
     if (threadIdx.x == 0) {
         u32 old;

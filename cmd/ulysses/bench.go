@@ -339,16 +339,11 @@ func benchHere(o *benchOpts, plan benchPlan, sys a2a.SystemInfo, stdout, stderr 
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
 		return exitUsage
 	}
-	defer m.ex.Close()
 	start := time.Now()
 	fmt.Fprintf(stderr, "bench: rank %d of %d on GPU %d, exchange at %s, B=%d H=%d D=%d\n", m.rank, m.world, *m.device, o.group.addr, o.batch, o.heads, o.headDim)
-	res, err := benchRun(m, o, plan, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
-		return exitFailed
-	}
-	if m.rank != 0 {
-		return 0
+	res, code := benchRank(m, o, plan, stderr)
+	if res == nil {
+		return code
 	}
 	return reportBench(context.Background(), start, m.world, res, sys, o, plan, stdout, stderr)
 }

@@ -27,14 +27,9 @@ func benchWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
 		return exitUsage
 	}
-	defer m.ex.Close()
-	res, err := benchRun(m, o, plan, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
-		return exitFailed
-	}
-	if m.rank != 0 {
-		return 0
+	res, code := benchRank(m, o, plan, stderr)
+	if res == nil {
+		return code
 	}
 	if o.results == "" {
 		err = json.NewEncoder(stdout).Encode(res)
@@ -46,6 +41,22 @@ func benchWorker(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return 0
+}
+
+// benchRank runs rank m's part of the bench and closes its exchanger. It
+// returns rank 0's results, or nil and the exit code (0 on the other ranks
+// when they succeeded).
+func benchRank(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*benchResults, int) {
+	defer m.ex.Close()
+	res, err := benchRun(m, o, plan, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
+		return nil, exitFailed
+	}
+	if m.rank != 0 {
+		return nil, 0
+	}
+	return res, 0
 }
 
 // rankReport is what every rank contributes after each size: its stats per
