@@ -69,7 +69,7 @@ func (f *copyFan) releases(ctx *driver.Context) []release {
 func planBytes(cs []boxCopy) int64 {
 	var n int64
 	for _, c := range cs {
-		n += c.width * c.rows * c.depth
+		n += c.bytes()
 	}
 	return n
 }
@@ -123,21 +123,12 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 	return t.launch(t.k.sync, 1, farewellThreads, ls.stream)
 }
 
-// copyBox enqueues c, from input on s into data half half of its peer:
-// as one linear copy when both sides are contiguous.
+// copyBox enqueues c, from input on s into data half half of its peer.
 func (t *smTransport) copyBox(input uint64, c boxCopy, half uint32, s driver.Stream) error {
 	at := uint64(half) * t.args.HalfBytes
 	from := driver.DevicePtr(input + uint64(c.src.off))
 	to := driver.DevicePtr(t.args.Data[c.peer] + at + uint64(c.dst.off))
-	var err error
-	if c.linear() {
-		err = t.dev.ctx.MemcpyDtoDAsync(to, from, uint64(c.width*c.rows*c.depth), s)
-	} else {
-		src := driver.Box{Ptr: from, Pitch: uint64(c.src.pitch), Height: uint64(c.src.height)}
-		dst := driver.Box{Ptr: to, Pitch: uint64(c.dst.pitch), Height: uint64(c.dst.height)}
-		err = t.dev.ctx.MemcpyBoxAsync(dst, src, uint64(c.width), uint64(c.rows), uint64(c.depth), s)
-	}
-	if err != nil {
+	if err := copyBoxAsync(t.dev.ctx, to, c.dst, from, c.src, c, s); err != nil {
 		return wrapDriver("copying to rank "+strconv.Itoa(c.peer), err)
 	}
 	return nil

@@ -1,6 +1,9 @@
 package a2a
 
-import "github.com/ulysses-go/ulysses/ptx"
+import (
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/ptx"
+)
 
 // boxSide is one side of a boxCopy: where its first row starts (bytes from
 // the input's address, or from the start of the peer's data half), the
@@ -21,9 +24,29 @@ type boxCopy struct {
 
 // linear reports whether both sides of c are contiguous: rows packed
 // without gaps, and slices too where there are several.
-func (c boxCopy) linear() bool {
-	packed := func(s boxSide) bool { return s.pitch == c.width && (c.depth == 1 || s.height == c.rows) }
-	return packed(c.src) && packed(c.dst)
+func (c boxCopy) linear() bool { return c.contiguous(c.src) && c.contiguous(c.dst) }
+
+// contiguous reports whether side s of c is: rows packed without gaps,
+// and slices too where there are several.
+func (c boxCopy) contiguous(s boxSide) bool {
+	return s.pitch == c.width && (c.depth == 1 || s.height == c.rows)
+}
+
+// bytes is what c moves.
+func (c boxCopy) bytes() int64 { return c.width * c.rows * c.depth }
+
+// copyBoxAsync enqueues on s the copy of box c's shape from src, whose
+// geometry is from, to dst, whose geometry is to: one linear copy when
+// both are contiguous, else one pitched 3D copy. The copy-engine mode
+// and the NCCL transport's packs and unpacks share it.
+func copyBoxAsync(ctx *driver.Context, dst driver.DevicePtr, to boxSide, src driver.DevicePtr, from boxSide, c boxCopy, s driver.Stream) error {
+	if c.contiguous(to) && c.contiguous(from) {
+		return ctx.MemcpyDtoDAsync(dst, src, uint64(c.bytes()), s)
+	}
+	return ctx.MemcpyBoxAsync(
+		driver.Box{Ptr: dst, Pitch: uint64(to.pitch), Height: uint64(to.height)},
+		driver.Box{Ptr: src, Pitch: uint64(from.pitch), Height: uint64(from.height)},
+		uint64(c.width), uint64(c.rows), uint64(c.depth), s)
 }
 
 // copyPlan appends to cs the copies that move r's bytes from rank to

@@ -31,7 +31,7 @@ func (t *ncclTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) er
 			return err
 		}
 		for _, o := range t.plan.own {
-			if err := t.copyBox(half+driver.DevicePtr(o.box.dst.off), o.box.dst, driver.DevicePtr(o.input+uint64(o.box.src.off)), o.box.src, o.box, ls.stream); err != nil {
+			if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(o.box.dst.off), o.box.dst, driver.DevicePtr(o.input+uint64(o.box.src.off)), o.box.src, o.box, ls.stream); err != nil {
 				return wrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
 			}
 		}
@@ -59,7 +59,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		}
 		c := x.box
 		packed := boxSide{pitch: c.width, height: c.rows}
-		if err := t.copyBox(sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.src.off)), c.src, c, s); err != nil {
+		if err := copyBoxAsync(t.dev.ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.src.off)), c.src, c, s); err != nil {
 			return wrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -74,7 +74,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		}
 		c := x.box
 		packed := boxSide{pitch: c.width, height: c.rows}
-		if err := t.copyBox(half+driver.DevicePtr(c.dst.off), c.dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
+		if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(c.dst.off), c.dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
 			return wrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -101,7 +101,7 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		if x.stage >= 0 {
 			from = uintptr(sendStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Send(from, uint64(boxBytes(x.box)), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = t.comm.Send(from, uint64(x.box.bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
 			err = wrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -113,7 +113,7 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		if x.stage >= 0 {
 			into = uintptr(recvStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Recv(into, uint64(boxBytes(x.box)), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = t.comm.Recv(into, uint64(x.box.bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
 			err = wrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -126,19 +126,6 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		return err
 	}
 	return t.settle()
-}
-
-// copyBox enqueues on s a device copy of box c's shape from src (its side
-// from) to dst (its side to): linear when both sides are contiguous,
-// else one pitched 3D copy, as the copy-engine mode does.
-func (t *ncclTransport) copyBox(dst driver.DevicePtr, to boxSide, src driver.DevicePtr, from boxSide, c boxCopy, s driver.Stream) error {
-	if sideLinear(c, to) && sideLinear(c, from) {
-		return t.dev.ctx.MemcpyDtoDAsync(dst, src, uint64(boxBytes(c)), s)
-	}
-	return t.dev.ctx.MemcpyBoxAsync(
-		driver.Box{Ptr: dst, Pitch: uint64(to.pitch), Height: uint64(to.height)},
-		driver.Box{Ptr: src, Pitch: uint64(from.pitch), Height: uint64(from.height)},
-		uint64(c.width), uint64(c.rows), uint64(c.depth), s)
 }
 
 // inRound reports whether this rank sends or receives anything in round.

@@ -24,14 +24,6 @@ type ncclPlan struct {
 	err          error // what planning refused, returned by the enqueue
 }
 
-// sideLinear reports whether side s of box c is contiguous.
-func sideLinear(c boxCopy, s boxSide) bool {
-	return s.pitch == c.width && (c.depth == 1 || s.height == c.rows)
-}
-
-// boxBytes is the bytes box c moves.
-func boxBytes(c boxCopy) int64 { return c.width * c.rows * c.depth }
-
 // planBoxes plans r's transfers (planMover calls it instead of making the
 // copy-engine plan; an error is kept for the enqueue that follows) on every rank from what all ranks share.
 // copyPlan of rank q gives q's boxes: their sizes and their destination
@@ -66,7 +58,7 @@ func (t *ncclTransport) planAll(r request, p *opPlan, ts tokenSet) error {
 				}
 				continue
 			}
-			n := boxBytes(c)
+			n := c.bytes()
 			if n > t.stageBytes {
 				return fmt.Errorf("a2a: a box of %d bytes from rank %d to %d is over the %d-byte staging region: %w", n, q, c.peer, t.stageBytes, ErrCapacity)
 			}
@@ -77,13 +69,13 @@ func (t *ncclTransport) planAll(r request, p *opPlan, ts tokenSet) error {
 			switch {
 			case q == t.rank:
 				x.peer, x.input = c.peer, p.inputs[c.tensor]
-				if !sideLinear(c, c.src) {
+				if !c.contiguous(c.src) {
 					x.stage = used
 				}
 				pl.sends = append(pl.sends, x)
 			case c.peer == t.rank:
 				x.peer = q
-				if !sideLinear(c, c.dst) {
+				if !c.contiguous(c.dst) {
 					if recvUsed+n > t.stageBytes {
 						return fmt.Errorf("a2a: %d bytes to unpack, over the %d-byte staging region: %w", recvUsed+n, t.stageBytes, ErrCapacity)
 					}
