@@ -20,9 +20,6 @@ func (t *ncclTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) er
 	if ls.captured {
 		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, ErrNotSupported)
 	}
-	if t.plan.err != nil {
-		return t.plan.err
-	}
 	half := t.buf + driver.DevicePtr(int64(ls.half)*t.layout.halfBytes)
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -21,11 +21,10 @@ type ncclPlan struct {
 	sends, recvs []ncclXfer
 	rounds       int
 	scratch      []boxCopy
-	err          error // what planning refused, returned by the enqueue
 }
 
 // planBoxes plans r's transfers (planMover calls it instead of making the
-// copy-engine plan; an error is kept for the enqueue that follows) on every rank from what all ranks share.
+// copy-engine plan, before anything is enqueued) from what all ranks share.
 // copyPlan of rank q gives q's boxes: their sizes and their destination
 // side depend only on shared values (shapes, token counts, regions), so
 // this rank knows what q sends it and where it lands. Rounds: each
@@ -36,11 +35,9 @@ type ncclPlan struct {
 // round of the others. A box never exceeds a data half (it lands in one),
 // so one region fits any box; receives staged by one operation are
 // disjoint parts of this rank's output, so they fit in one region too.
-func (t *ncclTransport) planBoxes(r request, p *opPlan, ts tokenSet) {
-	t.plan.err = t.planAll(r, p, ts)
-}
-
-func (t *ncclTransport) planAll(r request, p *opPlan, ts tokenSet) error {
+// Its refusals are invariant checks: no operation that planning let
+// through reaches them.
+func (t *ncclTransport) planBoxes(r request, p *opPlan, ts tokenSet) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
 	for k := range r.n {

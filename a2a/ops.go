@@ -144,7 +144,9 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	if err != nil {
 		return Tensor{}, err
 	}
-	c.planMover(&p, planned, captured)
+	if err := c.planMover(&p, planned, captured); err != nil {
+		return Tensor{}, err // nothing enqueued: the Comm is not broken
+	}
 	half := c.halfOf(c.launches + 1)
 	out := c.buf + driver.DevicePtr(c.halfOffset(c.launches+1))
 	if err := c.checkPlacement(r, dsts, views, p, out); err != nil {
@@ -188,14 +190,13 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Str
 
 // planMover adds the copy-engine mode's part to p when the copy engines
 // move it (moverFor): the copies into c's scratch, every input's address,
-// the mover in the signature.
-func (c *Comm) planMover(p *opPlan, r request, captured bool) {
+// the mover in the signature; over NCCL, the transport's transfers.
+func (c *Comm) planMover(p *opPlan, r request, captured bool) error {
 	if nt, ok := c.t.(*ncclTransport); ok { // NCCL: boxes of every rank (a concrete call: p stays on the stack)
-		nt.planBoxes(r, p, c.tokens)
-		return
+		return nt.planBoxes(r, p, c.tokens)
 	}
 	if c.moverFor(r.op, p.groupBytes, captured) != MoverCopyEngines {
-		return
+		return nil
 	}
 	c.copies = copyPlan(c.copies[:0], r, *p, c.cfg.Rank, c.cfg.WorldSize, c.tokens, int64(c.cfg.DType.Size()))
 	p.byCopies, p.copies = true, c.copies
@@ -203,6 +204,7 @@ func (c *Comm) planMover(p *opPlan, r request, captured bool) {
 		p.inputs[k] = uint64(r.xs[k].Ptr)
 	}
 	p.sig = moverSignature(p.sig, MoverCopyEngines)
+	return nil
 }
 
 // plan plans r under the token counts ts: the plain entries when they
