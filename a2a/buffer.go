@@ -22,6 +22,8 @@ import (
 // ownedBuffer is one Comm's buffer and who holds it.
 type ownedBuffer struct {
 	share     *deviceShare // the owner's device, referenced until the buffer is freed
+	rank      int          // the owner's rank
+	dataBytes int64        // the owner's data half
 	refs      int          // the owner and each Comm of this process that maps it
 	ownerGone bool         // the owner let go: no new mapping
 }
@@ -31,22 +33,25 @@ var buffers = struct {
 	m  map[driver.DevicePtr]*ownedBuffer
 }{m: map[driver.DevicePtr]*ownedBuffer{}}
 
-// registerBuffer records a Comm's new buffer at ptr on share, the owner's
-// reference, and takes a reference of share for the buffer.
-func registerBuffer(ptr driver.DevicePtr, share *deviceShare) {
+// registerBuffer records the new buffer at ptr of rank's Comm on share,
+// with a data half of dataBytes, the owner's reference, and takes a
+// reference of share for the buffer.
+func registerBuffer(ptr driver.DevicePtr, share *deviceShare, rank int, dataBytes int64) {
 	share.hold()
 	buffers.mu.Lock()
-	buffers.m[ptr] = &ownedBuffer{share: share, refs: 1}
+	buffers.m[ptr] = &ownedBuffer{share: share, rank: rank, dataBytes: dataBytes, refs: 1}
 	buffers.mu.Unlock()
 }
 
 // retainBuffer takes a peer's reference to the buffer at ptr, or reports
-// false when its owner has let go of it (or it is none).
-func retainBuffer(ptr driver.DevicePtr) bool {
+// false when ptr is no buffer of a Comm of this process of that rank and
+// data half, or its owner has let go of it: a handle's pointer is used
+// only when it passes.
+func retainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
 	buffers.mu.Lock()
 	defer buffers.mu.Unlock()
 	b := buffers.m[ptr]
-	if b == nil || b.ownerGone {
+	if b == nil || b.ownerGone || b.rank != rank || b.dataBytes != dataBytes {
 		return false
 	}
 	b.refs++

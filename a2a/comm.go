@@ -117,7 +117,7 @@ func (c *Comm) init() error {
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
 		return wrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
 	}
-	registerBuffer(c.buf, c.share)
+	registerBuffer(c.buf, c.share, c.cfg.Rank, c.layout.dataBytes)
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
 	zeroWords := uint64(c.layout.total-c.layout.signalOff) / 4

@@ -217,6 +217,11 @@ func TestFakeForgedHandle(t *testing.T) {
 	err := comms[0].Connect([][]byte{handles[0], forged, handles[2]})
 	require.ErrorIs(t, err, a2a.ErrHandle)
 	require.Contains(t, err.Error(), "no buffer of a Comm of this process")
+	// Another live Comm's buffer, claimed by the wrong rank, is refused too.
+	copy(forged[40:48], handles[2][40:48])
+	err = comms[0].Connect([][]byte{handles[0], forged, handles[2]})
+	require.ErrorIs(t, err, a2a.ErrHandle)
+	require.Contains(t, err.Error(), "no buffer of a Comm of this process")
 	// The honest handles still form the group.
 	for r, c := range comms {
 		require.NoError(t, c.Connect(handles), "rank %d", r)

@@ -85,14 +85,11 @@ func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
 	// The same process: CUDA refuses to IPC-open its own allocations, but
 	// with unified addressing the pointer is valid as it is, given peer
 	// access when it lives on another device. A nonce is no proof (every
-	// rank sees its peers'): the pointer must be the buffer of a live Comm
-	// of this process, of that rank and size.
-	if !ownsBuffer(driver.DevicePtr(h.DevPtr), int(h.Rank), int64(h.DataBytes)) {
-		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process: %w", h.Rank, h.DevPtr, ErrHandle)
-	}
+	// rank sees its peers'): the pointer must be the buffer of a Comm of
+	// this process, of that rank and size, whose owner still holds it.
 	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
-	if !retainBuffer(m.ptr) { // its owner let go meanwhile
-		return peerMapping{}, fmt.Errorf("a2a: rank %d's buffer at %#x is being freed: %w", h.Rank, h.DevPtr, ErrHandle)
+	if !retainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
+		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
 	}
 	if h.busID() == p.dev.info.BusID {
 		return m, nil

@@ -317,14 +317,6 @@ func (s *deviceShare) runGraveyard() []error {
 	return errs
 }
 
-// ownsBuffer reports whether ptr is the buffer of a live Comm of this
-// process for rank, with dataBytes in each data half.
-func ownsBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
-	return len(liveComms(func(c *Comm) bool {
-		return c.buf == ptr && c.cfg.Rank == rank && c.layout.dataBytes == dataBytes
-	})) > 0
-}
-
 // commsTouching returns the live Comms, on any device, whose buffer
 // overlaps [ptr, ptr+n).
 func commsTouching(ptr uintptr, n int64) []*Comm {
