@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/exchange"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 	"github.com/ulysses-go/ulysses/internal/fakenccl"
@@ -176,45 +176,19 @@ func TestFakeNCCLRounds(t *testing.T) {
 	require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
 }
 
-// memExchanger all-gathers in memory between the goroutines of n ranks,
-// round after round.
-type memExchanger struct {
-	n     int
-	mu    sync.Mutex
-	cond  *sync.Cond
-	round []int // per rank: the rounds it has posted
-	data  map[int][][]byte
+// recordingRank is an Exchanger that keeps what each of its rounds
+// returned.
+type recordingRank struct {
+	ex     a2a.Exchanger
+	rounds [][][]byte
 }
 
-func newMemExchanger(n int) *memExchanger {
-	e := &memExchanger{n: n, round: make([]int, n), data: map[int][][]byte{}}
-	e.cond = sync.NewCond(&e.mu)
-	return e
-}
-
-// forRank is rank r's Exchanger.
-func (e *memExchanger) forRank(r int) a2a.Exchanger { return memRank{e, r} }
-
-type memRank struct {
-	e *memExchanger
-	r int
-}
-
-func (m memRank) AllGather(_ context.Context, b []byte) ([][]byte, error) {
-	e := m.e
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	k := e.round[m.r]
-	e.round[m.r]++
-	if e.data[k] == nil {
-		e.data[k] = make([][]byte, e.n)
+func (r *recordingRank) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
+	all, err := r.ex.AllGather(ctx, b)
+	if err == nil {
+		r.rounds = append(r.rounds, all)
 	}
-	e.data[k][m.r] = append([]byte{}, b...)
-	e.cond.Broadcast()
-	for slices.ContainsFunc(e.round, func(n int) bool { return n <= k }) { // a rank has not posted round k
-		e.cond.Wait()
-	}
-	return e.data[k], nil
+	return all, err
 }
 
 // TestFakeNCCLJoin: Join with TransportNCCL exchanges the handles, then
@@ -228,21 +202,25 @@ func TestFakeNCCLJoin(t *testing.T) {
 			const world = 2
 			cs := ncclCases(world, a2a.BFloat16)[0]
 			maxTokens, hidden := check.Capacity(cs)
-			ex := newMemExchanger(world)
+			ex := exchange.NewLocal(world)
+			ranks := make([]*recordingRank, world)
 			comms := make([]*a2a.Comm, world)
 			errs := make([]error, world)
 			var wg sync.WaitGroup
 			for r := range world {
+				ranks[r] = &recordingRank{ex: ex.Rank(r)}
 				wg.Go(func() {
 					cfg := a2a.Config{Rank: r, WorldSize: world, Device: a2a.DeviceOrdinal(r), MaxTokens: maxTokens, HiddenDim: hidden, DType: cs.DType, Transport: tr}
-					comms[r], errs[r] = a2a.Join(context.Background(), cfg, ex.forRank(r))
+					comms[r], errs[r] = a2a.Join(context.Background(), cfg, ranks[r])
 				})
 			}
 			wg.Wait()
 			require.NoError(t, errors.Join(errs...))
-			require.Equal(t, []int{2, 2}, ex.round, "two exchanges: the handles, then the id")
-			require.Len(t, ex.data[1][0], 128, "rank 0 sent the id")
-			require.Empty(t, ex.data[1][1], "the others send nothing")
+			for r, rk := range ranks {
+				require.Len(t, rk.rounds, 2, "rank %d: two exchanges: the handles, then the id", r)
+				require.Len(t, rk.rounds[1][0], 128, "rank 0 sent the id")
+				require.Empty(t, rk.rounds[1][1], "the others send nothing")
+			}
 			require.NoError(t, runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, 9) }))
 			require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
 			counts, err := fakenccl.ReadCounts(nlib)

@@ -1,9 +1,10 @@
 // Package exchange all-gathers small byte blobs (CUDA IPC handles and the
 // like) among P ranks before they can talk over GPU memory.
 //
-// TCP implements the round over a star: rank 0 listens, ranks 1..P-1 dial
-// it. Each peer and rank 0 first prove to each other that they hold the
-// group's secret (TCPConfig.Secret), then the peer sends its blob; once
+// Local serves ranks that are goroutines of one process. TCP implements
+// the round over a star: rank 0 listens, ranks 1..P-1 dial it. Each peer
+// and rank 0 first prove to each other that they hold the group's secret
+// (TCPConfig.Secret), then the peer sends its blob; once
 // rank 0 has every blob it sends each peer the full list, waits until
 // every peer has acknowledged it, and then commits the round.
 //

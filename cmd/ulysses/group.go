@@ -231,7 +231,7 @@ func startRanks(ctx context.Context, sub string, args []string, devices []int, o
 }
 
 // member is one rank of a running group: who it is, its device and its
-// exchanger (TCP between processes, or a localExchange between goroutines).
+// exchanger (TCP between processes, or exchange.Local between goroutines).
 type member struct {
 	rank, world int
 	device      *int // nil: the rank's default

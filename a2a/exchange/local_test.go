@@ -1,4 +1,4 @@
-package main
+package exchange
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 
 // Every rank of a round gets every rank's bytes, in rank order, round
 // after round.
-func TestLocalExchangeRounds(t *testing.T) {
+func TestLocalRounds(t *testing.T) {
 	const world, rounds = 3, 20
-	x := newLocalExchange(world)
+	x := NewLocal(world)
 	var wg sync.WaitGroup
 	errs := make([]error, world)
 	for r := range world {
 		wg.Go(func() {
-			m := localMember{x: x, rank: r}
+			m := x.Rank(r)
 			for i := range rounds {
 				all, err := m.AllGather(context.Background(), []byte(fmt.Sprintf("%d/%d", r, i)))
 				if err != nil {
@@ -44,22 +44,22 @@ func TestLocalExchangeRounds(t *testing.T) {
 
 // A rank that quits, or a context that ends, fails the waiting rounds
 // instead of leaving them waiting.
-func TestLocalExchangeQuits(t *testing.T) {
-	x := newLocalExchange(2)
+func TestLocalQuits(t *testing.T) {
+	x := NewLocal(2)
 	done := make(chan error, 1)
 	go func() {
-		_, err := localMember{x: x, rank: 0}.AllGather(context.Background(), []byte("a"))
+		_, err := x.Rank(0).AllGather(context.Background(), []byte("a"))
 		done <- err
 	}()
 	time.Sleep(10 * time.Millisecond)
-	require.NoError(t, localMember{x: x, rank: 1}.Close())
-	assert.ErrorIs(t, <-done, errLocalClosed)
-	_, err := localMember{x: x, rank: 1}.AllGather(context.Background(), nil)
-	assert.ErrorIs(t, err, errLocalClosed)
+	require.NoError(t, x.Rank(1).Close())
+	assert.ErrorIs(t, <-done, ErrClosed)
+	_, err := x.Rank(1).AllGather(context.Background(), nil)
+	assert.ErrorIs(t, err, ErrClosed)
 
-	y := newLocalExchange(2)
+	y := NewLocal(2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err = localMember{x: y, rank: 0}.AllGather(ctx, nil)
+	_, err = y.Rank(0).AllGather(ctx, nil)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
