@@ -39,16 +39,9 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	dtypes, err := parseDTypes(o.dtypes)
-	var mover a2a.Mover
-	if err == nil {
-		mover, err = parseMover(o.mover)
-	}
+	plan, err := o.plan()
 	if err == nil {
 		err = o.group.validate()
-	}
-	if err == nil && o.sms < 0 {
-		err = fmt.Errorf("--sms %d is negative", o.sms)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
@@ -59,7 +52,7 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		return systemError(stderr, err)
 	}
 	if o.group.addr != "" {
-		return checkHere(o, dtypes, mover, len(sys.Devices), stdout, stderr)
+		return checkHere(o, plan, len(sys.Devices), stdout, stderr)
 	}
 	world, devices, err := o.group.layout(len(sys.Devices))
 	if err != nil {
@@ -83,14 +76,14 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 
 // checkHere runs the one rank of a group across hosts that --addr and
 // --rank name, in this process.
-func checkHere(o *checkOpts, dtypes []a2a.DType, mover a2a.Mover, gpus int, stdout, stderr io.Writer) int {
+func checkHere(o *checkOpts, plan checkPlan, gpus int, stdout, stderr io.Writer) int {
 	m, err := o.group.remoteMember(gpus)
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
 	}
 	fmt.Fprintf(stdout, "check: rank %d of %d on GPU %d, exchange at %s\n", m.rank, m.world, *m.device, o.group.addr)
-	code := checkRank(m, o, dtypes, mover, stdout, stderr)
+	code := checkRank(m, plan, o.seed, stdout, stderr)
 	if code == 0 {
 		fmt.Fprintf(stdout, "check: rank %d passed\n", m.rank)
 	}
@@ -117,12 +110,7 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
 	}
-	dtypes, err := parseDTypes(o.dtypes)
-	if err != nil {
-		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
-		return exitUsage
-	}
-	mover, err := parseMover(o.mover)
+	plan, err := o.plan()
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
@@ -132,21 +120,46 @@ func checkWorker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
 	}
-	return checkRank(m, o, dtypes, mover, stdout, stderr)
+	return checkRank(m, plan, o.seed, stdout, stderr)
+}
+
+// checkPlan is what the check flags ask for: the dtypes, and the Config
+// every dtype's Comm starts from.
+type checkPlan struct {
+	dtypes []a2a.DType
+	cfg    a2a.Config
+}
+
+// plan reads the flags every rank needs (the group's layout is checked
+// apart, by groupFlags.validate).
+func (o *checkOpts) plan() (checkPlan, error) {
+	var p checkPlan
+	var err error
+	if p.dtypes, err = parseDTypes(o.dtypes); err != nil {
+		return p, err
+	}
+	if p.cfg.Mover, err = parseMover(o.mover); err != nil {
+		return p, err
+	}
+	if p.cfg.Transport, err = parseTransport(o.group.transport); err != nil {
+		return p, err
+	}
+	if o.sms < 0 {
+		return p, fmt.Errorf("--sms %d is negative", o.sms)
+	}
+	p.cfg.NumSMs = o.sms
+	return p, nil
 }
 
 // checkRank runs every case of every dtype on rank m, printing a PASS or
 // FAIL line per case, and returns the exit code; it closes m's exchanger.
-func checkRank(m *member, o *checkOpts, dtypes []a2a.DType, mover a2a.Mover, stdout, stderr io.Writer) int {
+func checkRank(m *member, plan checkPlan, seed uint64, stdout, stderr io.Writer) int {
 	defer m.ex.Close()
-	transport, err := parseTransport(o.group.transport)
-	if err != nil {
-		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
-		return exitUsage
-	}
 	passed := true
-	for _, dt := range dtypes {
-		ok, err := checkDType(m, a2a.Config{DType: dt, NumSMs: o.sms, Mover: mover, Transport: transport}, o.seed, stdout)
+	for _, dt := range plan.dtypes {
+		cfg := plan.cfg
+		cfg.DType = dt
+		ok, err := checkDType(m, cfg, seed, stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "check: rank %d: %s\n", m.rank, oneLine(err))
 			return exitFailed
