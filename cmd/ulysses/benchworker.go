@@ -192,7 +192,8 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 // benchSize times each op at one size on this rank: rotate random inputs
 // x [B, T_r, H, D] and y [B, T, H_r, D], a warm-up, then iters timed
 // operations (events between them, back to back, on a stream of the
-// bench's, replayed from a graph, and with burn beside the burn kernel).
+// bench's, replayed from a graph, and, with --overlap, beside the burn
+// kernel).
 func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz sizePlan, burn *burner) ([]opStats, error) {
 	P, rank := comm.WorldSize(), comm.Rank()
 	B, H, D := o.batch, o.heads, o.headDim
@@ -210,15 +211,19 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 			dev.Free(t)
 		}
 	}()
+	var host []byte // one staging buffer for every upload, grown when a tensor needs more
 	upload := func(shape [4]int, seed uint64) (a2a.Tensor, error) {
 		t, err := dev.Alloc(shape, dt)
 		if err != nil {
 			return t, err
 		}
 		allocs = append(allocs, t)
-		host := make([]byte, t.Bytes())
-		ref.FillRandom(host, seed, rank)
-		return t, dev.Upload(t, host)
+		if n := int(t.Bytes()); len(host) < n {
+			host = make([]byte, n)
+		}
+		b := host[:t.Bytes()]
+		ref.FillRandom(b, seed, rank)
+		return t, dev.Upload(t, b)
 	}
 	_, mine := a2a.HeadRange(H, P, rank) // H/P unless P does not divide H
 	in := benchInputs{heads: H, xs: make([]a2a.Tensor, o.rotate), ys: make([]a2a.Tensor, o.rotate)}
