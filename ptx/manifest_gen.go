@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "f35840319aa546a773c027b413a4858e551557a89ff50aa197e1b5b7c6c531fa"
+const SourceHash = "f659db9d9d2b2718465036533a7dacd0f6c1e23b0814dffcfcebd380df3b39c5"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

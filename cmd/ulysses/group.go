@@ -189,7 +189,6 @@ func parseMover(s string) (a2a.Mover, error) {
 }
 
 // parseDTypes reads a comma-separated list of dtype names, without repeats.
-
 func parseDTypes(s string) ([]a2a.DType, error) {
 	var out []a2a.DType
 	seen := map[a2a.DType]bool{}

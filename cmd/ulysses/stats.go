@@ -16,7 +16,8 @@ type opStats struct {
 	BackToBack float64 `json:"back_to_back_us"`
 	// Stream and Graph are the mean time per operation back to back on a
 	// stream of the bench's own (Comm.On), and replayed from a CUDA graph
-	// of two operations (filled in by the caller).
+	// of --graph-ops operations, 0 where none is timed (over NCCL) (filled
+	// in by the caller).
 	Stream float64 `json:"stream_us"`
 	Graph  float64 `json:"graph_us"`
 	// With --overlap: the back-to-back time per operation while the burn

@@ -155,7 +155,7 @@ struct Args {
     u32 units;   // vectors per chunk (head ops) or per token row (AllGather)
     u32 active;  // blocks that copy (the same on every rank; captured: from live); ulysses_close: 1 to wait for byes
     u32 sig;     // signature of the operation (captured: without the counts' hash)
-    u32 half;    // the data half this operation writes: 0 or 1
+    u32 half;    // the data half the host chose (0 or 1); the kernel writes half e&1 and checks it
     u32 reserved;
     // Only the general head entries (ulysses_<op>_general_v<W>) read what
     // follows: uneven heads, several tensors, inputs with a token stride.
