@@ -44,10 +44,17 @@ func (d *Driver) call(fn uintptr, args ...uintptr) uintptr {
 func (d *Driver) callKeep(fn uintptr, keep unsafe.Pointer, args ...uintptr) uintptr {
 	b := d.callBuf()
 	b.keep = keep
-	n := copy(b.args[:], args)
-	r, _, _ := purego.SyscallN(fn, b.args[:n]...)
+	r := callIn(b, fn, args...)
 	b.keep = nil
 	d.calls.Put(b)
+	return r
+}
+
+// callIn invokes fn with args passed through b's argument block (which
+// the caller holds: anything in b that args point to stays valid).
+func callIn(b *callBuf, fn uintptr, args ...uintptr) uintptr {
+	n := copy(b.args[:], args)
+	r, _, _ := purego.SyscallN(fn, b.args[:n]...)
 	return r
 }
 

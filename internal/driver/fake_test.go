@@ -337,6 +337,8 @@ func TestFakeStreamEvent(t *testing.T) {
 	}
 }
 
+// The calls of an operation's hot path (launch, memsets, linear, peer,
+// row and box copies, event record) allocate nothing.
 func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 	lib, _, c := fakeContext(t, fakecuda.EnvRecordParams+"=2")
 	f, s := fakeKernel(t, c)
@@ -365,7 +367,14 @@ func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.EventDestroy(e)
+	rows := func() error { return c.MemcpyRowsAsync(p+32, 8, p, 8, 8, 2, s) }
+	box := func() error { return c.MemcpyBoxAsync(Box{Ptr: p + 32, Pitch: 8, Height: 2}, Box{Ptr: p, Pitch: 8, Height: 2}, 8, 2, 1, s) }
+	if err := errors.Join(rows(), box()); err != nil {
+		t.Fatal(err)
+	}
 	allocs := testing.AllocsPerRun(200, func() {
+		_ = rows()
+		_ = box()
 		_ = c.Launch(f, grid, block, 0, s, params)
 		_ = c.MemsetD32Async(p, 1, 4, s)
 		_ = c.MemsetD8Async(p, 1, 4, s)

@@ -207,7 +207,7 @@ func (c *Context) copyDescribed(name string, fn uintptr, s Stream, describe func
 	}
 	b := c.d.callBuf()
 	desc := describe(b)
-	r := c.d.callKeep(fn, unsafe.Pointer(b), uintptr(desc), uintptr(s))
+	r := callIn(b, fn, uintptr(desc), uintptr(s)) // b, which desc points into, is held until Put
 	c.d.calls.Put(b)
 	c.leave()
 	return c.d.check(name, r)
