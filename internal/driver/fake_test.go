@@ -368,7 +368,9 @@ func TestFakeLaunchAndHotPathAllocs(t *testing.T) {
 	}
 	defer c.EventDestroy(e)
 	rows := func() error { return c.MemcpyRowsAsync(p+32, 8, p, 8, 8, 2, s) }
-	box := func() error { return c.MemcpyBoxAsync(Box{Ptr: p + 32, Pitch: 8, Height: 2}, Box{Ptr: p, Pitch: 8, Height: 2}, 8, 2, 1, s) }
+	box := func() error {
+		return c.MemcpyBoxAsync(Box{Ptr: p + 32, Pitch: 8, Height: 2}, Box{Ptr: p, Pitch: 8, Height: 2}, 8, 2, 1, s)
+	}
 	if err := errors.Join(rows(), box()); err != nil {
 		t.Fatal(err)
 	}
