@@ -2,6 +2,8 @@ package dl
 
 import (
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +34,15 @@ func TestBind(t *testing.T) {
 	require.Equal(t, "a_v2", aName)
 	var e uintptr
 	require.Equal(t, "e_v2", Bind([]Symbol{Req(&b, "b"), Req(&e, "e_v2", "e")}, lookup))
+}
+
+// RegisterFunc turns purego's panic into an error that names the entry
+// point and leaves the function nil.
+func TestRegisterFuncRefused(t *testing.T) {
+	var f func(x int32) int32
+	err := RegisterFunc(&f, 0, "fooBar, whose struct is passed by value,")
+	require.Error(t, err)
+	require.Nil(t, f)
+	want := "cannot bind fooBar, whose struct is passed by value, on " + runtime.GOOS + "/" + runtime.GOARCH + ": "
+	require.True(t, strings.HasPrefix(err.Error(), want), "error %q does not start with %q", err, want)
 }

@@ -2,10 +2,11 @@ package driver
 
 import (
 	"fmt"
-	"runtime"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"github.com/ulysses-go/ulysses/internal/dl"
 )
 
 // IpcMemHandle is a CUipcMemHandle: an opaque 64-byte token that lets
@@ -74,12 +75,8 @@ type ipcOpenFunc func(p *DevicePtr, h ipcHandleArg, flags uint32) uintptr
 // reflection and allocate (about six small objects each): acceptable, as
 // IPC open is not on the hot path of an operation.
 func bindIpcOpen(fn uintptr) (f ipcOpenFunc, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			f, err = nil, fmt.Errorf("driver: cannot bind cuIpcOpenMemHandle_v2, whose handle is passed by value, on %s/%s: %v",
-				runtime.GOOS, runtime.GOARCH, v)
-		}
-	}()
-	purego.RegisterFunc(&f, fn)
+	if err := dl.RegisterFunc(&f, fn, "cuIpcOpenMemHandle_v2, whose handle is passed by value,"); err != nil {
+		return nil, fmt.Errorf("driver: %w", err)
+	}
 	return f, nil
 }

@@ -3,11 +3,10 @@ package nccl
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
+	"github.com/ulysses-go/ulysses/internal/dl"
 )
 
 // UniqueID is an ncclUniqueId: made by one rank (Library.UniqueID) and
@@ -38,13 +37,9 @@ type initFunc func(comm *uintptr, nranks int32, id idArg, rank int32, config *co
 // internal/driver does for cuIpcOpenMemHandle. Where purego cannot pass
 // structs it panics; that is returned as an error.
 func bindInit(fn uintptr) (f initFunc, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			f, err = nil, fmt.Errorf("nccl: cannot bind ncclCommInitRankConfig, whose id is passed by value, on %s/%s: %v",
-				runtime.GOOS, runtime.GOARCH, v)
-		}
-	}()
-	purego.RegisterFunc(&f, fn)
+	if err := dl.RegisterFunc(&f, fn, "ncclCommInitRankConfig, whose id is passed by value,"); err != nil {
+		return nil, fmt.Errorf("nccl: %w", err)
+	}
 	return f, nil
 }
 
