@@ -122,7 +122,7 @@ func (c *Comm) Wait(ctx context.Context, poll time.Duration) error {
 			return err
 		}
 		if r != InProgress {
-			return c.l.check("ncclCommGetAsyncError", c.h, r)
+			return c.Failure(r)
 		}
 		t := time.NewTimer(poll)
 		select {
@@ -147,8 +147,8 @@ func (c *Comm) Destroy() error {
 }
 
 // Failure is the *Error of an asynchronous state r that AsyncError
-// returned (neither Success nor InProgress): NCCL's name for r and its
-// last error message for the communicator.
+// returned (nil for Success): NCCL's name for r and its last error
+// message for the communicator.
 func (c *Comm) Failure(r Result) error {
 	return c.l.check("ncclCommGetAsyncError", c.h, r)
 }

@@ -8,9 +8,10 @@
 // NCCL uses the calling thread's current CUDA context (the device's
 // primary context, as the rest of this module): make it current around
 // InitRank and the operations (driver.Context.Do). Communicators are made
-// non-blocking, so that no call waits on a peer: InitRank and GroupEnd
-// may return with the work in progress (IsCode(err, InProgress) is then
-// false and Comm.Wait polls it), and a caller that gives up calls Abort.
+// non-blocking, so that no call waits on a peer: InitRank returns nil
+// with the init in progress, GroupEnd an error matching InProgress while
+// NCCL's thread puts the group on the stream (Comm.Wait or AsyncError
+// polls either), and a caller that gives up calls Abort.
 // Every call but the hot ones allocates a little (purego); Send, Recv
 // and AllGather allocate one small argument block each.
 //

@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"sync"
@@ -29,13 +30,7 @@ func group(t *testing.T, l *Library, world int, id UniqueID) []*Comm {
 func addr(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 
 // filled is n bytes of value v.
-func filled(n int, v byte) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = v
-	}
-	return b
-}
+func filled(n int, v byte) []byte { return bytes.Repeat([]byte{v}, n) }
 
 // TestPairAcrossRanks: three communicators of one id, enqueued by one
 // thread in turn, each rank's sends and receives in one group. Rank 0's
