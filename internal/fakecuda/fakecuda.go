@@ -109,15 +109,12 @@ const (
 // can make cuLaunchKernel record.
 const MaxRecordedParams = 4
 
-// ErrNoCompiler is matched by the error Build returns when cc is missing.
-var ErrNoCompiler = cstub.ErrNoCompiler
-
 // Source returns the stub's C source.
 func Source() string { return string(source) }
 
 // Build compiles the stub into dir/libcuda.so.1 with cc -shared -fPIC -O1
 // and returns the library's absolute path. It leaves the source beside it
-// (fakecuda.c). The error matches ErrNoCompiler when cc is missing.
+// (fakecuda.c). The error matches cstub.ErrNoCompiler when cc is missing.
 func Build(dir string) (path string, err error) {
 	path, err = cstub.Build(dir, "fakecuda.c", Library, source)
 	if err != nil {

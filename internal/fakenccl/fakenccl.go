@@ -50,9 +50,6 @@ const (
 	EnvP2PHang = "FAKENCCL_P2P_HANG"
 )
 
-// ErrNoCompiler is matched by the error Build returns when cc is missing.
-var ErrNoCompiler = cstub.ErrNoCompiler
-
 // Build compiles the stub into dir/libnccl.so.2 and returns its absolute
 // path.
 func Build(dir string) (string, error) {

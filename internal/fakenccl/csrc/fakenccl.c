@@ -321,7 +321,9 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, int type,
 	if (!valid(c)) return fail(INVALID_ARGUMENT, "invalid communicator");
 	if (type_size(type) == 0) return fail(INVALID_ARGUMENT, "invalid data type");
 	if (count > 0 && (send == NULL || recv == NULL)) return fail(INVALID_ARGUMENT, "buffer is NULL");
+	pthread_mutex_lock(&mu);  // fakenccl_counts reads it under mu
 	allgathers++;
+	pthread_mutex_unlock(&mu);
 	if (c->nranks == 1) memmove(recv, send, count * type_size(type));
 	return SUCCESS;
 }
