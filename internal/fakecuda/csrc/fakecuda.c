@@ -925,22 +925,6 @@ struct memcpy2d {
 	size_t width, height;
 };
 
-// cuMemcpy2DAsync_v2: device to device only (memory type 2), rows copied
-// one by one, every row checked first.
-CUresult cuMemcpy2DAsync_v2(const struct memcpy2d *m, uintptr_t s) {
-	if (m == NULL || m->src_type != 2 || m->dst_type != 2 || m->src_x != 0 || m->dst_x != 0 || m->src_y != 0 ||
-	    m->dst_y != 0 || m->src_pitch < m->width || m->dst_pitch < m->width)
-		return INVALID_VALUE;
-	for (size_t i = 0; i < m->height; i++) {
-		int r = copy_check(m->dst_device + i * m->dst_pitch, 1, m->src_device + i * m->src_pitch, 1, m->width, s);
-		if (r != SUCCESS)
-			return r;
-	}
-	for (size_t i = 0; i < m->height && m->width > 0; i++)
-		memmove((void *)(m->dst_device + i * m->dst_pitch), (const void *)(m->src_device + i * m->src_pitch), m->width);
-	return SUCCESS;
-}
-
 // CUDA_MEMCPY3D, as cuda.h lays it out on 64-bit systems.
 struct memcpy3d {
 	size_t src_x, src_y, src_z, src_lod;
@@ -958,9 +942,11 @@ struct memcpy3d {
 	size_t width, height, depth;
 };
 
-// cuMemcpy3DAsync_v2: device to device only, no offsets but the pointers,
-// row by row, every row checked first.
-CUresult cuMemcpy3DAsync_v2(const struct memcpy3d *m, uintptr_t s) {
+// copy3d is cuMemcpy3DAsync_v2: device to device only, no offsets but
+// the pointers, row by row, every row checked first. Static, so that the
+// 2D copy calls this copy of the stub's, not an exported symbol another
+// copy loaded earlier (RTLD_GLOBAL) would answer.
+static CUresult copy3d(const struct memcpy3d *m, uintptr_t s) {
 	if (m == NULL || m->src_type != 2 || m->dst_type != 2 || m->src_x || m->src_y || m->src_z || m->dst_x ||
 	    m->dst_y || m->dst_z || m->src_pitch < m->width || m->dst_pitch < m->width ||
 	    (m->depth > 1 && (m->src_height < m->height || m->dst_height < m->height)))
@@ -981,6 +967,20 @@ CUresult cuMemcpy3DAsync_v2(const struct memcpy3d *m, uintptr_t s) {
 		}
 	}
 	return SUCCESS;
+}
+
+CUresult cuMemcpy3DAsync_v2(const struct memcpy3d *m, uintptr_t s) { return copy3d(m, s); }
+
+// cuMemcpy2DAsync_v2: the 3D copy of one slice.
+CUresult cuMemcpy2DAsync_v2(const struct memcpy2d *m, uintptr_t s) {
+	if (m == NULL)
+		return INVALID_VALUE;
+	struct memcpy3d m3 = {
+		.src_x = m->src_x, .src_y = m->src_y, .src_type = m->src_type, .src_device = m->src_device,
+		.src_pitch = m->src_pitch, .dst_x = m->dst_x, .dst_y = m->dst_y, .dst_type = m->dst_type,
+		.dst_device = m->dst_device, .dst_pitch = m->dst_pitch, .width = m->width, .height = m->height, .depth = 1,
+	};
+	return copy3d(&m3, s);
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, uintptr_t s) {
