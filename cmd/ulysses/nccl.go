@@ -122,6 +122,9 @@ func ncclArgs(script string, o *benchOpts, plan benchPlan, world int) ([]string,
 	if len(dtypes) == 0 {
 		return nil, &unavailableError{"none of the dtypes is bf16 or fp8"}
 	}
+	if o.heads%world != 0 { // nccl_bench.py refuses them (its reshapes split heads evenly)
+		return nil, &unavailableError{fmt.Sprintf("PyTorch's path needs the heads (%d) divisible by the world size (%d)", o.heads, world)}
+	}
 	for _, s := range plan.sizes {
 		sizes = append(sizes, strconv.FormatInt(s, 10))
 	}

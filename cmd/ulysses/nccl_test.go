@@ -73,9 +73,13 @@ func TestNCCLArgs(t *testing.T) {
 	assert.Equal(t, "bench/nccl_bench.py --world 2 --batch 1 --heads 32 --head-dim 128 --bytes 131072,1048576 --dtypes bf16,fp8 --warmup 20 --iters 50 --rotate 4",
 		strings.Join(args, " "))
 
+	var un *unavailableError
+	_, err = ncclArgs("x", o, p, 3)
+	assert.ErrorAs(t, err, &un, "32 heads on 3 ranks: the script would refuse them")
+	assert.ErrorContains(t, err, "divisible by the world size (3)")
+
 	p.dtypes = []a2a.DType{a2a.Float16}
 	_, err = ncclArgs("x", o, p, 2)
-	var un *unavailableError
 	assert.ErrorAs(t, err, &un)
 }
 
