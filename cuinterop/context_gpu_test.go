@@ -12,6 +12,7 @@ import (
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/cuinterop"
+	"github.com/ulysses-go/ulysses/internal/check"
 )
 
 // foreignFill is what the foreign context's memory holds throughout.
@@ -111,7 +112,7 @@ func commStillWorks(t *testing.T, d *device, shape [4]int) {
 	if err := c.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := compare("SendRecvHeads after the refusals", d.download(t, cuinterop.DevicePtr(v), len(in)), in); err != nil {
+	if err := check.Compare("SendRecvHeads after the refusals", d.download(t, cuinterop.DevicePtr(v), len(in)), in); err != nil {
 		t.Error(err)
 	}
 }

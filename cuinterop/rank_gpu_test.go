@@ -1,7 +1,6 @@
 package cuinterop_test
 
 import (
-	"fmt"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -89,19 +88,6 @@ func (d *device) download(tb testing.TB, mem cu.DevicePtr, n int) []byte {
 		}
 	}
 	return b
-}
-
-// compare reports the first byte where got differs from want.
-func compare(what string, got, want []byte) error {
-	if len(got) != len(want) {
-		return fmt.Errorf("%s: %d bytes, want %d", what, len(got), len(want))
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			return fmt.Errorf("%s: byte %d of %d is %#02x, want %#02x", what, i, len(got), got[i], want[i])
-		}
-	}
-	return nil
 }
 
 // lockThread locks the test's goroutine to its OS thread for good, so that

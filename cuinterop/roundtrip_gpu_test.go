@@ -9,6 +9,7 @@ import (
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/cuinterop"
+	"github.com/ulysses-go/ulysses/internal/check"
 )
 
 // placements are the device lists of the 2-rank groups the round trip
@@ -77,9 +78,9 @@ func roundTrip(t *testing.T, devices []int, dt a2a.DType) {
 	for r, m := range ranks {
 		n := s.HeadShardBytesFor(r)
 		for _, err := range []error{
-			compare(fmt.Sprintf("rank %d SendRecvHeadsInto", r), m.d.download(t, m.shard, n), want[r]),
-			compare(fmt.Sprintf("rank %d GatherHeadsInto", r), m.d.download(t, m.y, len(in[r])), in[r]),
-			compare(fmt.Sprintf("rank %d SendRecvHeads view", r), m.d.download(t, m.copied, n), want[r]),
+			check.Compare(fmt.Sprintf("rank %d SendRecvHeadsInto", r), m.d.download(t, m.shard, n), want[r]),
+			check.Compare(fmt.Sprintf("rank %d GatherHeadsInto", r), m.d.download(t, m.y, len(in[r])), in[r]),
+			check.Compare(fmt.Sprintf("rank %d SendRecvHeads view", r), m.d.download(t, m.copied, n), want[r]),
 		} {
 			if err != nil {
 				t.Error(err)
