@@ -33,14 +33,13 @@ const burnCalibration = 1 << 16
 // burner runs the burn kernel on a stream of its own in the primary
 // context of the Comm's device, timed with its own events.
 type burner struct {
-	ctx        *driver.Context
-	module     driver.Module
-	fn         driver.Function
-	stream     driver.Stream
-	start, end driver.Event
-	out        driver.DevicePtr
-	blocks     int
-	args       struct {
+	ctx    *driver.Context
+	module driver.Module
+	fn     driver.Function
+	timed  timedStream
+	out    driver.DevicePtr
+	blocks int
+	args   struct {
 		out   uint64
 		iters uint32
 	}
@@ -67,17 +66,7 @@ func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
 		err = b.ctx.SetFuncAttribute(b.fn, driver.FuncAttrSharedCarveout, 100)
 	}
 	if err == nil {
-		if b.stream, err = b.ctx.StreamCreate(true); err == nil {
-			b.undo.add(func() error { return b.ctx.StreamDestroy(b.stream) })
-		}
-	}
-	for _, e := range []*driver.Event{&b.start, &b.end} {
-		if err == nil {
-			if *e, err = b.ctx.EventCreate(true); err == nil {
-				ev := *e
-				b.undo.add(func() error { return b.ctx.EventDestroy(ev) })
-			}
-		}
+		err = b.timed.open(b.ctx, &b.undo)
 	}
 	if err == nil {
 		if b.out, err = b.ctx.MemAlloc(4); err == nil {
@@ -96,22 +85,13 @@ func openBurner(drv *driver.Driver, ordinal, sms int) (*burner, error) {
 // events, without waiting.
 func (b *burner) launch(iters uint32) error {
 	b.args.iters = iters
-	if err := b.ctx.EventRecord(b.start, b.stream); err != nil {
-		return err
-	}
-	if err := b.ctx.Launch(b.fn, [3]uint32{uint32(b.blocks), 1, 1}, [3]uint32{burnThreads, 1, 1}, 0, b.stream, b.params[:]); err != nil {
-		return err
-	}
-	return b.ctx.EventRecord(b.end, b.stream)
+	return b.timed.enqueue(func() error {
+		return b.ctx.Launch(b.fn, [3]uint32{uint32(b.blocks), 1, 1}, [3]uint32{burnThreads, 1, 1}, 0, b.timed.stream, b.params[:])
+	})
 }
 
 // elapsed waits for the last launch and returns how long it ran.
-func (b *burner) elapsed() (time.Duration, error) {
-	if err := b.ctx.EventSynchronize(b.end); err != nil {
-		return 0, err
-	}
-	return b.ctx.EventElapsed(b.start, b.end)
-}
+func (b *burner) elapsed() (time.Duration, error) { return b.timed.elapsed() }
 
 // run is launch and elapsed.
 func (b *burner) run(iters uint32) (time.Duration, error) {

@@ -29,7 +29,7 @@ func TestBurnerOnFakeDriver(t *testing.T) {
 	assert.Equal(t, [3]uint32{burnThreads, 1, 1}, calls.Launch.Block)
 	assert.Equal(t, uint64(b.out), calls.Launch.Args[0], "out")
 	assert.Equal(t, uint64(1234), calls.Launch.Args[1]&0xffffffff, "iters")
-	assert.Equal(t, uint64(b.stream), uint64(calls.Launch.Stream))
+	assert.Equal(t, uint64(b.timed.stream), uint64(calls.Launch.Stream))
 	require.NoError(t, b.close())
 	assert.Empty(t, b.undo)
 }

@@ -64,12 +64,11 @@ func peerCopyBandwidth(drv *driver.Driver, src, dst int, n int64, iters int) (fl
 // a buffer of n bytes on each, and a stream and two timing events on the
 // source device.
 type peerCopy struct {
-	src, dst   *driver.Context
-	from, to   driver.DevicePtr
-	n          uint64
-	stream     driver.Stream
-	start, end driver.Event
-	undo       undoList // what release runs
+	src, dst *driver.Context
+	from, to driver.DevicePtr
+	n        uint64
+	timed    timedStream // on the source device
+	undo     undoList    // what release runs
 }
 
 // open retains the contexts, enables peer access and allocates the
@@ -104,35 +103,36 @@ func (pc *peerCopy) open(drv *driver.Driver, src, dst int, n uint64) error {
 // openStream makes the stream and the events on the source device and
 // fills the source buffer on that stream, before the copies.
 func (pc *peerCopy) openStream() error {
-	var err error
-	if pc.stream, err = pc.src.StreamCreate(true); err != nil {
+	if err := pc.timed.open(pc.src, &pc.undo); err != nil {
 		return err
 	}
-	pc.undo.add(func() error { return pc.src.StreamDestroy(pc.stream) })
-	for _, e := range []*driver.Event{&pc.start, &pc.end} {
-		if *e, err = pc.src.EventCreate(true); err != nil {
-			return err
-		}
-		pc.undo.add(func() error { return pc.src.EventDestroy(*e) })
-	}
-	return pc.src.MemsetD8Async(pc.from, 0x3C, pc.n, pc.stream)
+	return pc.src.MemsetD8Async(pc.from, 0x3C, pc.n, pc.timed.stream)
 }
 
 // time makes two warm-up copies, then iters timed ones, and returns the
 // device time of the timed ones.
 func (pc *peerCopy) time(iters int) (time.Duration, error) {
 	copyOnce := func() error {
-		return pc.src.MemcpyPeerAsync(pc.to, pc.dst, pc.from, pc.src, pc.n, pc.stream)
+		return pc.src.MemcpyPeerAsync(pc.to, pc.dst, pc.from, pc.src, pc.n, pc.timed.stream)
 	}
-	errs := []error{copyOnce(), copyOnce(), pc.src.EventRecord(pc.start, pc.stream)}
-	for range iters {
-		errs = append(errs, copyOnce())
+	err := errors.Join(copyOnce(), copyOnce()) // warm-up
+	if err == nil {
+		err = pc.timed.enqueue(func() error {
+			var errs []error
+			for range iters {
+				errs = append(errs, copyOnce())
+			}
+			return errors.Join(errs...)
+		})
 	}
-	errs = append(errs, pc.src.EventRecord(pc.end, pc.stream), pc.src.EventSynchronize(pc.end))
-	if err := errors.Join(errs...); err != nil {
+	var d time.Duration
+	if err == nil {
+		d, err = pc.timed.elapsed()
+	}
+	if err != nil {
 		return 0, fmt.Errorf("timing peer copies: %w", err)
 	}
-	return pc.src.EventElapsed(pc.start, pc.end)
+	return d, nil
 }
 
 // release undoes what open did, as far as it got. Errors are ignored: the
