@@ -20,13 +20,18 @@ import (
 // tokens a replay may use (SetRankTokens refuses counts beyond it). Change
 // counts only while no replay is queued or running on any rank (after
 // Sync): a replay reads them when it runs. The views the captured
-// operations returned stay valid at every replay, each until the next
-// operation of its Comm; the Into forms cannot be captured. Replays order
-// with the Comms' other operations (Sync and Close wait for them).
+// operations returned keep their address at every replay. After a replay,
+// the view of each Comm's last captured operation holds its output until
+// that Comm's next operation or replay starts, as outside graphs; the
+// view of an earlier one holds only until the Comm's next operation
+// inside the graph, so read it with work captured between the two. The
+// Into forms cannot be captured. Replays order with the Comms' other
+// operations (Sync and Close wait for them).
 type Graph struct {
 	ctx   *driver.Context
 	exec  driver.GraphExec
 	comms []*Comm // sorted by address: the order Launch locks them in
+	turns []turn  // of each Comm, in the same order
 
 	mu     sync.Mutex
 	closed bool
@@ -34,14 +39,18 @@ type Graph struct {
 
 // CaptureGraph captures into a graph what record enqueues on s: the
 // operations of comms enqueued there with Comm.On(s), and any work of the
-// caller's. Each Comm whose operations in it are odd in number gets one
-// more that moves nothing (a barrier with its peers, one more kernel per
-// replay; its time has not been measured on its own): with double buffering a view stays put across replays
-// only when each replay holds an even number of its Comm's operations.
-// Every rank of a group must capture the same operations. No other
-// operation of these Comms may be enqueued while record runs. The comms
-// must share s's device. It costs a copy of the token counts and a graph
-// instantiation (cuGraphInstantiateWithFlags; not timed here).
+// caller's. Every rank of a group must capture the same operations. No
+// other operation of these Comms may be enqueued while record runs. The
+// comms must share s's device. It costs a copy of the token counts and a
+// graph instantiation (cuGraphInstantiateWithFlags; not timed here).
+//
+// Consecutive operations of a Comm write alternate halves of its buffer,
+// and a view keeps its address only if each replay starts on the half
+// the capture started on. So Launch puts an operation that moves nothing
+// (a barrier with the peers, one kernel) before a replay that would start
+// on the other half: before every replay but the first of a graph with an
+// odd number of a Comm's operations, and before the first replay after an
+// odd number of the Comm's operations outside the graph.
 func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error) {
 	if len(comms) == 0 {
 		return nil, fmt.Errorf("a2a: CaptureGraph needs the Comms it captures: %w", ErrConfig)
@@ -62,9 +71,6 @@ func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error)
 		return nil, errors.Join(err, ctx.Release())
 	}
 	err = record()
-	if err == nil {
-		err = g.pad(stream, marks)
-	}
 	graph, endErr := g.ctx.StreamEndCapture(stream)
 	if err == nil && endErr != nil {
 		err = wrapDriver("ending the capture", endErr)
@@ -129,48 +135,55 @@ func (g *Graph) beginCapture(s driver.Stream) ([]captureMark, error) {
 	return marks, nil
 }
 
-// pad adds the operation that moves nothing to each Comm with an odd
-// number of operations in the capture.
-func (g *Graph) pad(s driver.Stream, marks []captureMark) error {
-	for i, c := range g.comms {
-		c.mu.Lock()
-		var err error
-		if (c.launches-marks[i].launches)%2 == 1 {
-			if err = c.t.pad(launchSpec{stream: s, half: c.halfOf(c.launches + 1), captured: true}); err == nil {
-				c.launches++
-			}
-		}
-		c.mu.Unlock()
-		if err != nil {
-			return wrapErr(err, "padding the graph")
-		}
-	}
-	return nil
-}
-
-// endCapture ends the Comms' capture: on success their captured
-// operations belong to g; otherwise they are forgotten and each Comm
-// stands where it stood (nothing captured ever runs).
+// endCapture ends the Comms' capture. On success their captured
+// operations belong to g, and g notes where each Comm's turns start and
+// how many it takes; each Comm's count of launches goes back to where it
+// stood, since nothing captured has run yet. Otherwise the captured
+// operations are forgotten.
 func (g *Graph) endCapture(marks []captureMark, ok bool) {
+	if ok {
+		g.turns = make([]turn, len(marks))
+	}
 	for i, m := range marks {
 		c := g.comms[i]
 		c.mu.Lock()
 		c.inCapture = false
 		if ok {
+			g.turns[i] = turn{start: m.launches, ops: c.launches - m.launches}
 			for j := m.captured; j < len(c.captured); j++ {
 				c.captured[j].graph = g
 			}
 		} else {
-			c.launches = m.launches
 			c.captured = c.captured[:m.captured]
 		}
+		c.launches = m.launches
 		c.mu.Unlock()
 	}
 }
 
+// turn is a Comm's part of a graph: its captured operations were numbered
+// from launch count start, and ops of them run per replay.
+type turn struct {
+	start, ops uint64
+}
+
+// takeTurn enqueues the operation that moves nothing on s when the
+// replay would otherwise start on the other half than the capture did
+// (CaptureGraph). Called with c's lock held, s ordered after c's work.
+func (c *Comm) takeTurn(s driver.Stream, t turn) error {
+	if c.layout.halfBytes != 0 && (c.launches-t.start)%2 == 1 {
+		if err := c.t.pad(launchSpec{stream: s, half: c.halfOf(c.launches + 1)}); err != nil {
+			return c.fail(wrapErr(err, "aligning the graph's halves"))
+		}
+		c.launches++
+	}
+	return nil
+}
+
 // Launch replays the graph on s (cuGraphLaunch), ordered after the Comms'
 // earlier operations and before their later ones, like an operation on
-// s. It waits for nothing and allocates nothing.
+// s, preceded where CaptureGraph says by one launch that moves nothing.
+// It waits for nothing and allocates nothing.
 func (g *Graph) Launch(s Stream) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -195,8 +208,11 @@ func (g *Graph) Launch(s Stream) error {
 			defer c.share.gate.RUnlock()
 		}
 	}
-	for _, c := range g.comms {
+	for i, c := range g.comms {
 		if err := c.orderBefore(stream); err != nil {
+			return err
+		}
+		if err := c.takeTurn(stream, g.turns[i]); err != nil {
 			return err
 		}
 	}
@@ -204,7 +220,8 @@ func (g *Graph) Launch(s Stream) error {
 		return fmt.Errorf("a2a: launching the graph on stream %#x: %w: %w", uintptr(stream), ErrStream, err)
 	}
 	var errs []error
-	for _, c := range g.comms {
+	for i, c := range g.comms {
+		c.launches += g.turns[i].ops
 		if err := c.orderAfter(stream); err != nil {
 			errs = append(errs, c.fail(err))
 		}

@@ -253,7 +253,7 @@ func (t *smTransport) failure() error {
 		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
 			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
 	case statusHalfReused:
-		return fmt.Errorf("a2a: rank %d's operation %d would write the data half its previous operation wrote (capture with CaptureGraph, which pads a graph to an even count): %w", rank, epoch, ErrOddGraph)
+		return fmt.Errorf("a2a: rank %d's operation %d would write the data half its previous operation wrote (capture with CaptureGraph, whose Launch keeps the halves in turn): %w", rank, epoch, ErrOddGraph)
 	case statusAborted:
 		return &abortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, ByClose: t.abortedByClose}
 	}

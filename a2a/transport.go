@@ -45,8 +45,8 @@ type transport interface {
 	// without waiting for anything.
 	enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error
 	// pad enqueues an operation that moves nothing but takes its turn
-	// like any other (a barrier with the peers): CaptureGraph adds one to
-	// a graph with an odd number of a Comm's operations.
+	// like any other (a barrier with the peers): Graph.Launch puts one
+	// before a replay that would start on the other data half.
 	pad(ls launchSpec) error
 	// failure returns what the device reported (a *TimeoutError,
 	// *PeerClosedError or *MismatchError), or nil.
