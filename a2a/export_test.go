@@ -208,6 +208,21 @@ func (ts *TestStream) CopyDtoD(dst, src Tensor, n int64) error {
 // Sync waits for the stream.
 func (ts *TestStream) Sync() error { return ts.d.ctx.StreamSynchronize(ts.s) }
 
+// After makes the work enqueued on ts from now on wait for what other has
+// enqueued so far (an event recorded on other), as a caller orders its
+// streams.
+func (ts *TestStream) After(other *TestStream) error {
+	e, err := ts.d.ctx.EventCreate(false)
+	if err != nil {
+		return err
+	}
+	err = ts.d.ctx.EventRecord(e, other.s)
+	if err == nil {
+		err = ts.d.ctx.StreamWaitEvent(ts.s, e)
+	}
+	return errors.Join(err, ts.d.ctx.EventDestroy(e)) // the wait keeps what it needs
+}
+
 // CaptureRaw captures what record enqueues on the stream into a graph
 // without CaptureGraph (no padding, as a caller's own binding would) and
 // returns a function that replays it on the stream.

@@ -3,6 +3,7 @@ package a2a_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -38,10 +39,12 @@ func graphCases(world int, dt a2a.DType, unevenHeads bool) []check.Case {
 }
 
 // graphReplays captures SendRecvHeads, GatherHeads and AllGather once on a
-// stream of its own (CaptureGraph pads them to 4) and replays the graph
-// iters times: before each replay, fresh random inputs are copied in on
-// the stream; after it, the three views are copied out; the host waits
-// every 4 replays and compares each with the reference. The token layout
+// stream of its own and replays the graph iters times: before each
+// replay, fresh random inputs are copied in on the stream; inside it, each
+// view is copied out right after its operation; the host waits every 4
+// replays, sleeps a random 0-3 ms (the peers replay on meanwhile), reads
+// the third operation's view itself and compares everything with the
+// reference. The token layout
 // changes every 50 replays (SetRankTokens after a wait, no recapture).
 // With uneven, the heads do not divide among the ranks and the three
 // operations are the general entries' SendRecvHeads, GatherHeadsPacked
@@ -85,6 +88,7 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int, uneven bool) error {
 		defer dev.Free(outs[k])
 	}
 	on := c.On(ts.Stream())
+	var last a2a.Tensor // the third operation's view
 	g, err := a2a.CaptureGraph(ts.Stream(), func() error {
 		ops := []func() (a2a.Tensor, error){
 			func() (a2a.Tensor, error) { return on.SendRecvHeads(x) },
@@ -100,11 +104,10 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int, uneven bool) error {
 			ops[2] = func() (a2a.Tensor, error) { return on.HeadAllGather(heads, y) }
 		}
 		for k, op := range ops {
-			view, err := op()
-			if err != nil {
+			if last, err = op(); err != nil {
 				return err
 			}
-			if err := ts.CopyDtoD(outs[k], view, maxOutput(cases, k, rank)); err != nil {
+			if err := ts.CopyDtoD(outs[k], last, maxOutput(cases, k, rank)); err != nil {
 				return err
 			}
 		}
@@ -114,7 +117,7 @@ func graphReplays(c *a2a.Comm, dt a2a.DType, iters int, uneven bool) error {
 		return err
 	}
 	defer g.Close()
-	return replayChecked(c, ts, g, cases, outs, x, y, iters)
+	return replayChecked(c, ts, g, cases, outs, last, x, y, iters)
 }
 
 // maxOutput is the most bytes operation k (SendRecvHeads, GatherHeads,
@@ -136,8 +139,9 @@ type replaySlot struct {
 	what      string
 }
 
-func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.Case, views [3]a2a.Tensor, x, y a2a.Tensor, iters int) error {
+func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.Case, views [3]a2a.Tensor, last, x, y a2a.Tensor, iters int) error {
 	rank := c.Rank()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(rank)))
 	var slots [4]replaySlot
 	for i := range slots {
 		var err error
@@ -167,7 +171,13 @@ func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.
 				}
 			}
 		}
-		return nil
+		time.Sleep(time.Duration(rng.Int64N(int64(3 * time.Millisecond))))
+		s := slots[n-1] // the latest replay's
+		got, err := c.Device().Download(a2a.Tensor{Ptr: last.Ptr, Shape: [4]int{1, 1, 1, len(s.want[2])}, DType: a2a.Float8E4M3}) // bytes
+		if err != nil {
+			return err
+		}
+		return check.Compare(s.what+", operation 2's view read late by the host", got, s.want[2])
 	}
 	for i := range iters {
 		cs, err := layoutAt(c, cases, i) // the earlier replays are done: see wait
@@ -253,38 +263,45 @@ func TestGraphReplay(t *testing.T) {
 }
 
 // TestOddGraphReplayedTwice captures one operation per rank without
-// CaptureGraph's padding and replays it twice in a row: the second replay
-// would write the half the first one's view lies in, and fails with
-// ErrOddGraph on every rank instead.
+// CaptureGraph (as a caller's own binding would, so nothing keeps the
+// halves in turn) and replays it twice in a row: the second replay would
+// write the half the first one's view lies in, and fails with ErrOddGraph
+// on every rank instead. The first replays meet; the second ones are
+// refused before any wait, each after a random host delay, so no rank's
+// refusal can leave another waiting.
 func TestOddGraphReplayedTwice(t *testing.T) {
 	info := requireGPU(t)
 	devices := pairDevices(info)
 	cs := check.Case{Batch: 1, Tokens: []int{8, 8}, Heads: 4, HeadDim: 64, DType: a2a.BFloat16}
 	g := newTestGroup(t, devices, a2a.BFloat16, []check.Case{cs})
-	require.NoError(t, eachRank(g, func(c *a2a.Comm) error {
-		if err := c.SetRankTokens(cs.Tokens); err != nil {
-			return err
-		}
+	replays := make([]func() error, g.Size())
+	streams := make([]*a2a.TestStream, g.Size())
+	for r := range g.Size() {
+		c := g.Comm(r)
+		require.NoError(t, c.SetRankTokens(cs.Tokens))
 		x, err := c.Device().Alloc([4]int{1, 8, 4, 64}, a2a.BFloat16)
-		if err != nil {
-			return err
-		}
+		require.NoError(t, err)
 		defer c.Device().Free(x)
-		ts := a2a.NewTestStream(t, c.Device())
-		replay, err := ts.CaptureRaw(func() error { _, err := c.On(ts.Stream()).AllGather(x); return err })
-		if err != nil {
+		streams[r] = a2a.NewTestStream(t, c.Device())
+		replays[r], err = streams[r].CaptureRaw(func() error { _, err := c.On(streams[r].Stream()).AllGather(x); return err })
+		require.NoError(t, err)
+	}
+	for r := range g.Size() {
+		require.NoError(t, replays[r]())
+	}
+	for r := range g.Size() {
+		require.NoError(t, streams[r].Sync(), "the first replays")
+	}
+	require.NoError(t, g.Sync())
+	require.NoError(t, eachRank(g, func(c *a2a.Comm) error {
+		time.Sleep(time.Duration(rand.Int64N(int64(3 * time.Millisecond))))
+		if err := replays[c.Rank()](); err != nil {
 			return err
 		}
-		if err := replay(); err != nil {
+		if err := streams[c.Rank()].Sync(); err != nil {
 			return err
 		}
-		if err := replay(); err != nil {
-			return err
-		}
-		if err := ts.Sync(); err != nil {
-			return err
-		}
-		err = c.Sync()
+		err := c.Sync()
 		t.Logf("rank %d: %v", c.Rank(), err)
 		if !errors.Is(err, a2a.ErrOddGraph) {
 			return fmt.Errorf("Sync after an odd graph replayed twice: %v, want ErrOddGraph", err)
