@@ -68,7 +68,9 @@ var lateKinds = []lateKind{
 	{name: "SendRecvHeadsPacked", uneven: true, packed: true, want: dataShard,
 		run: func(on a2a.StreamOps, _ int, views, xs []a2a.Tensor) error { return on.SendRecvHeadsPacked(views, xs) }},
 	{name: "GatherHeadsPacked", uneven: true, packed: true, shardIn: true, want: dataX,
-		run: func(on a2a.StreamOps, heads int, views, xs []a2a.Tensor) error { return on.GatherHeadsPacked(heads, views, xs) }},
+		run: func(on a2a.StreamOps, heads int, views, xs []a2a.Tensor) error {
+			return on.GatherHeadsPacked(heads, views, xs)
+		}},
 }
 
 // lateCase is kind k's shape on a group of world ranks: uneven tokens,
