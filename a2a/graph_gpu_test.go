@@ -172,8 +172,8 @@ func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.
 			}
 		}
 		time.Sleep(time.Duration(rng.Int64N(int64(3 * time.Millisecond))))
-		s := slots[n-1]                                                                                                           // the latest replay's
-		got, err := c.Device().Download(a2a.Tensor{Ptr: last.Ptr, Shape: [4]int{1, 1, 1, len(s.want[2])}, DType: a2a.Float8E4M3}) // bytes
+		s := slots[n-1] // the latest replay's; its view read as bytes
+		got, err := c.Device().Download(a2a.Tensor{Ptr: last.Ptr, Shape: [4]int{1, 1, 1, len(s.want[2])}, DType: a2a.Float8E4M3})
 		if err != nil {
 			return err
 		}
