@@ -25,7 +25,7 @@ check: fmt vet test
 
 # Regenerate the PTX from gen/kernels (needs nvcc: see README).
 ptx:
-	$(GO) generate ./ptx
+	$(GO) generate ./internal/kernelabi ./ptx
 
 # Fails when regenerating would change the committed PTX.
 ptx-check: ptx

@@ -7,26 +7,27 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 )
 
-// maxThreadsPerBlock and unroll must match THREADS and UNROLL in
-// gen/kernels. A Comm on every SM launches 256-thread blocks (GatherHeads
-// 195 us against 199 us with 512 at 128 MiB); one on fewer SMs launches
-// 512, since each SM then needs more stores in flight (SendRecvHeads on 32
-// SMs at 128 MiB: 236 us with 512 threads, 289 us with 256).
+// The largest block (THREADS of the kernels) and the vectors a thread
+// keeps in flight. A Comm on every SM launches 256-thread blocks
+// (GatherHeads 195 us against 199 us with 512 at 128 MiB); one on fewer
+// SMs launches 512, since each SM then needs more stores in flight
+// (SendRecvHeads on 32 SMs at 128 MiB: 236 us with 512 threads, 289 us
+// with 256).
 const (
-	maxThreadsPerBlock = 512
-	unroll             = 8
+	maxThreadsPerBlock = kernelabi.Threads
+	unroll             = kernelabi.Unroll
 )
 
-// How many blocks an operation activates (activeBlocks; SMALL_GRANULE,
-// FEW_BLOCKS and LARGE_GRANULE in gen/kernels, which captured operations
-// use): one per smallGranule input bytes up to fewBlocks, one per
-// largeGranule beyond when that is more.
+// How many blocks an operation activates (activeBlocks; captured
+// operations compute the same in the kernels): one per smallGranule input
+// bytes up to fewBlocks, one per largeGranule beyond when that is more.
 const (
-	smallGranule = 4096
-	fewBlocks    = 64
-	largeGranule = 65536
+	smallGranule = kernelabi.SmallGranule
+	fewBlocks    = kernelabi.FewBlocks
+	largeGranule = kernelabi.LargeGranule
 )
 
 // argsBytes is the size of the kernels' single parameter.

@@ -3,14 +3,16 @@ package a2a
 import (
 	"fmt"
 	"time"
+
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 )
 
 // MaxWorldSize is the largest number of ranks in one group.
-const MaxWorldSize = 8
+const MaxWorldSize = kernelabi.MaxRanks
 
 // maxBlocks bounds the number of thread blocks (the signal area has one flag
-// per block, peer and phase). Must match MAX_BLOCKS in gen/kernels.
-const maxBlocks = 1024
+// per block, peer and phase).
+const maxBlocks = kernelabi.MaxBlocks
 
 // DefaultTimeout bounds every barrier wait when Config.Timeout is zero.
 const DefaultTimeout = 10 * time.Second

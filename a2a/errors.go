@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 )
 
 // Errors that errors.Is matches through the context the library wraps them
@@ -49,9 +51,9 @@ type Phase uint32
 
 // Barrier phases, as the kernels number them.
 const (
-	PhaseStart Phase = 0 // before any write into peers: waiting for a peer to reach the operation
-	PhaseEnd   Phase = 1 // after the writes: waiting for a peer's writes to land
-	PhaseClose Phase = 2 // Close: waiting for a peer to say goodbye
+	PhaseStart Phase = kernelabi.PhaseStart // before any write into peers: waiting for a peer to reach the operation
+	PhaseEnd   Phase = kernelabi.PhaseEnd   // after the writes: waiting for a peer's writes to land
+	PhaseClose Phase = kernelabi.PhaseClose // Close: waiting for a peer to say goodbye
 )
 
 func (p Phase) String() string {

@@ -64,7 +64,7 @@ func DebugDump(c *Comm, blocks int) string {
 		c.cfg.Rank, c.launches, c.sm.blocks, le.Uint32(b[state+stateEpochOff:]),
 		le.Uint32(b[state+stateArrivedOff:]), le.Uint32(b[state+stateClaimedOff:]))
 	for p := 0; p < c.cfg.WorldSize; p++ {
-		fmt.Fprintf(&sb, " %d", le.Uint32(b[signalByeOff+4*p:]))
+		fmt.Fprintf(&sb, " %d", le.Uint32(b[int(signalByeOff)+4*p:]))
 	}
 	sb.WriteByte('\n')
 	for blk := 0; blk < min(blocks, c.sm.blocks); blk++ {

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // maxTensors is the most tensors one head operation moves (q, k, v and
-// one more). Must match MAX_TENSORS in gen/kernels.
-const maxTensors = 4
+// one more).
+const maxTensors = kernelabi.MaxTensors
 
 // maxPitch bounds an Into output's token stride in bytes: the row pitch
 // of cuMemcpy2D (CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2^31-1 on current GPUs).

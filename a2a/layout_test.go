@@ -4,13 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"reflect"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,207 +12,18 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// ---- the kernel source --------------------------------------------------------
-
-const kernelSource = "../gen/kernels/ulysses.cu"
-
-func readKernelSource(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(kernelSource)
-	require.NoError(t, err)
-	return string(b)
-}
-
-// cDefines returns the object-like #defines of src with an integer value
-// (a trailing u/U suffix is dropped).
-func cDefines(t *testing.T, src string) map[string]int64 {
-	t.Helper()
-	re := regexp.MustCompile(`(?m)^#define[ \t]+(\w+)[ \t]+(\d+)[uU]?[ \t]*(?://.*)?$`)
-	defs := map[string]int64{}
-	for _, m := range re.FindAllStringSubmatch(src, -1) {
-		v, err := strconv.ParseInt(m[2], 10, 64)
-		require.NoError(t, err, m[0])
-		defs[m[1]] = v
-	}
-	return defs
-}
-
-// cExpr evaluates a sum of integers and #define names ("MAX_RANKS + 1").
-func cExpr(t *testing.T, defs map[string]int64, s string) int64 {
-	t.Helper()
-	var n int64
-	for _, term := range strings.Split(s, "+") {
-		term = strings.TrimSpace(term)
-		if v, err := strconv.ParseInt(term, 10, 64); err == nil {
-			n += v
-			continue
-		}
-		v, ok := defs[term]
-		require.True(t, ok, "unknown name %q in %q", term, s)
-		n += v
-	}
-	return n
-}
-
-type cField struct {
-	name      string
-	offset    int64
-	elemBytes int64
-	count     int64
-}
-
-// cStruct lays out `struct name { ... };` of src with the natural alignment
-// of its scalar members (u32, int: 4 bytes; u64: 8), as nvcc does.
-func cStruct(t *testing.T, src string, defs map[string]int64, name string) ([]cField, int64) {
-	t.Helper()
-	body := regexp.MustCompile(`(?s)\nstruct ` + name + ` \{(.*?)\n\};`).FindStringSubmatch(src)
-	require.NotNil(t, body, "struct %s not found in %s", name, kernelSource)
-	sizes := map[string]int64{"u32": 4, "int": 4, "u64": 8}
-	member := regexp.MustCompile(`^\s*(\w+)\s+(\w+)((?:\[[^\]]+\])*);`)
-	dims := regexp.MustCompile(`\[([^\]]+)\]`)
-	var fields []cField
-	var off, align int64 = 0, 1
-	for _, line := range strings.Split(body[1], "\n") {
-		line = strings.TrimSpace(strings.SplitN(line, "//", 2)[0])
-		if line == "" {
-			continue
-		}
-		m := member.FindStringSubmatch(line)
-		require.NotNil(t, m, "struct %s: cannot parse %q", name, line)
-		sz, ok := sizes[m[1]]
-		require.True(t, ok, "struct %s: unknown type %q", name, m[1])
-		count := int64(1)
-		for _, d := range dims.FindAllStringSubmatch(m[3], -1) {
-			count *= cExpr(t, defs, d[1])
-		}
-		off = (off + sz - 1) / sz * sz
-		align = max(align, sz)
-		fields = append(fields, cField{name: m[2], offset: off, elemBytes: sz, count: count})
-		off += sz * count
-	}
-	return fields, (off + align - 1) / align * align
-}
-
-// goName maps a C member name to the Go field name (timeout_ns -> TimeoutNs).
-func goName(c string) string {
-	var b strings.Builder
-	for _, part := range strings.Split(c, "_") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-		}
-	}
-	return b.String()
-}
-
-func TestKernelDefinesMatchGo(t *testing.T) {
-	defs := cDefines(t, readKernelSource(t))
-	for name, want := range map[string]int64{
-		"MAX_RANKS":          MaxWorldSize,
-		"MAX_BLOCKS":         maxBlocks,
-		"MAX_TENSORS":        maxTensors,
-		"THREADS":            maxThreadsPerBlock,
-		"FLAG_PHASES":        numFlagPhases,
-		"PHASE_START":        int64(PhaseStart),
-		"PHASE_END":          int64(PhaseEnd),
-		"PHASE_CLOSE":        int64(PhaseClose),
-		"STATUS_OK":          statusOK,
-		"STATUS_TIMEOUT":     statusTimeout,
-		"STATUS_PEER_CLOSED": statusPeerClosed,
-		"STATUS_MISMATCH":    statusMismatch,
-		"STATUS_ABORTED":     statusAborted,
-		"STATUS_HALF_REUSED": statusHalfReused,
-		"SMALL_GRANULE":      smallGranule,
-		"FEW_BLOCKS":         fewBlocks,
-		"LARGE_GRANULE":      largeGranule,
-	} {
-		got, ok := defs[name]
-		require.True(t, ok, "#define %s not found in %s", name, kernelSource)
-		assert.Equal(t, want, got, "#define %s", name)
-	}
-}
-
-func TestStateLayoutMatchesKernels(t *testing.T) {
-	src := readKernelSource(t)
-	fields, size := cStruct(t, src, cDefines(t, src), "State")
-	want := []cField{
-		{"epoch", stateEpochOff, 4, 1},
-		{"arrived", stateArrivedOff, 4, 1},
-		{"claimed", stateClaimedOff, 4, 1},
-		{"reserved", 12, 4, 1},
-	}
-	assert.Equal(t, want, fields)
-	assert.Equal(t, int64(stateBytes), size)
-	assert.Equal(t, 16, stateBytes)
-}
-
-func TestSignalsLayoutMatchesKernels(t *testing.T) {
-	src := readKernelSource(t)
-	fields, size := cStruct(t, src, cDefines(t, src), "Signals")
-	want := []cField{
-		{"flag", 0, flagBytes, numFlagPhases * maxBlocks * MaxWorldSize},
-		{"bye", signalByeOff, 4, MaxWorldSize},
-	}
-	assert.Equal(t, want, fields)
-	assert.Equal(t, int64(signalAreaBytes), size)
-	// The literal values, in case both sides drift together.
-	assert.Equal(t, 131072, signalByeOff)
-	assert.Equal(t, 131104, signalAreaBytes)
-}
-
-func TestKernelArgsLayout(t *testing.T) {
-	var a kernelArgs
-	require.Equal(t, uintptr(392), unsafe.Sizeof(a))
-	require.Equal(t, unsafe.Sizeof(a), argsBytes)
+// The kernels' argument and shared structures are generated with the
+// kernels' header from one description: internal/kernelabi tests them.
+// What is left here is how a2a uses them.
+func TestKernelArgsAsLoaded(t *testing.T) {
 	files := ptx.Files()
 	require.NotEmpty(t, files)
 	for _, f := range files {
-		assert.Equal(t, int(unsafe.Sizeof(a)), f.ArgsBytes, f.Name)
+		assert.Equal(t, int(argsBytes), f.ArgsBytes, f.Name)
 	}
-	assert.Equal(t, uintptr(0), unsafe.Offsetof(a.Data))
-	assert.Equal(t, uintptr(64), unsafe.Offsetof(a.Signal))
-	assert.Equal(t, uintptr(128), unsafe.Offsetof(a.Input))
-	assert.Equal(t, uintptr(144), unsafe.Offsetof(a.Status))
-	assert.Equal(t, uintptr(176), unsafe.Offsetof(a.Live))
-	assert.Equal(t, uintptr(192), unsafe.Offsetof(a.Tokens))
-	assert.Equal(t, uintptr(224), unsafe.Offsetof(a.Prefix))
-	assert.Equal(t, uintptr(260), unsafe.Offsetof(a.Rank))
-	assert.Equal(t, uintptr(280), unsafe.Offsetof(a.Sig))
-	assert.Equal(t, uintptr(284), unsafe.Offsetof(a.Half))
-
-	src := readKernelSource(t)
-	fields, size := cStruct(t, src, cDefines(t, src), "Args")
-	assert.Equal(t, int64(unsafe.Sizeof(a)), size, "sizeof(struct Args)")
-	checkGoMirror(t, reflect.TypeOf(a), fields)
-}
-
-func TestLiveTableLayout(t *testing.T) {
-	var l liveTable
-	src := readKernelSource(t)
-	fields, size := cStruct(t, src, cDefines(t, src), "Live")
-	assert.Equal(t, int64(unsafe.Sizeof(l)), size, "sizeof(struct Live)")
-	checkGoMirror(t, reflect.TypeOf(l), fields)
-}
-
-func TestStatusWordLayout(t *testing.T) {
-	var s statusWord
-	require.Equal(t, uintptr(36), unsafe.Sizeof(s))
-	src := readKernelSource(t)
-	fields, size := cStruct(t, src, cDefines(t, src), "Status")
-	assert.Equal(t, int64(36), size, "sizeof(struct Status)")
-	checkGoMirror(t, reflect.TypeOf(s), fields)
-}
-
-// checkGoMirror checks that Go struct typ has the C struct's members in the
-// same order, at the same offsets and with the same sizes.
-func checkGoMirror(t *testing.T, typ reflect.Type, fields []cField) {
-	t.Helper()
-	require.Equal(t, len(fields), typ.NumField(), "%v has %d fields, the C struct %d", typ, typ.NumField(), len(fields))
-	for i, cf := range fields {
-		gf := typ.Field(i)
-		assert.Equal(t, goName(cf.name), gf.Name, "field %d", i)
-		assert.Equal(t, uintptr(cf.offset), gf.Offset, "offset of %s", gf.Name)
-		assert.Equal(t, uintptr(cf.elemBytes*cf.count), gf.Type.Size(), "size of %s", gf.Name)
-	}
+	assert.Equal(t, int64(131072), signalByeOff)
+	assert.Equal(t, int64(131104), signalAreaBytes)
+	assert.Equal(t, int64(16), stateBytes)
 }
 
 // ---- bufferLayout ---------------------------------------------------------------

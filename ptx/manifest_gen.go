@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "f659db9d9d2b2718465036533a7dacd0f6c1e23b0814dffcfcebd380df3b39c5"
+const SourceHash = "24276fc1ee8ac92d8956ba6b4474c7a06867c73160adb3fe24de3bcd6103c456"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -36,44 +36,9 @@
 #error "compile with -DELEM_BYTES=1 or -DELEM_BYTES=2"
 #endif
 
-#define MAX_RANKS 8
-#define MAX_BLOCKS 1024
-// The most tensors one general head operation moves (q, k, v and one more).
-#define MAX_TENSORS 4
-// THREADS (the largest block the host launches) and UNROLL must match
-// maxThreadsPerBlock and unroll in a2a; they are overridable only so
-// bench/lab can time other choices. Loops use blockDim, not THREADS.
-#ifndef THREADS
-#define THREADS 512
-#endif
-#ifndef UNROLL
-#define UNROLL 8
-#endif
-
-// Phases: the start barrier (single buffer) and the end of an operation
-// own one flag per (block, peer) each; close has no flags, only bye words.
-#define PHASE_START 0u
-#define PHASE_END 1u
-#define PHASE_CLOSE 2u
-#define FLAG_PHASES 2u
-
-// Status codes the host reads.
-#define STATUS_OK 0u
-#define STATUS_TIMEOUT 1u
-#define STATUS_PEER_CLOSED 2u
-#define STATUS_MISMATCH 3u
-#define STATUS_ABORTED 4u
-#define STATUS_HALF_REUSED 5u
-
-// How many blocks an operation activates for the input bytes its largest
-// rank walks (a2a's activeBlocks; captured operations compute it here from
-// the live token counts): one per SMALL_GRANULE bytes up to FEW_BLOCKS,
-// and one per LARGE_GRANULE bytes beyond, when that is more. Measured on
-// 2 x H200 (docs/GPU-RUNS.md, run 54): from 128 KiB to 4 MiB, 64 blocks
-// or fewer beat 128 by 0.7-1.0 us; at 8 MiB every count above 64 ran level.
-#define SMALL_GRANULE 4096
-#define FEW_BLOCKS 64
-#define LARGE_GRANULE 65536
+// The constants and structures the host shares (internal/kernelabi),
+// generated from their one description: see the header.
+#include "abi.cuh"
 
 // How often a waiting thread whose flag is behind reads the peer's bye
 // word: reading it at every poll doubled the acquire loads on the path
@@ -86,87 +51,6 @@
 // polls for about 190 us; every 1 ms costs nothing measurable
 // (docs/GPU-RUNS.md, runs 16 and 17).
 #define ABORT_POLL_NS 1000000ull
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-// Local state at the end of each rank's buffer (only its owner's kernels
-// touch it). Must match a2a/layout.go.
-struct State {
-    u32 epoch;      // operations completed: the last block of each advances it
-    u32 arrived;    // active blocks of the running operation that have signalled
-    u32 claimed;    // the first failure claims it; later launches return at once
-    u32 reserved;
-};
-
-// The token counts of captured operations (CUDA graphs), which replays
-// must read when they run, not when they were captured: in the Comm's
-// buffer after the State, where SetRankTokens copies them (reading pinned
-// host memory from every block cost hundreds of microseconds per
-// operation). Must match a2a/layout.go.
-struct Live {
-    int tokens[MAX_RANKS];
-    int prefix[MAX_RANKS + 1];
-    u32 token_hash;  // the FNV-1a hash of the counts, which signatures mix in
-};
-
-// The signal area of each rank's buffer: written only by its peers.
-// Must match a2a/layout.go.
-struct Signals {
-    u64 flag[FLAG_PHASES][MAX_BLOCKS][MAX_RANKS];  // {epoch | signature << 32} from (block, peer)
-    u32 bye[MAX_RANKS];                            // nonzero: that peer closed and writes nothing more here
-};
-
-// What the host reads after a failure: pinned host memory mapped into the
-// device. Written once, by the block that claimed it; code is written last.
-// abort is the one word the host writes: Close sets it to end the waits of
-// operations a blocked Sync is waiting for.
-struct Status {
-    u32 code;  // STATUS_*
-    u32 phase;
-    u32 peer;
-    u32 epoch;
-    u32 block;  // the block whose flag was missing or wrong
-    u32 rank;
-    u32 sig;       // this rank's signature of the operation
-    u32 peer_sig;  // the peer's, for STATUS_MISMATCH
-    u32 abort;     // written by the host: nonzero ends every wait
-};
-
-// The single kernel parameter, passed by value. Must match a2a/layout.go.
-// Everything an operation depends on travels in it, token counts included,
-// so nothing the host writes to the device can race with a kernel.
-struct Args {
-    u64 data[MAX_RANKS];    // data region of every rank's buffer, mapped here
-    u64 signal[MAX_RANKS];  // signal area of every rank's buffer, mapped here
-    u64 input;              // this rank's input tensor
-    u64 state;              // this rank's State
-    u64 status;             // device pointer of this rank's host-mapped Status
-    u64 timeout_ns;         // how long one wait may take
-    u64 half_bytes;         // offset of the second data half; 0: single buffer
-    u64 capacity;           // bytes of one data half: no store goes past it
-    u64 live;               // captured operations: the Live table (else 0)
-    u64 group_row;          // captured: input bytes per token of the largest rank's walk
-    int tokens[MAX_RANKS];  // T_r of every rank (not captured)
-    int prefix[MAX_RANKS + 1];  // p_r; prefix[world] = T
-    u32 rank;
-    u32 world;
-    u32 batch;
-    u32 units;   // vectors per chunk (head ops) or per token row (AllGather)
-    u32 active;  // blocks that copy (the same on every rank; captured: from live); ulysses_close: 1 to wait for byes
-    u32 sig;     // signature of the operation (captured: without the counts' hash)
-    u32 half;    // the data half the host chose (0 or 1); the kernel writes half e&1 and checks it
-    u32 reserved;
-    // Only the general head entries (ulysses_<op>_general_v<W>) read what
-    // follows: uneven heads, several tensors, inputs with a token stride.
-    u64 inputs[MAX_TENSORS];   // tensor k's input; inputs[0] is input
-    u64 region;                // bytes between tensor k's output and k+1's in a data half
-    int heads[MAX_RANKS + 1];  // rank q holds heads heads[q]..heads[q+1]-1
-    u32 tensors;               // tensors moved: 1..MAX_TENSORS
-    u32 head_units;            // vectors per head
-    u32 in_row;                // vectors between consecutive tokens of an input
-    u32 walk_total;            // captured: the walk grows with all tokens (HeadAllGather), not one rank's
-};
 
 // ---- memory-model primitives ------------------------------------------------
 
