@@ -30,6 +30,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 	"github.com/ulysses-go/ulysses/internal/testutil"
+	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
 // fakeDriver gives a2a a fresh copy of the stub for the rest of the test,
@@ -119,8 +120,8 @@ func fakeCalls(c *a2a.Comm, x, dst a2a.Tensor) []fakeOp {
 	return append(fakeOps(c, x, dst),
 		fakeOp{"Sync", c.Sync},
 		fakeOp{"SetRankTokens", func() error { return c.SetRankTokens([]int{8}) }},
-		fakeOp{"TimeOps", func() error { _, err := c.TimeOps(2, op); return err }},
-		fakeOp{"TimeBackToBack", func() error { _, err := c.TimeBackToBack(2, op); return err }},
+		fakeOp{"timing.Ops", func() error { _, err := timing.Ops(c, 2, op); return err }},
+		fakeOp{"timing.BackToBack", func() error { _, err := timing.BackToBack(c, timing.Own, 2, op); return err }},
 	)
 }
 
@@ -510,7 +511,7 @@ func checkLifecycle(t *testing.T, lib string) {
 	for _, op := range fakeOps(c0, x, dst) {
 		require.ErrorIs(t, op.run(), a2a.ErrNotConnected, op.name)
 	}
-	_, err = c0.TimeOps(1, func(int) error { return nil })
+	_, err = timing.Ops(c0, 1, func(int) error { return nil })
 	require.ErrorIs(t, err, a2a.ErrNotConnected)
 	require.NoError(t, c0.Sync(), "Sync before Connect has nothing to wait for")
 
@@ -629,7 +630,7 @@ func checkConcurrent(t *testing.T, lib string) {
 	const goroutines, iters = 8, 300
 	var made atomic.Int64 // calls made, all goroutines
 	var wg, workers sync.WaitGroup
-	// Not TimeOps and TimeBackToBack: see TestFakeTimeOpsClose.
+	// Not the timing: see TestFakeTimeOpsClose.
 	calls := fakeCalls(c, x, dst)[:8]
 	for g := range goroutines {
 		workers.Go(func() {
@@ -690,8 +691,11 @@ func TestFakeTimeOpsClose(t *testing.T) {
 		name   string
 		timing func(c *a2a.Comm, op func(int) error) error
 	}{
-		{"TimeOpsClose", func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeOps(2, op); return err }},
-		{"TimeBackToBackClose", func(c *a2a.Comm, op func(int) error) error { _, err := c.TimeBackToBack(2, op); return err }},
+		{"OpsClose", func(c *a2a.Comm, op func(int) error) error { _, err := timing.Ops(c, 2, op); return err }},
+		{"BackToBackClose", func(c *a2a.Comm, op func(int) error) error {
+			_, err := timing.BackToBack(c, timing.Own, 2, op)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lib := fakeDriver(t)
@@ -949,12 +953,19 @@ func TestFakeDevice(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, strings.Repeat("\xa5", len(got)), string(got))
 
-	times, err := c.TimeOps(3, func(int) error { _, err := c.SendRecvHeads(x); return err })
+	times, err := timing.Ops(c, 3, func(int) error { _, err := c.SendRecvHeads(x); return err })
 	require.NoError(t, err)
 	require.Equal(t, []time.Duration{time.Microsecond, time.Microsecond, time.Microsecond}, roundAll(times))
-	mean, err := c.TimeBackToBack(4, func(int) error { _, err := c.SendRecvHeads(x); return err })
+	mean, err := timing.BackToBack(c, timing.Own, 4, func(int) error { _, err := c.SendRecvHeads(x); return err })
 	require.NoError(t, err)
 	require.Equal(t, 250*time.Nanosecond, mean.Round(10*time.Nanosecond))
+	_, err = timing.Ops(x, 1, func(int) error { return nil })
+	require.ErrorIs(t, err, a2a.ErrConfig, "timing something that is not a Comm")
+	ts := a2a.NewTestStream(t, c.Device())
+	mean, err = timing.BackToBack(c, uintptr(ts.Stream()), 4, func(int) error { _, err := c.On(ts.Stream()).SendRecvHeads(x); return err })
+	require.NoError(t, err)
+	require.Equal(t, 250*time.Nanosecond, mean.Round(10*time.Nanosecond), "on a caller's stream")
+	require.NoError(t, ts.Close())
 	require.NoError(t, closeFake(t, c, x, dst))
 	requireReleased(t, lib)
 }

@@ -5,20 +5,23 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
-// TimeOps enqueues op(0), ..., op(n-1) back to back on the Comm's stream,
-// with a device event before the first and after each one, waits for them,
-// and returns each operation's device time (the gap between consecutive
-// events). op must enqueue on this Comm (SendRecvHeads and friends). It
-// costs n+1 events, created before and destroyed after the run.
-func (c *Comm) TimeOps(n int, op func(i int) error) ([]time.Duration, error) {
-	return c.timeEvents(n, op, true, ownStream)
+func init() {
+	timing.Install(func(comm any, s uintptr, n int, op func(int) error, each bool) ([]time.Duration, error) {
+		c, ok := comm.(*Comm)
+		if !ok || c == nil {
+			return nil, fmt.Errorf("a2a: timing %T, not a Comm: %w", comm, ErrConfig)
+		}
+		return c.timeEvents(n, op, each, driver.Stream(s))
+	})
 }
 
 // timeEvents runs op n times between device events on stream s (ownStream
 // or the caller's): one after each operation when each is true (n
-// durations), else one at each end (one).
+// durations), else one at each end (one). internal/timing is its face,
+// for the bench: the public API carries no timing.
 func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Stream) ([]time.Duration, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("a2a: timing %d operations: %w", n, ErrConfig)
@@ -98,22 +101,4 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 		times[i] = d
 	}
 	return times, nil
-}
-
-// TimeBackToBack enqueues op(0), ..., op(n-1) back to back on the Comm's
-// stream between two device events and returns the mean time per
-// operation: what a caller issuing operations one after another sees, with
-// no events between them. It costs two events.
-func (c *Comm) TimeBackToBack(n int, op func(i int) error) (time.Duration, error) {
-	return c.own().TimeBackToBack(n, op)
-}
-
-// TimeBackToBack is Comm.TimeBackToBack with the events on the stream: op
-// enqueues there (operations through the StreamOps, a Graph's Launch).
-func (o StreamOps) TimeBackToBack(n int, op func(i int) error) (time.Duration, error) {
-	times, err := o.c.timeEvents(n, op, false, o.s)
-	if err != nil {
-		return 0, err
-	}
-	return times[0] / time.Duration(n), nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
 // timeStreamAndGraph fills in st's caller-stream and graph-replay times of
@@ -16,7 +17,7 @@ import (
 func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, in benchInputs, st *opStats) error {
 	on := comm.On(s)
 	fn := opFunc(on, op, in)
-	d, err := warmTimed(on, o.warmup, o.iters, fn)
+	d, err := warmTimed(comm, s, o.warmup, o.iters, fn)
 	if err != nil {
 		return fmt.Errorf("%s on a caller's stream: %w", op, err)
 	}
@@ -37,7 +38,7 @@ func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, 
 	}
 	defer g.Close()
 	replay := func(int) error { return g.Launch(s) }
-	d, err = warmTimed(on, o.warmup/o.graphOps, o.iters/o.graphOps, replay)
+	d, err = warmTimed(comm, s, o.warmup/o.graphOps, o.iters/o.graphOps, replay)
 	if err != nil {
 		return fmt.Errorf("%s replayed from a graph: %w", op, err)
 	}
@@ -45,11 +46,12 @@ func timeStreamAndGraph(comm *a2a.Comm, s a2a.Stream, o *benchOpts, op benchOp, 
 	return nil
 }
 
-// warmTimed runs warmup untimed calls of fn on the stream, then returns the
-// mean device time of iters more, back to back (at least one of each).
-func warmTimed(on a2a.StreamOps, warmup, iters int, fn func(int) error) (time.Duration, error) {
-	if _, err := on.TimeBackToBack(max(warmup, 1), fn); err != nil {
+// warmTimed runs warmup untimed calls of fn on comm's stream s, then
+// returns the mean device time of iters more, back to back (at least one
+// of each).
+func warmTimed(comm *a2a.Comm, s a2a.Stream, warmup, iters int, fn func(int) error) (time.Duration, error) {
+	if _, err := timing.BackToBack(comm, uintptr(s), max(warmup, 1), fn); err != nil {
 		return 0, err
 	}
-	return on.TimeBackToBack(max(iters, 1), fn)
+	return timing.BackToBack(comm, uintptr(s), max(iters, 1), fn)
 }

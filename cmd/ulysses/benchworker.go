@@ -10,6 +10,7 @@ import (
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
 func benchWorker(args []string, stdout, stderr io.Writer) int {
@@ -245,16 +246,16 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 	for k, op := range ops {
 		fn := opFunc(comm, op, in)
 		if o.warmup > 0 {
-			if _, err := comm.TimeOps(o.warmup, fn); err != nil {
+			if _, err := timing.Ops(comm, o.warmup, fn); err != nil {
 				return nil, fmt.Errorf("%s warm-up: %w", op, err)
 			}
 		}
-		times, err := comm.TimeOps(o.iters, fn)
+		times, err := timing.Ops(comm, o.iters, fn)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 		stats[k] = summarize(times)
-		b2b, err := comm.TimeBackToBack(o.iters, fn)
+		b2b, err := timing.BackToBack(comm, timing.Own, o.iters, fn)
 		if err != nil {
 			return nil, fmt.Errorf("%s back to back: %w", op, err)
 		}

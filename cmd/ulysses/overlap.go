@@ -9,6 +9,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
 // burnPTX is the compute-bound kernel of bench --overlap (see burn.ptx).
@@ -122,7 +123,7 @@ func timeOverlap(comm *a2a.Comm, b *burner, iters int, fn func(int) error, st *o
 	if err := b.launch(n); err != nil {
 		return err
 	}
-	exchange, err := comm.TimeBackToBack(iters, fn)
+	exchange, err := timing.BackToBack(comm, timing.Own, iters, fn)
 	if err != nil {
 		return err
 	}
