@@ -41,6 +41,8 @@ const argsBytes = unsafe.Sizeof(kernelArgs{})
 // Several Comms may be used at once from any goroutines (see
 // docs/RELIABILITY.md, "Concurrency").
 type Comm struct {
+	ops // the operations, on the Comm's own stream
+
 	mu sync.Mutex
 
 	cfg    Config
@@ -92,6 +94,7 @@ func New(cfg Config) (*Comm, error) {
 		return nil, err
 	}
 	c := &Comm{cfg: cfg, dev: dev}
+	c.ops = ops{c: c, s: ownStream}
 	c.changed.L = &c.mu
 	if err := c.init(); err != nil {
 		c.release()

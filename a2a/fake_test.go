@@ -995,3 +995,13 @@ func roundTripHelpers(t *testing.T, dev *a2a.Device, tt a2a.Tensor) []byte {
 	require.Equal(t, strings.Repeat("\x3c", len(got)), string(got))
 	return src
 }
+
+// TestZeroCommRefuses: the operations of a Comm or StreamOps that New and
+// On did not make return an error, not a panic.
+func TestZeroCommRefuses(t *testing.T) {
+	var c a2a.Comm
+	_, err := c.SendRecvHeads(a2a.Tensor{})
+	require.ErrorIs(t, err, a2a.ErrNotConnected)
+	var o a2a.StreamOps
+	require.ErrorIs(t, o.SendRecvHeadsPacked(make([]a2a.Tensor, 1), []a2a.Tensor{{}}), a2a.ErrNotConnected)
+}

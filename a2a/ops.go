@@ -4,7 +4,16 @@ import (
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/ptx"
 )
+
+// ops are the operations of a Comm on one stream: Comm embeds them on
+// its own stream, StreamOps (Comm.On) on a caller's. One method set
+// serves both.
+type ops struct {
+	c *Comm
+	s driver.Stream
+}
 
 // SendRecvHeads scatters heads and gathers the sequence: x is this rank's
 // [B, T_r, H, D]; the result is [B, T, H_rank, D] holding the heads
@@ -15,14 +24,15 @@ import (
 // next operation on this Comm. One kernel launch; no allocation. Uneven
 // heads and strided inputs take the general kernels, which do a little
 // more arithmetic per vector.
-func (c *Comm) SendRecvHeads(x Tensor) (Tensor, error) {
-	return c.own().SendRecvHeads(x)
+func (o ops) SendRecvHeads(x Tensor) (Tensor, error) {
+	return o.c.run(single(ptx.OpSendRecvHeads, x), nil, nil, o.s)
 }
 
 // SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
 // the cost of one device-local copy out of the Comm's buffer.
-func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
-	return c.own().SendRecvHeadsInto(dst, x)
+func (o ops) SendRecvHeadsInto(dst, x Tensor) error {
+	_, err := o.c.run(single(ptx.OpSendRecvHeads, x), []Tensor{dst}, nil, o.s)
+	return err
 }
 
 // GatherHeads is the inverse of SendRecvHeads: x is [B, T, H/P, D] holding
@@ -33,27 +43,29 @@ func (c *Comm) SendRecvHeadsInto(dst, x Tensor) error {
 // may be the view of the previous operation (the default double buffer
 // keeps the two apart); with Config.SingleBuffer it must not lie in the
 // Comm's buffer.
-func (c *Comm) GatherHeads(x Tensor) (Tensor, error) {
-	return c.own().GatherHeads(x)
+func (o ops) GatherHeads(x Tensor) (Tensor, error) {
+	return o.c.run(single(ptx.OpGatherHeads, x), nil, nil, o.s)
 }
 
 // GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
 // cost of one device-local copy.
-func (c *Comm) GatherHeadsInto(dst, x Tensor) error {
-	return c.own().GatherHeadsInto(dst, x)
+func (o ops) GatherHeadsInto(dst, x Tensor) error {
+	_, err := o.c.run(single(ptx.OpGatherHeads, x), []Tensor{dst}, nil, o.s)
+	return err
 }
 
 // AllGather gathers the sequence: x is this rank's [B, T_r, H, D]; the
 // result is [B, T, H, D], the same on every rank. Asynchronous, returning a
 // view valid until the next operation.
-func (c *Comm) AllGather(x Tensor) (Tensor, error) {
-	return c.own().AllGather(x)
+func (o ops) AllGather(x Tensor) (Tensor, error) {
+	return o.c.run(single(ptx.OpAllGather, x), nil, nil, o.s)
 }
 
 // AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
 // one device-local copy.
-func (c *Comm) AllGatherInto(dst, x Tensor) error {
-	return c.own().AllGatherInto(dst, x)
+func (o ops) AllGatherInto(dst, x Tensor) error {
+	_, err := o.c.run(single(ptx.OpAllGather, x), []Tensor{dst}, nil, o.s)
+	return err
 }
 
 // SendRecvHeadsPacked is SendRecvHeads of 1 to 4 tensors of one shape and
@@ -62,14 +74,14 @@ func (c *Comm) AllGatherInto(dst, x Tensor) error {
 // len(xs)) receives xs[k]'s result, valid until the next operation. The
 // buffer must hold all outputs: see Config.MaxTensors. The results equal
 // separate calls bit for bit. No allocation.
-func (c *Comm) SendRecvHeadsPacked(views, xs []Tensor) error {
-	return c.own().SendRecvHeadsPacked(views, xs)
+func (o ops) SendRecvHeadsPacked(views, xs []Tensor) error {
+	return o.runPacked(ptx.OpSendRecvHeads, 0, nil, views, xs)
 }
 
 // SendRecvHeadsPackedInto is SendRecvHeadsPacked writing xs[k]'s result
 // into dsts[k], at the cost of one device-local copy per tensor.
-func (c *Comm) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
-	return c.own().SendRecvHeadsPackedInto(dsts, xs)
+func (o ops) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
+	return o.runPacked(ptx.OpSendRecvHeads, 0, dsts, nil, xs)
 }
 
 // GatherHeadsPacked is GatherHeads of 1 to 4 tensors of one shape in one
@@ -77,42 +89,47 @@ func (c *Comm) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
 // [B, T, H_rank, D], this rank's heads of heads H in all (0: H_rank times
 // the world size, which needs heads the world size divides), and views[k]
 // receives its [B, T_r, H, D] result.
-func (c *Comm) GatherHeadsPacked(heads int, views, xs []Tensor) error {
-	return c.own().GatherHeadsPacked(heads, views, xs)
+func (o ops) GatherHeadsPacked(heads int, views, xs []Tensor) error {
+	return o.runPacked(ptx.OpGatherHeads, heads, nil, views, xs)
 }
 
 // GatherHeadsPackedInto is GatherHeadsPacked writing into dsts, at the
 // cost of one device-local copy per tensor.
-func (c *Comm) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
-	return c.own().GatherHeadsPackedInto(heads, dsts, xs)
+func (o ops) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
+	return o.runPacked(ptx.OpGatherHeads, heads, dsts, nil, xs)
 }
 
 // HeadAllGather gathers heads: x is [B, T, H_rank, D], this rank's heads
 // (HeadRange) of every token out of heads H in all (0: H_rank times the
 // world size); the result, the same on every rank, is [B, T, H, D]. One
 // launch, a view valid until the next operation, like AllGather.
-func (c *Comm) HeadAllGather(heads int, x Tensor) (Tensor, error) {
-	return c.own().HeadAllGather(heads, x)
+func (o ops) HeadAllGather(heads int, x Tensor) (Tensor, error) {
+	r := single(ptx.OpHeadAllGather, x)
+	r.heads = heads
+	return o.c.run(r, nil, nil, o.s)
 }
 
 // HeadAllGatherInto is HeadAllGather writing into dst, at the cost of one
 // device-local copy.
-func (c *Comm) HeadAllGatherInto(heads int, dst, x Tensor) error {
-	return c.own().HeadAllGatherInto(heads, dst, x)
+func (o ops) HeadAllGatherInto(heads int, dst, x Tensor) error {
+	r := single(ptx.OpHeadAllGather, x)
+	r.heads = heads
+	_, err := o.c.run(r, []Tensor{dst}, nil, o.s)
+	return err
 }
 
 // ownStream stands for the Comm's own stream in run's argument, which is
 // read under the lock (Close clears it).
 const ownStream = driver.Stream(^uintptr(0))
 
-// own returns the operations on the Comm's own stream.
-func (c *Comm) own() StreamOps { return StreamOps{c: c, s: ownStream} }
-
 // run validates, then enqueues r on stream s (ownStream or the caller's);
 // nothing is enqueued on any error. With dsts (one per input) it copies
 // each output there, else it stores each output's view in views (when
 // given) and returns the first.
 func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, error) {
+	if c == nil { // a zero Comm or StreamOps, not made by New or On
+		return Tensor{}, fmt.Errorf("a2a: %s on a Comm that New did not make: %w", r.op, ErrNotConnected)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(true); err != nil {

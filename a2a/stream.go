@@ -13,10 +13,10 @@ import (
 type Stream uintptr
 
 // StreamOps enqueues a Comm's operations on a stream of the caller's; see
-// Comm.On. It is a small value: make one per call or keep it.
+// Comm.On. Its operations are the Comm's, on that stream. It is a small
+// value: make one per call or keep it.
 type StreamOps struct {
-	c *Comm
-	s driver.Stream
+	ops
 }
 
 // On returns the Comm's operations enqueued on s instead of the Comm's own
@@ -35,78 +35,10 @@ type StreamOps struct {
 // collective run concurrently, so two Comms of one group (NewGroup) must
 // not use the same stream for it. Sync and Close wait for the operations
 // on every stream used.
-func (c *Comm) On(s Stream) StreamOps { return StreamOps{c: c, s: driver.Stream(s)} }
-
-// SendRecvHeads is Comm.SendRecvHeads on the stream.
-func (o StreamOps) SendRecvHeads(x Tensor) (Tensor, error) {
-	return o.c.run(single(ptx.OpSendRecvHeads, x), nil, nil, o.s)
-}
-
-// SendRecvHeadsInto is Comm.SendRecvHeadsInto on the stream.
-func (o StreamOps) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := o.c.run(single(ptx.OpSendRecvHeads, x), []Tensor{dst}, nil, o.s)
-	return err
-}
-
-// GatherHeads is Comm.GatherHeads on the stream.
-func (o StreamOps) GatherHeads(x Tensor) (Tensor, error) {
-	return o.c.run(single(ptx.OpGatherHeads, x), nil, nil, o.s)
-}
-
-// GatherHeadsInto is Comm.GatherHeadsInto on the stream.
-func (o StreamOps) GatherHeadsInto(dst, x Tensor) error {
-	_, err := o.c.run(single(ptx.OpGatherHeads, x), []Tensor{dst}, nil, o.s)
-	return err
-}
-
-// AllGather is Comm.AllGather on the stream.
-func (o StreamOps) AllGather(x Tensor) (Tensor, error) {
-	return o.c.run(single(ptx.OpAllGather, x), nil, nil, o.s)
-}
-
-// AllGatherInto is Comm.AllGatherInto on the stream.
-func (o StreamOps) AllGatherInto(dst, x Tensor) error {
-	_, err := o.c.run(single(ptx.OpAllGather, x), []Tensor{dst}, nil, o.s)
-	return err
-}
-
-// SendRecvHeadsPacked is Comm.SendRecvHeadsPacked on the stream.
-func (o StreamOps) SendRecvHeadsPacked(views, xs []Tensor) error {
-	return o.runPacked(ptx.OpSendRecvHeads, 0, nil, views, xs)
-}
-
-// SendRecvHeadsPackedInto is Comm.SendRecvHeadsPackedInto on the stream.
-func (o StreamOps) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
-	return o.runPacked(ptx.OpSendRecvHeads, 0, dsts, nil, xs)
-}
-
-// GatherHeadsPacked is Comm.GatherHeadsPacked on the stream.
-func (o StreamOps) GatherHeadsPacked(heads int, views, xs []Tensor) error {
-	return o.runPacked(ptx.OpGatherHeads, heads, nil, views, xs)
-}
-
-// GatherHeadsPackedInto is Comm.GatherHeadsPackedInto on the stream.
-func (o StreamOps) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
-	return o.runPacked(ptx.OpGatherHeads, heads, dsts, nil, xs)
-}
-
-// HeadAllGather is Comm.HeadAllGather on the stream.
-func (o StreamOps) HeadAllGather(heads int, x Tensor) (Tensor, error) {
-	r := single(ptx.OpHeadAllGather, x)
-	r.heads = heads
-	return o.c.run(r, nil, nil, o.s)
-}
-
-// HeadAllGatherInto is Comm.HeadAllGatherInto on the stream.
-func (o StreamOps) HeadAllGatherInto(heads int, dst, x Tensor) error {
-	r := single(ptx.OpHeadAllGather, x)
-	r.heads = heads
-	_, err := o.c.run(r, []Tensor{dst}, nil, o.s)
-	return err
-}
+func (c *Comm) On(s Stream) StreamOps { return StreamOps{ops{c: c, s: driver.Stream(s)}} }
 
 // runPacked runs op on the tensors xs: into dsts, or with views filled.
-func (o StreamOps) runPacked(op ptx.Op, heads int, dsts, views, xs []Tensor) error {
+func (o ops) runPacked(op ptx.Op, heads int, dsts, views, xs []Tensor) error {
 	if len(xs) < 1 || len(xs) > maxTensors {
 		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", op, len(xs), maxTensors, ErrShape)
 	}
