@@ -53,8 +53,8 @@ type Comm struct {
 	// an event marking the end of the last operation on a caller's stream.
 	lastStream driver.Stream
 	tail       driver.Event
-	t          transport
-	sm         *smTransport // t, for what only it has (blocks)
+	t          transport // chosen and built by Connect; nil before
+	blocks     int       // this rank's wish of blocks, in its handle
 
 	layout    bufferLayout
 	buf       driver.DevicePtr
@@ -62,15 +62,12 @@ type Comm struct {
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
-	tokens tokenSet
-	copies []boxCopy // the copy-engine mode's scratch (opPlan.copies)
-	// oneProcess: every rank of the group is in this process (MoverAuto).
-	oneProcess bool
-	captured   []capturedOp // operations captured into graphs that may replay
-	inCapture  bool         // CaptureGraph is recording: only captured operations may be enqueued
-	connected  bool
-	failure    error // first failure; the Comm is broken once it is set
-	reported   bool  // failure has been returned once as itself
+	tokens    tokenSet
+	captured  []capturedOp // operations captured into graphs that may replay
+	inCapture bool         // CaptureGraph is recording: only captured operations may be enqueued
+	connected bool
+	failure   error // first failure; the Comm is broken once it is set
+	reported  bool  // failure has been returned once as itself
 
 	// Waiting and closing, which happen without the lock held: see wait
 	// and Close. changed (on mu) signals waiting reaching 0 and closed.
@@ -136,10 +133,7 @@ func (c *Comm) init() error {
 	if err != nil {
 		return wrapDriver("exporting the buffer", err)
 	}
-	if c.sm, err = newSMTransport(c.dev, c.share, c.stream, c.buf, c.layout, c.cfg); err != nil {
-		return err
-	}
-	c.t = c.sm
+	c.blocks = c.cfg.blocks(c.dev.info.SMs)
 	c.initHandle(ipc)
 	return nil
 }
@@ -148,7 +142,7 @@ func (c *Comm) init() error {
 func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
 	c.self = handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
-		Blocks: uint32(c.sm.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
+		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
 		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
@@ -185,12 +179,16 @@ func (c *Comm) WorldSize() int { return c.cfg.WorldSize }
 // released by Close: free what you allocated through it before closing.
 func (c *Comm) Device() *Device { return c.dev }
 
-// Blocks returns the number of thread blocks each kernel runs (the group's
-// minimum once connected).
+// Blocks returns the number of thread blocks each kernel runs: this
+// rank's wish until Connect, the group's least after (0 over NCCL, whose
+// own kernels move the bytes).
 func (c *Comm) Blocks() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sm.blocks
+	if c.t != nil {
+		return c.t.blocks()
+	}
+	return c.blocks
 }
 
 // Buffer returns the region of the Comm's buffer that the last operation's

@@ -120,6 +120,16 @@ func (c Config) validate() error {
 	return nil
 }
 
+// blocks is how many thread blocks this rank wishes its kernels to run on
+// a device of sms SMs: one per SM it may use.
+func (c Config) blocks(sms int) int {
+	n := c.NumSMs
+	if n == 0 {
+		n = sms
+	}
+	return min(n, maxBlocks)
+}
+
 func (c Config) timeout() time.Duration {
 	if c.Timeout == 0 {
 		return DefaultTimeout

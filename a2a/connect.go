@@ -51,20 +51,18 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if err != nil {
 		return err
 	}
-	if kind == TransportNCCL {
-		if err := c.useNCCL(id); err != nil {
-			return err
-		}
-	}
-	if err := c.t.connect(hs); err != nil {
-		c.dropNCCL()
+	t, err := c.newTransport(kind, id)
+	if err != nil {
 		return err
 	}
-	c.oneProcess = true
-	for _, h := range hs {
-		c.oneProcess = c.oneProcess && fromThisProcess(h)
+	if err := t.connect(hs); err != nil {
+		t.release()
+		return err
 	}
-	c.connected = true
+	if c.tokens.counts != nil {
+		t.setTokens(c.tokens)
+	}
+	c.t, c.connected = t, true
 	return nil
 }
 

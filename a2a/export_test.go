@@ -59,15 +59,19 @@ func DebugDump(c *Comm, blocks int) string {
 	}
 	le := binary.LittleEndian
 	state := c.layout.stateOff - c.layout.signalOff
+	blocksRun := c.blocks
+	if c.t != nil {
+		blocksRun = c.t.blocks()
+	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "rank %d launches %d blocks %d epoch %d arrived %d claimed %d bye",
-		c.cfg.Rank, c.launches, c.sm.blocks, le.Uint32(b[state+stateEpochOff:]),
+		c.cfg.Rank, c.launches, blocksRun, le.Uint32(b[state+stateEpochOff:]),
 		le.Uint32(b[state+stateArrivedOff:]), le.Uint32(b[state+stateClaimedOff:]))
 	for p := 0; p < c.cfg.WorldSize; p++ {
 		fmt.Fprintf(&sb, " %d", le.Uint32(b[int(signalByeOff)+4*p:]))
 	}
 	sb.WriteByte('\n')
-	for blk := 0; blk < min(blocks, c.sm.blocks); blk++ {
+	for blk := 0; blk < min(blocks, blocksRun); blk++ {
 		fmt.Fprintf(&sb, "  block %d end flags:", blk)
 		for p := 0; p < c.cfg.WorldSize; p++ {
 			v := le.Uint64(b[((1*maxBlocks+blk)*MaxWorldSize+p)*flagBytes:])
@@ -83,12 +87,16 @@ func DebugDump(c *Comm, blocks int) string {
 func DebugOccupancy(c *Comm) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	sm, ok := c.t.(*smTransport)
+	if !ok {
+		return "not connected over IPC"
+	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "blocks %d x %d threads:", c.sm.blocks, c.sm.threads)
-	for op, fs := range c.sm.k.ops {
+	fmt.Fprintf(&sb, "blocks %d x %d threads:", sm.nblocks, sm.threads)
+	for op, fs := range sm.k.ops {
 		for w, f := range fs {
 			regs, _ := c.dev.ctx.FuncAttribute(f, driver.FuncAttrNumRegs)
-			n, err := c.dev.ctx.MaxActiveBlocks(f, c.sm.threads)
+			n, err := c.dev.ctx.MaxActiveBlocks(f, sm.threads)
 			if err != nil {
 				fmt.Fprintf(&sb, " %s/v%d: %v", op, w, err)
 				continue

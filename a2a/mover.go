@@ -81,14 +81,14 @@ var autoCopyOverride atomic.Int64
 // moverFor is what moves an operation of op whose largest rank walks
 // groupBytes: the kernels when captured, else the Config's choice, with
 // MoverAuto resolved as autoCopyBytes says.
-func (c *Comm) moverFor(op ptx.Op, groupBytes int64, captured bool) Mover {
+func (t *smTransport) moverFor(op ptx.Op, groupBytes int64, captured bool) Mover {
 	switch {
 	case captured:
 		return MoverKernels
-	case c.cfg.Mover != MoverAuto:
-		return c.cfg.Mover
+	case t.mover != MoverAuto:
+		return t.mover
 	}
-	if least := autoCopyBytes(op); c.oneProcess && least > 0 && groupBytes >= least {
+	if least := autoCopyBytes(op); t.oneProcess && least > 0 && groupBytes >= least {
 		return MoverCopyEngines
 	}
 	return MoverKernels

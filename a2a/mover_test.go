@@ -34,11 +34,11 @@ func TestMoverFor(t *testing.T) {
 		{MoverAuto, true, ptx.OpHeadAllGather, 1 << 40, false, MoverKernels},
 	}
 	for _, c := range cases {
-		comm := &Comm{cfg: Config{Mover: c.mover}, oneProcess: c.oneProcess}
-		assert.Equal(t, c.want, comm.moverFor(c.op, c.bytes, c.captured), "%+v", c)
+		tr := &smTransport{mover: c.mover, oneProcess: c.oneProcess}
+		assert.Equal(t, c.want, tr.moverFor(c.op, c.bytes, c.captured), "%+v", c)
 	}
 	SetAutoCopyBytes(t, 4096)
-	comm := &Comm{cfg: Config{Mover: MoverAuto}, oneProcess: true}
-	assert.Equal(t, MoverCopyEngines, comm.moverFor(ptx.OpHeadAllGather, 4096, false), "the override covers every operation")
-	assert.Equal(t, MoverKernels, comm.moverFor(ptx.OpHeadAllGather, 4095, false))
+	tr := &smTransport{mover: MoverAuto, oneProcess: true}
+	assert.Equal(t, MoverCopyEngines, tr.moverFor(ptx.OpHeadAllGather, 4096, false), "the override covers every operation")
+	assert.Equal(t, MoverKernels, tr.moverFor(ptx.OpHeadAllGather, 4095, false))
 }

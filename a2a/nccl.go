@@ -23,7 +23,7 @@ type ncclTransport struct {
 	dev    *Device
 	share  *deviceShare
 	stream driver.Stream // the Comm's
-	sm     *smTransport  // what New made (the handle's blocks, kernels' widths): released with this one
+	vecs   []int         // the kernels' vector widths, which planning picks from
 	lib    *nccl.Library
 	id     nccl.UniqueID
 
@@ -58,7 +58,7 @@ const (
 // newNCCLTransport prepares the NCCL transport of c with rank 0's id;
 // connect joins the communicator.
 func newNCCLTransport(c *Comm, lib *nccl.Library, id NCCLID) *ncclTransport {
-	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, sm: c.sm, lib: lib, id: nccl.UniqueID(id),
+	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, vecs: c.share.kernels[c.cfg.DType.Size()].widths, lib: lib, id: nccl.UniqueID(id),
 		rank: c.cfg.Rank, world: c.cfg.WorldSize, buf: c.buf, layout: c.layout, stageBytes: c.layout.dataBytes}
 	t.timeout.Store(int64(c.cfg.timeout()))
 	return t
@@ -104,7 +104,18 @@ func (t *ncclTransport) refreshCaptured() error { return nil }
 
 // widths are the kernels': planning picks one, which this transport
 // ignores (NCCL and the copies take any alignment).
-func (t *ncclTransport) widths() []int { return t.sm.widths() }
+func (t *ncclTransport) widths() []int { return t.vecs }
+
+func (t *ncclTransport) kind() Transport { return TransportNCCL }
+
+// blocks is 0: NCCL's kernels move the bytes.
+func (t *ncclTransport) blocks() int { return 0 }
+
+// planMover plans the boxes every rank sends and receives (planBoxes).
+func (t *ncclTransport) planMover(p opPlan, r request, ts tokenSet, _ bool) (opPlan, error) {
+	err := t.planBoxes(r, &p, ts)
+	return p, err
+}
 
 // pad is only asked for by CaptureGraph, which this transport cannot serve.
 func (t *ncclTransport) pad(launchSpec) error {
@@ -127,7 +138,7 @@ func (t *ncclTransport) goodbye(wait bool) error {
 	if !wait {
 		return nil
 	}
-	return t.poll(false, 0)
+	return t.wait(false, 0)
 }
 
 // abort asks the next poll (or release) to abort the communicator; the
@@ -142,16 +153,8 @@ func (t *ncclTransport) abort(byClose bool) {
 }
 
 // release ends the communicator (ncclCommDestroy when healthy and idle,
-// ncclCommAbort otherwise), hands the staging area to the graveyard and
-// releases what New made.
+// ncclCommAbort otherwise) and hands the staging area to the graveyard.
 func (t *ncclTransport) release() {
-	t.releaseOwn()
-	t.sm.release()
-}
-
-// releaseOwn is release without the IPC transport's part: for a connect
-// that failed, after which the Comm keeps it.
-func (t *ncclTransport) releaseOwn() {
 	t.mu.Lock()
 	if t.comm != nil {
 		if t.failed != nil || t.abortAsk.Load() != 0 {

@@ -8,17 +8,6 @@ import (
 	"github.com/ulysses-go/ulysses/internal/nccl"
 )
 
-// devicePoller is a transport whose operations cannot bound their own
-// waits (NCCL): the Comm's waits poll it instead of blocking in the
-// driver.
-type devicePoller interface {
-	// poll waits for the Comm's operations (the stream, or the event tail
-	// when the last ran on a caller's stream) and returns a driver error;
-	// a failure of the transport (timeout, abort, NCCL's error) is left
-	// for failure to report, and the wait returns nil.
-	poll(onCaller bool, tail driver.Event) error
-}
-
 // Polling: for spinFor a poller polls back to back (yielding the
 // processor between polls), then sleeps doubling from pollMin to pollMax:
 // a wait of a short operation costs microseconds, a long one at most
@@ -54,14 +43,15 @@ func (b *backoff) pause(unlock, lock func()) {
 	time.Sleep(b.sleep)
 }
 
-// poll waits until the work is done and the communicator has nothing in
-// progress, polling against a deadline: the last operation's enqueue
+// wait polls until the work is done and the communicator has nothing in
+// progress (NCCL has no timeout of its own to bound a blocking wait),
+// against a deadline: the last operation's enqueue
 // time plus the timeout (a later enqueue moves it). Past the deadline,
 // or when abort was asked, or when NCCL reports a failure, it aborts the
 // communicator (ncclCommAbort, which ends its kernels and leaves the
 // CUDA context usable) and records the failure: a *TimeoutError, an
 // *abortedError or NCCL's error.
-func (t *ncclTransport) poll(onCaller bool, tail driver.Event) error {
+func (t *ncclTransport) wait(onCaller bool, tail driver.Event) error {
 	b := newBackoff()
 	for {
 		if how := t.abortAsk.Load(); how != 0 {

@@ -161,7 +161,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	if err != nil {
 		return Tensor{}, err
 	}
-	if err := c.planMover(&p, planned, captured); err != nil {
+	if p, err = c.t.planMover(p, planned, c.tokens, captured); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
 	half := c.halfOf(c.launches + 1)
@@ -203,25 +203,6 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Str
 	row := int64(p.out[2]) * int64(p.out[3]) * es
 	rows := int64(p.out[0]) * int64(p.out[1])
 	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(dst.rowElems()*es), from, uint64(row), uint64(row), uint64(rows), s)
-}
-
-// planMover adds the copy-engine mode's part to p when the copy engines
-// move it (moverFor): the copies into c's scratch, every input's address,
-// the mover in the signature; over NCCL, the transport's transfers.
-func (c *Comm) planMover(p *opPlan, r request, captured bool) error {
-	if nt, ok := c.t.(*ncclTransport); ok { // NCCL: boxes of every rank (a concrete call: p stays on the stack)
-		return nt.planBoxes(r, p, c.tokens)
-	}
-	if c.moverFor(r.op, p.groupBytes, captured) != MoverCopyEngines {
-		return nil
-	}
-	c.copies = copyPlan(c.copies[:0], r, *p, c.cfg.Rank, c.cfg.WorldSize, c.tokens, int64(c.cfg.DType.Size()))
-	p.byCopies, p.copies = true, c.copies
-	for k := range r.n {
-		p.inputs[k] = uint64(r.xs[k].Ptr)
-	}
-	p.sig = moverSignature(p.sig, MoverCopyEngines)
-	return nil
 }
 
 // plan plans r under the token counts ts: the plain entries when they

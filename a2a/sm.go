@@ -35,22 +35,30 @@ type smTransport struct {
 	liveHost  unsafe.Pointer
 	liveDev   driver.DevicePtr
 	liveFresh bool // liveDev holds the current counts
-	blocks    int  // this rank's wish until connect, the group's after
+	nblocks   int  // this rank's wish until connect, the group's after
 	sharers   int  // the most ranks of the group on one GPU (from connect)
 	threads   int  // per block: see maxThreadsPerBlock
 	args      kernelArgs
 	params    [1]unsafe.Pointer // &args, reused by every launch
 	fan       *copyFan          // the copy-engine mode's side streams, or nil
 
+	// The copy-engine mode's choice and scratch.
+	mover      Mover
+	oneProcess bool      // every rank of the group is in this process (MoverAuto), from connect
+	es         int64     // element bytes
+	copies     []boxCopy // the last plan's boxes (opPlan.copies)
+
 	abortedByClose bool // who set the abort word, for the error
 }
 
 // newSMTransport prepares the transport of a Comm whose buffer is buf with
-// layout l, on stream: it allocates the status word and the staging of the
+// layout l, on stream, running blocks blocks (its wish: connect takes the
+// group's least): it allocates the status word and the staging of the
 // live token table (pinned host memory, which waits for nothing).
-func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l bufferLayout, cfg Config) (*smTransport, error) {
+func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l bufferLayout, cfg Config, blocks int) (*smTransport, error) {
 	t := &smTransport{dev: dev, share: share, stream: stream, k: share.kernels[cfg.DType.Size()],
-		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l}
+		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l, nblocks: blocks,
+		mover: cfg.Mover, es: int64(cfg.DType.Size())}
 	host, status, err := dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
 	if err != nil {
 		return nil, wrapDriver("allocating the status word", err)
@@ -71,11 +79,6 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 			return nil, err
 		}
 	}
-	blocks := cfg.NumSMs
-	if blocks == 0 {
-		blocks = dev.info.SMs
-	}
-	t.blocks = min(blocks, maxBlocks)
 	t.args.Rank = uint32(cfg.Rank)
 	t.args.World = uint32(cfg.WorldSize)
 	t.args.State = uint64(buf) + uint64(l.stateOff)
@@ -95,13 +98,43 @@ func (t *smTransport) connect(hs []handle) error {
 		return err
 	}
 	t.sharers = mostOnOneGPU(hs)
-	for i := range hs {
+	t.oneProcess = true
+	for i, h := range hs {
 		t.args.Data[i] = uint64(t.peers.m[i].ptr)
 		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.signalOff)
-		t.blocks = min(t.blocks, int(hs[i].Blocks))
+		t.nblocks = min(t.nblocks, int(h.Blocks))
+		t.oneProcess = t.oneProcess && fromThisProcess(h)
 	}
-	t.threads = threadsFor(t.blocks, t.dev.info.SMs)
+	t.threads = threadsFor(t.nblocks, t.dev.info.SMs)
 	return nil
+}
+
+func (t *smTransport) kind() Transport { return TransportIPC }
+
+func (t *smTransport) blocks() int { return t.nblocks }
+
+// planMover adds the copy-engine mode's part to p when the copy engines
+// move it (moverFor): the copies into the scratch, every input's address,
+// the mover in the signature. The kernels need nothing more.
+func (t *smTransport) planMover(p opPlan, r request, ts tokenSet, captured bool) (opPlan, error) {
+	if t.moverFor(r.op, p.groupBytes, captured) != MoverCopyEngines {
+		return p, nil
+	}
+	t.copies = copyPlan(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, t.es)
+	p.byCopies, p.copies = true, t.copies
+	for k := range r.n {
+		p.inputs[k] = uint64(r.xs[k].Ptr)
+	}
+	p.sig = moverSignature(p.sig, MoverCopyEngines)
+	return p, nil
+}
+
+// wait blocks in the driver: the kernels bound their own waits.
+func (t *smTransport) wait(onCaller bool, tail driver.Event) error {
+	if onCaller {
+		return t.dev.ctx.EventSynchronize(tail)
+	}
+	return t.dev.ctx.StreamSynchronize(t.stream)
 }
 
 // mostOnOneGPU is the most ranks of hs on one GPU (by PCI bus id): a
@@ -171,7 +204,7 @@ func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) erro
 	if p.spread {
 		spread = spreadFor(t.sharers)
 	}
-	t.args.Active = uint32(activeBlocks(p.groupBytes*spread, t.blocks))
+	t.args.Active = uint32(activeBlocks(p.groupBytes*spread, t.nblocks))
 	t.args.Sig = p.sig
 	if ls.captured {
 		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow*spread)
@@ -216,7 +249,7 @@ func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 			return err
 		}
 	}
-	grid := t.blocks
+	grid := t.nblocks
 	if t.args.Live == 0 {
 		grid = int(t.args.Active)
 	}

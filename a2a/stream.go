@@ -100,13 +100,10 @@ func (c *Comm) orderAfter(s driver.Stream) error {
 // stream as read under the lock, and t the transport, read there too: one
 // without a timeout of its own (NCCL) polls.
 func (c *Comm) waitDevice(onCaller bool, t transport) error {
-	if pl, ok := t.(devicePoller); ok {
-		return pl.poll(onCaller, c.tail)
+	if t == nil {
+		return nil // not connected: nothing was enqueued
 	}
-	if onCaller {
-		return c.dev.ctx.EventSynchronize(c.tail)
-	}
-	return c.dev.ctx.StreamSynchronize(c.stream)
+	return t.wait(onCaller, c.tail)
 }
 
 // joinOwnStream orders the Comm's own stream after an operation on a

@@ -18,7 +18,9 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 		return prefixed(ErrClosed)
 	}
 	c.cfg.Timeout = d
-	c.t.setTimeout(d)
+	if c.t != nil {
+		c.t.setTimeout(d)
+	}
 	return nil
 }
 

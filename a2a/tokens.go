@@ -26,7 +26,9 @@ func (c *Comm) SetRankTokens(counts []int) error {
 	if err := c.checkCaptured(ts); err != nil {
 		return err
 	}
-	c.t.setTokens(ts)
+	if c.t != nil {
+		c.t.setTokens(ts)
+	}
 	c.tokens = ts
 	if len(c.captured) > 0 {
 		// Replays read the counts from the buffer: copy them there now.

@@ -22,13 +22,25 @@ type launchSpec struct {
 // validation, the plan of each operation (shapes, token counts, capacity,
 // the verdict every rank shares), the buffer's data halves and the views
 // into them, the Into copies, the failure bookkeeping and the order of
-// Close. smTransport (SM kernels or copy engines writing into the peers
-// over CUDA IPC) is the default; ncclTransport (NCCL's sends and receives)
-// implements the same methods. Calls come with the Comm's lock held.
+// Close. Connect chooses one and builds it (only it): smTransport (SM
+// kernels or copy engines writing into the peers over CUDA IPC) or
+// ncclTransport (NCCL's sends and receives). Calls come with the Comm's
+// lock held, but wait's.
 type transport interface {
 	// connect joins the group: hs are every rank's validated handles, in
-	// rank order, the same on every rank.
+	// rank order, the same on every rank. A transport whose connect
+	// failed is released and dropped.
 	connect(hs []handle) error
+	// kind is TransportIPC or TransportNCCL.
+	kind() Transport
+	// blocks is the number of thread blocks each kernel runs (0 where no
+	// kernel of the package moves the bytes).
+	blocks() int
+	// planMover adds what this transport needs to move p (the Comm's plan
+	// of r under the counts ts; captured: into a graph) and may refuse it;
+	// nothing is enqueued yet. By value: a pointer through an interface
+	// would move each plan to the heap.
+	planMover(p opPlan, r request, ts tokenSet, captured bool) (opPlan, error)
 	// setTokens and setTimeout change what the operations enqueued after
 	// them carry; they touch no device memory.
 	setTokens(ts tokenSet)
@@ -48,6 +60,11 @@ type transport interface {
 	// like any other (a barrier with the peers): Graph.Launch puts one
 	// before a replay that would start on the other data half.
 	pad(ls launchSpec) error
+	// wait waits, without the Comm's lock, for the Comm's operations: its
+	// stream, or the event tail when the last ran on a caller's stream.
+	// It returns a driver error; a failure the transport reports itself
+	// (timeout, abort) is left for failure.
+	wait(onCaller bool, tail driver.Event) error
 	// failure returns what the device reported (a *TimeoutError,
 	// *PeerClosedError or *MismatchError), or nil.
 	failure() error

@@ -57,8 +57,5 @@ func (c *Comm) Transport() Transport {
 	if !c.connected {
 		return c.cfg.Transport
 	}
-	if _, ok := c.t.(*ncclTransport); ok {
-		return TransportNCCL
-	}
-	return TransportIPC
+	return c.t.kind()
 }
