@@ -3,6 +3,7 @@ package a2a
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -60,7 +61,7 @@ func (c *Comm) enqueueCaptured(r request, p opPlan, planned request, views []Ten
 		return Tensor{}, err
 	}
 	if err := c.t.enqueue(r.op, p, planned.xs[0], ls); err != nil {
-		return Tensor{}, wrapErr(err, "capturing %s", r.op) // the capture fails, not the Comm
+		return Tensor{}, api.Wrap(err, "capturing %s", r.op) // the capture fails, not the Comm
 	}
 	c.launches++
 	c.captured = append(c.captured, capturedOp{req: r})
@@ -77,7 +78,7 @@ func (c *Comm) checkCaptured(ts tokenSet) error {
 				co.req.op, co.req.xs[0], co.req.xs[0].Shape[1], c.tokensOf(co.req.op, ts), ErrCapacity)
 		}
 		if _, err := c.plan(r, ts); err != nil {
-			return wrapErr(err, "a captured operation cannot take these counts")
+			return api.Wrap(err, "a captured operation cannot take these counts")
 		}
 	}
 	return nil

@@ -1,6 +1,10 @@
 package a2a
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+)
 
 // Close waits for queued operations, then tells every peer that this rank
 // is leaving and, unless the Comm broke on a timeout (its peer is likely
@@ -65,7 +69,7 @@ func (c *Comm) farewell(aborted bool) []error {
 		}
 	}
 	if err := c.dev.ctx.StreamSynchronize(c.stream); err != nil {
-		errs = append(errs, wrapDriver("waiting for queued operations", err))
+		errs = append(errs, api.WrapDriver("waiting for queued operations", err))
 	}
 	if !brokenBefore && !aborted {
 		if f := c.failureFromDevice(); f != nil {
@@ -82,7 +86,7 @@ func (c *Comm) release() error {
 	var errs []error
 	keep := func(what string, err error) {
 		if err != nil {
-			errs = append(errs, wrapDriver(what, err))
+			errs = append(errs, api.WrapDriver(what, err))
 		}
 	}
 	if c.share == nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 )
@@ -108,15 +109,15 @@ func (c *Comm) init() error {
 	}
 	ctx := c.dev.ctx
 	if c.stream, err = ctx.StreamCreate(true); err != nil {
-		return wrapDriver("creating stream", err)
+		return api.WrapDriver("creating stream", err)
 	}
 	c.lastStream = c.stream
 	if c.tail, err = ctx.EventCreate(false); err != nil {
-		return wrapDriver("creating an event", err)
+		return api.WrapDriver("creating an event", err)
 	}
 	c.layout = newBufferLayout(c.cfg.capacityBytes(), c.cfg.halves())
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
-		return wrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
+		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
 	}
 	registerBuffer(c.buf, c.share, c.cfg.Rank, c.layout.dataBytes)
 	// Signals and state start at zero, and must be zero on the device before
@@ -127,11 +128,11 @@ func (c *Comm) init() error {
 		err = ctx.StreamSynchronize(c.stream)
 	}
 	if err != nil {
-		return wrapDriver("clearing signals", err)
+		return api.WrapDriver("clearing signals", err)
 	}
 	ipc, err := ctx.IpcGetMemHandle(c.buf)
 	if err != nil {
-		return wrapDriver("exporting the buffer", err)
+		return api.WrapDriver("exporting the buffer", err)
 	}
 	c.blocks = c.cfg.blocks(c.dev.info.SMs)
 	c.initHandle(ipc)

@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/api"
 )
 
 // Connect maps every peer's buffer. handles[i] is rank i's Handle(); every
@@ -38,10 +40,10 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
-		return prefixed(ErrClosed)
+		return api.Prefixed(ErrClosed)
 	}
 	if c.connected {
-		return prefixed(ErrConnected)
+		return api.Prefixed(ErrConnected)
 	}
 	hs, err := c.checkHandles(handles)
 	if err != nil {
@@ -74,7 +76,7 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
 	for i, b := range handles {
 		h, err := decodeHandle(b)
 		if err != nil {
-			return nil, wrapErr(err, "handle %d", i)
+			return nil, api.Wrap(err, "handle %d", i)
 		}
 		switch {
 		case int(h.Rank) != i:

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -34,17 +35,17 @@ func newCopyFan(ctx *driver.Context, world int) (*copyFan, error) {
 	f := &copyFan{}
 	var err error
 	if f.fork, err = ctx.EventCreate(false); err != nil {
-		return f, wrapDriver("creating the copy streams' event", err)
+		return f, api.WrapDriver("creating the copy streams' event", err)
 	}
 	for range n {
 		s, err := ctx.StreamCreate(true)
 		if err != nil {
-			return f, wrapDriver("creating a copy stream", err)
+			return f, api.WrapDriver("creating a copy stream", err)
 		}
 		f.sides = append(f.sides, s)
 		e, err := ctx.EventCreate(false)
 		if err != nil {
-			return f, wrapDriver("creating a copy stream's event", err)
+			return f, api.WrapDriver("creating a copy stream's event", err)
 		}
 		f.joins = append(f.joins, e)
 	}
@@ -89,7 +90,7 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 	fan := t.fan != nil && len(p.copies) > 1 && planBytes(p.copies) >= fanMinBytes
 	if fan {
 		if err := ctx.EventRecord(t.fan.fork, ls.stream); err != nil {
-			return wrapDriver("forking the copy streams", err)
+			return api.WrapDriver("forking the copy streams", err)
 		}
 	}
 	used := 0 // side streams that waited on the fork
@@ -101,7 +102,7 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 			for ; used <= k; used++ {
 				if err := ctx.StreamWaitEvent(t.fan.sides[used], t.fan.fork); err != nil {
 					t.share.gate.RUnlock()
-					return wrapDriver("forking the copy streams", err)
+					return api.WrapDriver("forking the copy streams", err)
 				}
 			}
 			s = t.fan.sides[k]
@@ -114,10 +115,10 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 	t.share.gate.RUnlock()
 	for k := range used {
 		if err := ctx.EventRecord(t.fan.joins[k], t.fan.sides[k]); err != nil {
-			return wrapDriver("joining the copy streams", err)
+			return api.WrapDriver("joining the copy streams", err)
 		}
 		if err := ctx.StreamWaitEvent(ls.stream, t.fan.joins[k]); err != nil {
-			return wrapDriver("joining the copy streams", err)
+			return api.WrapDriver("joining the copy streams", err)
 		}
 	}
 	return t.launch(t.k.sync, 1, farewellThreads, ls.stream)
@@ -129,7 +130,7 @@ func (t *smTransport) copyBox(input uint64, c boxCopy, half uint32, s driver.Str
 	from := driver.DevicePtr(input + uint64(c.src.off))
 	to := driver.DevicePtr(t.args.Data[c.peer] + at + uint64(c.dst.off))
 	if err := copyBoxAsync(t.dev.ctx, to, c.dst, from, c.src, c, s); err != nil {
-		return wrapDriver("copying to rank "+strconv.Itoa(c.peer), err)
+		return api.WrapDriver("copying to rank "+strconv.Itoa(c.peer), err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -60,7 +61,7 @@ func copyPlan(cs []boxCopy, r request, p opPlan, rank, world int, ts tokenSet, e
 	if r.op == ptx.OpAllGather {
 		H = int64(x.Shape[2])
 	}
-	pitch := x.rowElems() * es
+	pitch := api.RowElems(x) * es
 	T, Tr, pr := int64(ts.total()), int64(ts.counts[rank]), int64(ts.prefix[rank])
 	firstR, cntR := HeadRange(int(H), world, rank)
 	head := D * es

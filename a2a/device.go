@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -37,11 +38,11 @@ var loadDriver = driver.Load
 func openDevice(ordinal *int, rank int) (*Device, error) {
 	drv, err := loadDriver()
 	if err != nil {
-		return nil, wrapDriver("loading the CUDA driver", err)
+		return nil, api.WrapDriver("loading the CUDA driver", err)
 	}
 	n, err := drv.RequireDevices()
 	if err != nil {
-		return nil, wrapDriver("counting devices", err)
+		return nil, api.WrapDriver("counting devices", err)
 	}
 	ord := rank % n
 	if ordinal != nil {
@@ -59,12 +60,12 @@ func openDevice(ordinal *int, rank int) (*Device, error) {
 	}
 	ctx, err := drv.RetainPrimaryContext(ord)
 	if err != nil {
-		return nil, wrapDriver("retaining the primary context", err)
+		return nil, api.WrapDriver("retaining the primary context", err)
 	}
 	copies, err := ctx.StreamCreate(true)
 	if err != nil {
 		ctx.Release()
-		return nil, wrapDriver("creating the helpers' stream", err)
+		return nil, api.WrapDriver("creating the helpers' stream", err)
 	}
 	return &Device{drv: drv, ctx: ctx, info: info, copies: copies}, nil
 }
@@ -77,12 +78,12 @@ func (d *Device) Close() error {
 	var errs []error
 	if d.copies != 0 {
 		if err := d.ctx.StreamDestroy(d.copies); err != nil {
-			errs = append(errs, wrapDriver("destroying the helpers' stream", err))
+			errs = append(errs, api.WrapDriver("destroying the helpers' stream", err))
 		}
 		d.copies = 0
 	}
 	if err := d.ctx.Release(); err != nil {
-		errs = append(errs, wrapDriver("releasing the context", err))
+		errs = append(errs, api.WrapDriver("releasing the context", err))
 	}
 	return errors.Join(errs...)
 }
@@ -94,7 +95,7 @@ func (d *Device) finish(what string, err error) error {
 		err = d.ctx.StreamSynchronize(d.copies)
 	}
 	if err != nil {
-		return wrapDriver(what, err)
+		return api.WrapDriver(what, err)
 	}
 	return nil
 }
@@ -132,7 +133,7 @@ func (d *Device) Alloc(shape [4]int, dt DType) (Tensor, error) {
 	}
 	p, err := d.ctx.MemAlloc(uint64(n))
 	if err != nil {
-		return Tensor{}, wrapDriver(fmt.Sprintf("allocating %d bytes", n), err)
+		return Tensor{}, api.WrapDriver(fmt.Sprintf("allocating %d bytes", n), err)
 	}
 	t.Ptr = uintptr(p)
 	return t, nil
@@ -152,7 +153,7 @@ func (d *Device) Free(t Tensor) error {
 		return s.put()
 	}
 	if err := d.ctx.MemFree(p); err != nil {
-		return wrapDriver("freeing", err)
+		return api.WrapDriver("freeing", err)
 	}
 	return nil
 }
@@ -162,7 +163,7 @@ func (d *Device) Free(t Tensor) error {
 // If t lies in a Comm's buffer, the Comm's queued operations are waited for
 // first (as by all three helpers).
 func (d *Device) Upload(t Tensor, src []byte) error {
-	if err := checkDense("upload target", t); err != nil {
+	if err := api.CheckDense("upload target", t); err != nil {
 		return err
 	}
 	if int64(len(src)) != t.Bytes() {
@@ -188,7 +189,7 @@ func (d *Device) Download(t Tensor) ([]byte, error) {
 
 // DownloadInto copies t's bytes into dst (exactly t.Bytes() long).
 func (d *Device) DownloadInto(dst []byte, t Tensor) error {
-	if err := checkDense("download source", t); err != nil {
+	if err := api.CheckDense("download source", t); err != nil {
 		return err
 	}
 	if int64(len(dst)) != t.Bytes() {
@@ -209,7 +210,7 @@ func (d *Device) DownloadInto(dst []byte, t Tensor) error {
 // Fill sets every byte of t to v (tests use it to poison outputs) and
 // returns once it is done on the device.
 func (d *Device) Fill(t Tensor, v byte) error {
-	if err := checkDense("fill target", t); err != nil {
+	if err := api.CheckDense("fill target", t); err != nil {
 		return err
 	}
 	n := t.Bytes()
@@ -230,7 +231,7 @@ func (d *Device) Fill(t Tensor, v byte) error {
 func waitForComms(t Tensor) error {
 	for _, c := range commsTouching(t.Ptr, t.Bytes()) {
 		if err := c.waitQueued(); err != nil {
-			return wrapErr(err, "%v lies in the buffer of rank %d's Comm", t, c.cfg.Rank)
+			return api.Wrap(err, "%v lies in the buffer of rank %d's Comm", t, c.cfg.Rank)
 		}
 	}
 	return nil

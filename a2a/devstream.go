@@ -1,6 +1,9 @@
 package a2a
 
-import "github.com/ulysses-go/ulysses/internal/driver"
+import (
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
 
 // NewStream makes a non-blocking stream on the device, for callers with no
 // other CUDA binding who want Comm.On or CaptureGraph. It waits for
@@ -8,7 +11,7 @@ import "github.com/ulysses-go/ulysses/internal/driver"
 func (d *Device) NewStream() (Stream, error) {
 	s, err := d.ctx.StreamCreate(true)
 	if err != nil {
-		return 0, wrapDriver("creating a stream", err)
+		return 0, api.WrapDriver("creating a stream", err)
 	}
 	return Stream(s), nil
 }
@@ -16,7 +19,7 @@ func (d *Device) NewStream() (Stream, error) {
 // SyncStream waits until all work queued on s is done.
 func (d *Device) SyncStream(s Stream) error {
 	if err := d.ctx.StreamSynchronize(driver.Stream(s)); err != nil {
-		return wrapDriver("waiting for a stream", err)
+		return api.WrapDriver("waiting for a stream", err)
 	}
 	return nil
 }
@@ -25,7 +28,7 @@ func (d *Device) SyncStream(s Stream) error {
 // is done; it does not wait.
 func (d *Device) DestroyStream(s Stream) error {
 	if err := d.ctx.StreamDestroy(driver.Stream(s)); err != nil {
-		return wrapDriver("destroying a stream", err)
+		return api.WrapDriver("destroying a stream", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -31,14 +32,14 @@ func TestErrorsReadOnce(t *testing.T) {
 	}{
 		{bad.validate(), ErrConfig},
 		{handleErr, ErrHandle},
-		{wrapErr(handleErr, "handle %d", 1), ErrHandle},
+		{api.Wrap(handleErr, "handle %d", 1), ErrHandle},
 		{planErr, ErrTokens},
 		{broken.usable(true), ErrBroken},
 		{broken.usable(true), ErrTimeout},
-		{prefixed(ErrClosed), ErrClosed},
-		{wrapErr(&PeerClosedError{Peer: 1}, "reading a view"), ErrPeerClosed},
-		{wrapNCCL("the NCCL communicator failed", &nccl.Error{Call: "ncclCommGetAsyncError", Code: nccl.RemoteError, Text: "remote process exited or there was a network error"}), ErrNCCL},
-		{wrapNCCL("loading NCCL", fmt.Errorf("dlopen: %w", nccl.ErrNoNCCL)), ErrNoNCCL},
+		{api.Prefixed(ErrClosed), ErrClosed},
+		{api.Wrap(&PeerClosedError{Peer: 1}, "reading a view"), ErrPeerClosed},
+		{api.WrapNCCL("the NCCL communicator failed", &nccl.Error{Call: "ncclCommGetAsyncError", Code: nccl.RemoteError, Text: "remote process exited or there was a network error"}), ErrNCCL},
+		{api.WrapNCCL("loading NCCL", fmt.Errorf("dlopen: %w", nccl.ErrNoNCCL)), ErrNoNCCL},
 	}
 	for _, c := range cases {
 		require.Error(t, c.err)

@@ -1,22 +1,18 @@
 package a2a
 
-import (
-	"errors"
-
-	"github.com/ulysses-go/ulysses/internal/driver"
-)
+import "github.com/ulysses-go/ulysses/internal/api"
 
 // usable returns nil when an operation may be enqueued: not closed (or
 // closing), not broken, and connected if needConnect.
 func (c *Comm) usable(needConnect bool) error {
 	if c.closing {
-		return prefixed(ErrClosed)
+		return api.Prefixed(ErrClosed)
 	}
 	if err := c.broken(); err != nil {
 		return err
 	}
 	if needConnect && !c.connected {
-		return prefixed(ErrNotConnected)
+		return api.Prefixed(ErrNotConnected)
 	}
 	return nil
 }
@@ -35,7 +31,7 @@ func (c *Comm) broken() error {
 			c.reported = true
 			return c.failure
 		}
-		return &brokenError{first: c.failure}
+		return api.Broken(c.failure)
 	}
 	return nil
 }
@@ -57,34 +53,4 @@ func (c *Comm) failureFromDevice() error {
 		return nil
 	}
 	return c.t.failure()
-}
-
-// driverError is a driver failure seen from this package: its text says
-// what a2a was doing and keeps the driver's own words, and errors.Is
-// matches both the driver error and this package's sentinel for it.
-type driverError struct {
-	what     string
-	sentinel error // ErrNoDriver, ErrNoDevice or nil
-	err      error
-}
-
-func (e *driverError) Error() string { return "a2a: " + e.what + ": " + e.err.Error() }
-
-func (e *driverError) Unwrap() []error {
-	if e.sentinel == nil {
-		return []error{e.err}
-	}
-	return []error{e.sentinel, e.err}
-}
-
-// wrapDriver gives a driver error this package's prefix and sentinels.
-func wrapDriver(what string, err error) error {
-	e := &driverError{what: what, err: err}
-	switch {
-	case errors.Is(err, driver.ErrNoDriver):
-		e.sentinel = ErrNoDriver
-	case errors.Is(err, driver.ErrNoDevice):
-		e.sentinel = ErrNoDevice
-	}
-	return e
 }

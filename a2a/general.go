@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -60,7 +61,7 @@ func single(op ptx.Op, x Tensor) request {
 // operation that has no other.
 func (r request) general(world int) bool {
 	x := r.xs[0]
-	return r.sharedGeneral(world) || x.strided()
+	return r.sharedGeneral(world) || api.Strided(x)
 }
 
 // sharedGeneral reports whether every rank takes the general entries for
@@ -117,13 +118,13 @@ func checkRequest(r request, dt DType) error {
 	}
 	for k := 1; k < r.n; k++ {
 		x, y := r.xs[0], r.xs[k]
-		if y.Shape != x.Shape || y.rowElems() != x.rowElems() {
+		if y.Shape != x.Shape || api.RowElems(y) != api.RowElems(x) {
 			return fmt.Errorf("a2a: %s input %d is %v, input 0 %v: packed tensors share shape and stride: %w", r.op, k, y, x, ErrShape)
 		}
 	}
 	for k := range r.n {
-		if err := checkTensor("input", r.xs[k], dt, r.xs[k].Shape); err != nil {
-			return wrapErr(err, "%s input %d", r.op, k)
+		if err := api.CheckTensor("input", r.xs[k], dt, r.xs[k].Shape); err != nil {
+			return api.Wrap(err, "%s input %d", r.op, k)
 		}
 	}
 	return nil
@@ -143,7 +144,7 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 		return opPlan{}, err
 	}
 	H := r.totalHeads(world)
-	if H < world || H > maxDim {
+	if H < world || H > api.MaxDim {
 		return opPlan{}, fmt.Errorf("a2a: %s of %d heads on %d ranks: every rank needs a head: %w", r.op, H, world, ErrShape)
 	}
 	_, mine := HeadRange(H, world, rank)
@@ -219,7 +220,7 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 	for k := range r.n {
 		p.inputs[k] = uint64(r.xs[k].Ptr)
 	}
-	p.inRow = x.rowElems() * es / int64(p.width)
+	p.inRow = api.RowElems(x) * es / int64(p.width)
 	p.vectors = walk * es / int64(p.width)
 	p.spread = r.sharedGeneral(world)
 	p.groupBytes, ok[0] = mulChecked(groupWalk, es, N)
@@ -238,7 +239,7 @@ func planGeneral(r request, dt DType, rank, world int, ts tokenSet, capacity int
 // generalWidth is the widest vector width that a head (headBytes), the
 // token stride and every input's address allow.
 func generalWidth(r request, headBytes, es int64, widths []int) int {
-	stride := r.xs[0].rowElems() * es
+	stride := api.RowElems(r.xs[0]) * es
 	for _, w := range widths {
 		fits := headBytes%int64(w) == 0 && stride%int64(w) == 0
 		for k := range r.n {

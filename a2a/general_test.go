@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a/ref"
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -146,7 +147,7 @@ func TestPlanGeneralStrided(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.width)
 	assert.Equal(t, int64(8*64+1), p.inRow)
-	assert.Equal(t, int64((3*(8*64+1)+8*64)*2), x.span(), "span: three gaps of one element")
+	assert.Equal(t, int64((3*(8*64+1)+8*64)*2), api.Span(x), "span: three gaps of one element")
 }
 
 func TestPlanGeneralErrors(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -60,7 +61,7 @@ func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error)
 	dev := comms[0].dev
 	ctx, err := dev.drv.RetainPrimaryContext(dev.info.Ordinal)
 	if err != nil {
-		return nil, wrapDriver("retaining the context", err)
+		return nil, api.WrapDriver("retaining the context", err)
 	}
 	g := &Graph{ctx: ctx, comms: slices.Clone(comms)}
 	slices.SortFunc(g.comms, func(a, b *Comm) int { return cmpPtr(a, b) })
@@ -73,12 +74,12 @@ func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error)
 	err = record()
 	graph, endErr := g.ctx.StreamEndCapture(stream)
 	if err == nil && endErr != nil {
-		err = wrapDriver("ending the capture", endErr)
+		err = api.WrapDriver("ending the capture", endErr)
 	}
 	if err == nil {
 		g.exec, err = g.ctx.GraphInstantiate(graph)
 		if err != nil {
-			err = wrapDriver("instantiating the graph", err)
+			err = api.WrapDriver("instantiating the graph", err)
 		}
 	}
 	if graph != 0 {
@@ -173,7 +174,7 @@ type turn struct {
 func (c *Comm) takeTurn(s driver.Stream, t turn) error {
 	if c.layout.halfBytes != 0 && (c.launches-t.start)%2 == 1 {
 		if err := c.t.pad(launchSpec{stream: s, half: c.halfOf(c.launches + 1)}); err != nil {
-			return c.fail(wrapErr(err, "aligning the graph's halves"))
+			return c.fail(api.Wrap(err, "aligning the graph's halves"))
 		}
 		c.launches++
 	}
@@ -245,10 +246,10 @@ func (g *Graph) Close() error {
 	}
 	err := g.ctx.GraphExecDestroy(g.exec)
 	if err != nil {
-		err = wrapDriver("destroying the graph", err)
+		err = api.WrapDriver("destroying the graph", err)
 	}
 	if rerr := g.ctx.Release(); rerr != nil {
-		err = errors.Join(err, wrapDriver("releasing the context", rerr))
+		err = errors.Join(err, api.WrapDriver("releasing the context", rerr))
 	}
 	return err
 }

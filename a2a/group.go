@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/ulysses-go/ulysses/internal/api"
 )
 
 // Group is a whole group in one process: one Comm per rank, each on its
@@ -44,14 +46,14 @@ func NewGroup(cfg Config, devices []int) (*Group, error) {
 		rc.Rank, rc.WorldSize, rc.Device = r, len(devices), DeviceOrdinal(d)
 		c, err := New(rc)
 		if err != nil {
-			return nil, errors.Join(wrapErr(err, "making rank %d on device %d", r, d), g.Close())
+			return nil, errors.Join(api.Wrap(err, "making rank %d on device %d", r, d), g.Close())
 		}
 		g.comms = append(g.comms, c)
 		handles[r] = c.Handle()
 	}
 	for r, c := range g.comms {
 		if err := c.Connect(handles); err != nil {
-			return nil, errors.Join(wrapErr(err, "connecting rank %d", r), g.Close())
+			return nil, errors.Join(api.Wrap(err, "connecting rank %d", r), g.Close())
 		}
 	}
 	return g, nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/ulysses-go/ulysses/internal/api"
 )
 
 // bootIDPath is where Linux keeps a random id of the running kernel: the
@@ -93,7 +95,7 @@ func chooseTransport(hs []handle) (Transport, error) {
 	asked := hs[0].Transport
 	for i, h := range hs {
 		if h.Transport != asked {
-			return 0, wrapErr(ErrHandle, "rank %d asks for transport %v, rank 0 for %v", i, h.Transport, asked)
+			return 0, api.Wrap(ErrHandle, "rank %d asks for transport %v, rank 0 for %v", i, h.Transport, asked)
 		}
 	}
 	if asked != TransportAuto {

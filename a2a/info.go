@@ -3,6 +3,7 @@ package a2a
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -32,16 +33,16 @@ type SystemInfo struct {
 func System() (SystemInfo, error) {
 	drv, err := loadDriver()
 	if err != nil {
-		return SystemInfo{}, wrapDriver("loading the CUDA driver", err)
+		return SystemInfo{}, api.WrapDriver("loading the CUDA driver", err)
 	}
 	var s SystemInfo
 	s.Library = drv.Path()
 	if s.DriverVersion, err = drv.Version(); err != nil {
-		return s, wrapDriver("reading the driver version", err)
+		return s, api.WrapDriver("reading the driver version", err)
 	}
 	n, err := drv.RequireDevices()
 	if err != nil {
-		return s, wrapDriver("counting devices", err)
+		return s, api.WrapDriver("counting devices", err)
 	}
 	for i := 0; i < n; i++ {
 		d, err := deviceInfo(drv, i)
@@ -59,7 +60,7 @@ func System() (SystemInfo, error) {
 				continue
 			}
 			if s.PeerAccess[i][j], err = drv.CanAccessPeer(i, j); err != nil {
-				return s, wrapDriver("checking peer access", err)
+				return s, api.WrapDriver("checking peer access", err)
 			}
 		}
 	}
@@ -70,13 +71,13 @@ func deviceInfo(drv *driver.Driver, ord int) (DeviceInfo, error) {
 	d := DeviceInfo{Ordinal: ord}
 	var err error
 	if d.Name, err = drv.DeviceName(ord); err != nil {
-		return d, wrapDriver("reading the device name", err)
+		return d, api.WrapDriver("reading the device name", err)
 	}
 	if d.BusID, err = drv.DevicePCIBusID(ord); err != nil {
-		return d, wrapDriver("reading the PCI bus id", err)
+		return d, api.WrapDriver("reading the PCI bus id", err)
 	}
 	if d.TotalMemory, err = drv.DeviceTotalMem(ord); err != nil {
-		return d, wrapDriver("reading the memory size", err)
+		return d, api.WrapDriver("reading the memory size", err)
 	}
 	attrs := []struct {
 		a   driver.Attribute
@@ -89,12 +90,12 @@ func deviceInfo(drv *driver.Driver, ord int) (DeviceInfo, error) {
 	}
 	for _, a := range attrs {
 		if *a.dst, err = drv.DeviceAttribute(ord, a.a); err != nil {
-			return d, wrapDriver(fmt.Sprintf("reading attribute %d", a.a), err)
+			return d, api.WrapDriver(fmt.Sprintf("reading attribute %d", a.a), err)
 		}
 	}
 	u, err := drv.DeviceAttribute(ord, driver.AttrUnifiedAddressing)
 	if err != nil {
-		return d, wrapDriver("reading unified addressing", err)
+		return d, api.WrapDriver("reading unified addressing", err)
 	}
 	d.Unified = u == 1
 	return d, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -509,7 +510,7 @@ func TestCheckTensor(t *testing.T) {
 		{Tensor{Ptr: 0, Shape: [4]int{1, 0, 3, 4}, DType: BFloat16}, BFloat16}, // empty: nil is fine
 	}
 	for _, c := range ok {
-		assert.NoError(t, checkTensor("x", c.x, c.dt, c.x.Shape), "%v", c.x)
+		assert.NoError(t, api.CheckTensor("x", c.x, c.dt, c.x.Shape), "%v", c.x)
 	}
 
 	bad := []struct {
@@ -527,7 +528,7 @@ func TestCheckTensor(t *testing.T) {
 		{"misaligned empty", Tensor{Ptr: 0x1, Shape: [4]int{0, 2, 3, 4}, DType: BFloat16}, BFloat16, [4]int{0, 2, 3, 4}, ErrAlignment},
 	}
 	for _, c := range bad {
-		err := checkTensor("output", c.x, c.dt, c.shape)
+		err := api.CheckTensor("output", c.x, c.dt, c.shape)
 		require.Error(t, err, c.name)
 		assert.ErrorIs(t, err, c.want, c.name)
 		assert.Contains(t, err.Error(), "output", c.name)

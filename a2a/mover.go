@@ -6,47 +6,6 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// Mover chooses what moves an operation's bytes between the GPUs.
-type Mover uint8
-
-const (
-	// MoverKernels moves them with the SM kernels: every active block
-	// stores straight into the peers' buffers (docs/DESIGN.md). The
-	// default, and the fastest alone below 64 MiB per rank, and at every
-	// size across processes (docs/BENCHMARKS.md).
-	MoverKernels Mover = iota
-	// MoverCopyEngines moves them with the GPU's copy engines: one pitched
-	// copy per peer and tensor (linear where both sides are contiguous),
-	// each peer's on a stream of its own, straight to its final place in
-	// the peer's buffer, then one block of one SM signals the peers and
-	// waits for them, bounded by the timeout like every wait. It leaves
-	// the other SMs to the caller's kernels. Operations captured into a
-	// graph still take the kernels (a copy's size would be frozen). The
-	// Comm holds a stream per peer (at most 8) and an event each; every
-	// operation records and waits on them (a few microseconds of host
-	// time), and small ones stay on one stream.
-	MoverCopyEngines
-	// MoverAuto takes the copy engines for an operation whose largest rank
-	// moves at least the size from which they were measured as fast as
-	// the kernels, when every rank of the group is in this process, and
-	// the kernels otherwise (autoCopyBytes). Ranks agree without asking:
-	// both depend only on what every rank knows alike. It costs what
-	// MoverCopyEngines costs.
-	MoverAuto
-)
-
-func (m Mover) String() string {
-	switch m {
-	case MoverKernels:
-		return "kernels"
-	case MoverCopyEngines:
-		return "copy-engines"
-	case MoverAuto:
-		return "auto"
-	}
-	return "Mover(?)"
-}
-
 // moverSignature mixes the mover into an operation's signature, so that
 // ranks that disagree on it fail the operation instead of meeting.
 func moverSignature(sig uint32, m Mover) uint32 {

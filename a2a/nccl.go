@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 )
@@ -43,7 +44,7 @@ type ncclTransport struct {
 	mu       sync.Mutex
 	comm     *nccl.Comm // nil once aborted or destroyed
 	settling bool       // init or the last group may still be in progress (NCCL's non-blocking mode)
-	failed   error      // what broke the communicator: a *TimeoutError, *abortedError or NCCL's failure
+	failed   error      // what broke the communicator: a *TimeoutError, *api.AbortedError or NCCL's failure
 
 	ops         atomic.Uint32 // operations enqueued, for the errors' epoch
 	lastEnqueue atomic.Int64  // time.Now().UnixNano() of the last enqueue (or connect)
@@ -73,7 +74,7 @@ func (t *ncclTransport) connect(hs []handle) error {
 	if t.world > 1 && t.stageBytes > 0 {
 		p, err := t.dev.ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {
-			return wrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
+			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
 		}
 		t.stage = p
 	}
@@ -84,7 +85,7 @@ func (t *ncclTransport) connect(hs []handle) error {
 		return err
 	})
 	if err != nil {
-		return wrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.rank), err)
+		return api.WrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.rank), err)
 	}
 	t.mu.Lock()
 	t.comm, t.settling = comm, true
@@ -142,7 +143,7 @@ func (t *ncclTransport) goodbye(wait bool) error {
 }
 
 // abort asks the next poll (or release) to abort the communicator; the
-// waits of the queued operations end with an *abortedError. It cannot be
+// waits of the queued operations end with an *api.AbortedError. It cannot be
 // undone.
 func (t *ncclTransport) abort(byClose bool) {
 	how := int32(abortByContext)

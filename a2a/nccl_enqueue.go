@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -29,7 +30,7 @@ func (t *ncclTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) er
 		}
 		for _, o := range t.plan.own {
 			if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(o.box.dst.off), o.box.dst, driver.DevicePtr(o.input+uint64(o.box.src.off)), o.box.src, o.box, ls.stream); err != nil {
-				return wrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
+				return api.WrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
 			}
 		}
 		for round := range t.plan.rounds {
@@ -57,7 +58,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		c := x.box
 		packed := boxSide{pitch: c.width, height: c.rows}
 		if err := copyBoxAsync(t.dev.ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.src.off)), c.src, c, s); err != nil {
-			return wrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
+			return api.WrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
 		}
 	}
 	if t.inRound(round) {
@@ -72,7 +73,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		c := x.box
 		packed := boxSide{pitch: c.width, height: c.rows}
 		if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(c.dst.off), c.dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
-			return wrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
+			return api.WrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
 	return nil
@@ -87,7 +88,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 // half of every two-rank output wrong without this).
 func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
 	if err := t.lib.GroupStart(); err != nil {
-		return wrapNCCL("starting an NCCL group", err)
+		return api.WrapNCCL("starting an NCCL group", err)
 	}
 	var err error
 	for _, x := range t.plan.sends {
@@ -99,7 +100,7 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 			from = uintptr(sendStage) + uintptr(x.stage)
 		}
 		if err = t.comm.Send(from, uint64(x.box.bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
-			err = wrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
+			err = api.WrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
 		}
 	}
 	for _, x := range t.plan.recvs {
@@ -111,12 +112,12 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 			into = uintptr(recvStage) + uintptr(x.stage)
 		}
 		if err = t.comm.Recv(into, uint64(x.box.bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
-			err = wrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
+			err = api.WrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
 	end := t.lib.GroupEnd() // always: the thread's group must close
 	if end != nil && !nccl.IsCode(end, nccl.InProgress) && err == nil {
-		err = wrapNCCL("ending an NCCL group", end)
+		err = api.WrapNCCL("ending an NCCL group", end)
 	}
 	t.settling = true
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 )
@@ -50,12 +51,12 @@ func (b *backoff) pause(unlock, lock func()) {
 // or when abort was asked, or when NCCL reports a failure, it aborts the
 // communicator (ncclCommAbort, which ends its kernels and leaves the
 // CUDA context usable) and records the failure: a *TimeoutError, an
-// *abortedError or NCCL's error.
+// *api.AbortedError or NCCL's error.
 func (t *ncclTransport) wait(onCaller bool, tail driver.Event) error {
 	b := newBackoff()
 	for {
 		if how := t.abortAsk.Load(); how != 0 {
-			t.fail(&abortedError{Rank: t.rank, Peer: -1, Phase: PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
+			t.fail(&api.AbortedError{Rank: t.rank, Peer: -1, Phase: PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
 			return nil
 		}
 		var done bool
@@ -93,7 +94,7 @@ func (t *ncclTransport) state() (nccl.Result, bool) {
 	}
 	r, err := t.comm.AsyncError()
 	if err != nil {
-		t.failLocked(wrapNCCL("asking the NCCL communicator's state", err))
+		t.failLocked(api.WrapNCCL("asking the NCCL communicator's state", err))
 		return 0, true
 	}
 	switch r {
@@ -101,7 +102,7 @@ func (t *ncclTransport) state() (nccl.Result, bool) {
 		t.settling = false
 	case nccl.InProgress:
 	default:
-		t.failLocked(wrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
+		t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
 		return r, true
 	}
 	return r, false
@@ -139,11 +140,11 @@ func (t *ncclTransport) settle() error {
 		r, err := t.comm.AsyncError()
 		switch {
 		case err != nil:
-			t.failLocked(wrapNCCL("asking the NCCL communicator's state", err))
+			t.failLocked(api.WrapNCCL("asking the NCCL communicator's state", err))
 		case r == nccl.Success:
 			t.settling = false
 		case r != nccl.InProgress:
-			t.failLocked(wrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
+			t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
 		case time.Now().After(deadline):
 			t.failLocked(&TimeoutError{Rank: t.rank, Peer: -1, Phase: PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 		default:
@@ -151,7 +152,7 @@ func (t *ncclTransport) settle() error {
 		}
 	}
 	if t.failed == nil && t.comm == nil {
-		return prefixed(ErrClosed)
+		return api.Prefixed(ErrClosed)
 	}
 	return t.failed
 }

@@ -1,6 +1,10 @@
 package a2a
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+)
 
 // newTransport builds the transport of kind for this Comm, unconnected.
 // NCCL needs rank 0's id, and NCCL (ErrNoNCCL where it cannot be loaded).
@@ -13,7 +17,7 @@ func (c *Comm) newTransport(kind Transport, id *NCCLID) (transport, error) {
 	}
 	lib, err := loadNCCL()
 	if err != nil {
-		return nil, wrapNCCL("loading NCCL", err)
+		return nil, api.WrapNCCL("loading NCCL", err)
 	}
 	return newNCCLTransport(c, lib, *id), nil
 }

@@ -1,8 +1,7 @@
 package a2a
 
 import (
-	"errors"
-
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 )
 
@@ -10,30 +9,6 @@ import (
 // ($ULYSSES_LIBNCCL or libnccl.so.2). A variable so that tests can hand
 // the package a stub of their own.
 var loadNCCL = nccl.Load
-
-// ncclError is an NCCL failure seen from this package: its text says what
-// a2a was doing and keeps NCCL's (or the dynamic loader's) words, and
-// errors.Is matches both the binding's error and ErrNoNCCL where NCCL
-// could not be loaded, ErrNCCL otherwise.
-type ncclError struct {
-	what     string
-	sentinel error // ErrNoNCCL or ErrNCCL
-	err      error
-}
-
-func (e *ncclError) Error() string { return "a2a: " + e.what + ": " + e.err.Error() }
-
-func (e *ncclError) Unwrap() []error { return []error{e.sentinel, e.err} }
-
-// wrapNCCL gives an error of internal/nccl this package's prefix, and
-// ErrNoNCCL when the library is missing or too old, ErrNCCL otherwise.
-func wrapNCCL(what string, err error) error {
-	e := &ncclError{what: what, err: err, sentinel: ErrNCCL}
-	if errors.Is(err, nccl.ErrNoNCCL) || errors.Is(err, nccl.ErrSymbolMissing) {
-		e.sentinel = ErrNoNCCL
-	}
-	return e
-}
 
 // NCCLID is an NCCL unique id: made by rank 0 (NewNCCLID) and passed to
 // ConnectNCCL on every rank of a group that uses TransportNCCL. It names
@@ -48,11 +23,11 @@ type NCCLID [128]byte
 func NewNCCLID() (NCCLID, error) {
 	l, err := loadNCCL()
 	if err != nil {
-		return NCCLID{}, wrapNCCL("loading NCCL", err)
+		return NCCLID{}, api.WrapNCCL("loading NCCL", err)
 	}
 	id, err := l.UniqueID()
 	if err != nil {
-		return NCCLID{}, wrapNCCL("making an NCCL unique id", err)
+		return NCCLID{}, api.WrapNCCL("making an NCCL unique id", err)
 	}
 	return NCCLID(id), nil
 }
@@ -64,7 +39,7 @@ func NewNCCLID() (NCCLID, error) {
 func NCCLVersion() (version int, path string, err error) {
 	l, err := loadNCCL()
 	if err != nil {
-		return 0, "", wrapNCCL("loading NCCL", err)
+		return 0, "", api.WrapNCCL("loading NCCL", err)
 	}
 	return l.Version(), l.Path(), nil
 }

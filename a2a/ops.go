@@ -3,6 +3,7 @@ package a2a
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -139,7 +140,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 		s = c.stream
 	}
 	if c.tokens.counts == nil {
-		return Tensor{}, prefixed(ErrTokensNotSet)
+		return Tensor{}, api.Prefixed(ErrTokensNotSet)
 	}
 	captured, err := c.capturing(s)
 	if err != nil {
@@ -181,7 +182,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	c.launches++
 	for k := range dsts {
 		if err := c.copyOut(dsts[k], out+driver.DevicePtr(int64(k)*p.region), p, s); err != nil {
-			return Tensor{}, c.fail(wrapDriver("copying the output", err))
+			return Tensor{}, c.fail(api.WrapDriver("copying the output", err))
 		}
 	}
 	if err := c.orderAfter(s); err != nil {
@@ -196,13 +197,13 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Str
 	if p.outBytes == 0 {
 		return nil
 	}
-	if !dst.strided() {
+	if !api.Strided(dst) {
 		return c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), from, uint64(p.outBytes), s)
 	}
 	es := int64(c.cfg.DType.Size())
 	row := int64(p.out[2]) * int64(p.out[3]) * es
 	rows := int64(p.out[0]) * int64(p.out[1])
-	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(dst.rowElems()*es), from, uint64(row), uint64(row), uint64(rows), s)
+	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(api.RowElems(dst)*es), from, uint64(row), uint64(row), uint64(rows), s)
 }
 
 // plan plans r under the token counts ts: the plain entries when they
@@ -232,8 +233,8 @@ func outputViews(p opPlan, out driver.DevicePtr, dt DType, views []Tensor) Tenso
 func (c *Comm) checkPlacement(r request, dsts, views []Tensor, p opPlan, out driver.DevicePtr) error {
 	for k := range r.n {
 		x := r.xs[k]
-		if overlaps(x.Ptr, x.span(), uintptr(out), c.layout.dataBytes) ||
-			overlaps(x.Ptr, x.span(), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
+		if overlaps(x.Ptr, api.Span(x), uintptr(out), c.layout.dataBytes) ||
+			overlaps(x.Ptr, api.Span(x), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
 			return fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", r.op, x, ErrAliased)
 		}
 	}
@@ -247,13 +248,13 @@ func (c *Comm) checkPlacement(r request, dsts, views []Tensor, p opPlan, out dri
 		return fmt.Errorf("a2a: %s of %d tensors given %d outputs: %w", r.op, r.n, len(dsts), ErrShape)
 	}
 	for k, dst := range dsts {
-		if err := checkTensor("output", dst, c.cfg.DType, p.out); err != nil {
-			return wrapErr(err, "%s output %d", r.op, k)
+		if err := api.CheckTensor("output", dst, c.cfg.DType, p.out); err != nil {
+			return api.Wrap(err, "%s output %d", r.op, k)
 		}
-		if dst.strided() && dst.rowElems()*int64(c.cfg.DType.Size()) > maxPitch {
+		if api.Strided(dst) && api.RowElems(dst)*int64(c.cfg.DType.Size()) > maxPitch {
 			return fmt.Errorf("a2a: %s output %v: token stride over the %d-byte copy pitch: %w", r.op, dst, int64(maxPitch), ErrNotSupported)
 		}
-		if overlaps(dst.Ptr, dst.span(), uintptr(c.buf), c.layout.total) {
+		if overlaps(dst.Ptr, api.Span(dst), uintptr(c.buf), c.layout.total) {
 			return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", r.op, dst, ErrAliased)
 		}
 	}

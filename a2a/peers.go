@@ -3,6 +3,7 @@ package a2a
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -39,11 +40,11 @@ func (p *ipcPeers) checkAccess(hs []handle) error {
 			}
 			ok, err := p.dev.drv.CanAccessPeer(a, b)
 			if err != nil {
-				return wrapDriver("checking peer access", err)
+				return api.WrapDriver("checking peer access", err)
 			}
 			ok2, err := p.dev.drv.CanAccessPeer(b, a)
 			if err != nil {
-				return wrapDriver("checking peer access", err)
+				return api.WrapDriver("checking peer access", err)
 			}
 			if !ok || !ok2 {
 				return fmt.Errorf("a2a: rank %d (GPU %s) and rank %d (GPU %s) cannot access each other's memory: %w",
@@ -71,7 +72,7 @@ func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr, need int6
 		m, err := p.mapOne(h, need)
 		if err != nil {
 			p.bury() // unmapping may wait for the device: see deviceShare
-			return wrapErr(err, "rank %d mapping rank %d's buffer", self, i)
+			return api.Wrap(err, "rank %d mapping rank %d's buffer", self, i)
 		}
 		p.m[i] = m
 	}
@@ -112,11 +113,11 @@ func (p *ipcPeers) peerContext(h handle) (*driver.Context, error) {
 	}
 	pc, err := p.dev.drv.RetainPrimaryContext(ord)
 	if err != nil {
-		return nil, wrapDriver("retaining peer context", err)
+		return nil, api.WrapDriver("retaining peer context", err)
 	}
 	if err := p.dev.ctx.EnablePeerAccess(pc); err != nil {
 		pc.Release()
-		return nil, wrapDriver("enabling peer access", err)
+		return nil, api.WrapDriver("enabling peer access", err)
 	}
 	return pc, nil
 }
@@ -127,11 +128,11 @@ func (p *ipcPeers) peerContext(h handle) (*driver.Context, error) {
 func (p *ipcPeers) openIPC(h handle, need int64) (peerMapping, error) {
 	ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
 	if err != nil {
-		return peerMapping{}, wrapDriver("opening IPC handle", err)
+		return peerMapping{}, api.WrapDriver("opening IPC handle", err)
 	}
 	base, size, err := p.dev.ctx.MemAddressRange(ptr)
 	if err != nil {
-		err = wrapDriver("reading the mapped range", err)
+		err = api.WrapDriver("reading the mapped range", err)
 	} else if base != ptr || size < uint64(need) {
 		err = fmt.Errorf("a2a: rank %d's buffer maps %d bytes at %#x of an allocation at %#x, this rank writes %d: %w",
 			h.Rank, size, ptr, base, need, ErrHandle)

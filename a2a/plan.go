@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -42,10 +43,6 @@ type opPlan struct {
 	copies   []boxCopy
 }
 
-// maxDim bounds every dimension of a tensor, so that products of a few of
-// them cannot overflow int64 before they are checked.
-const maxDim = math.MaxInt32
-
 // mulChecked multiplies non-negative factors, reporting false on overflow.
 func mulChecked(factors ...int64) (int64, bool) {
 	p := uint64(1)
@@ -74,7 +71,7 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 		return opPlan{}, err
 	}
 	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
-	if err := checkTensor("input", x, dt, x.Shape); err != nil {
+	if err := api.CheckTensor("input", x, dt, x.Shape); err != nil {
 		return opPlan{}, err
 	}
 	es := int64(dt.Size())
@@ -154,15 +151,15 @@ func planOp(op ptx.Op, x Tensor, dt DType, rank, world int, ts tokenSet, capacit
 }
 
 // checkInputShape checks what every plan asks of an operation's first
-// input before using its shape: a valid dtype, no dimension over maxDim,
+// input before using its shape: a valid dtype, no dimension over api.MaxDim,
 // positive batch, heads and head size, no negative token count.
 func checkInputShape(op ptx.Op, x Tensor, dt DType) error {
 	if !dt.Valid() {
 		return fmt.Errorf("a2a: %v: %w", dt, ErrDType)
 	}
 	for _, n := range x.Shape {
-		if n > maxDim {
-			return fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, maxDim, ErrShape)
+		if n > api.MaxDim {
+			return fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, api.MaxDim, ErrShape)
 		}
 	}
 	if b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]; b < 1 || h < 1 || d < 1 || t < 0 {

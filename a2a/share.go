@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -83,7 +84,7 @@ func acquireShare(drv *driver.Driver, ordinal int) (*deviceShare, error) {
 	}
 	ctx, err := drv.RetainPrimaryContext(ordinal)
 	if err != nil {
-		return nil, wrapDriver("retaining the primary context", err)
+		return nil, api.WrapDriver("retaining the primary context", err)
 	}
 	s := &deviceShare{ordinal: ordinal, ctx: ctx, kernels: map[int]*kernelSet{}, refs: 1, comms: map[*Comm]struct{}{}}
 	for _, elem := range []int{1, 2} {
@@ -114,13 +115,13 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*kernelSet, error) {
 	}
 	k := &kernelSet{file: file, widths: file.Widths()}
 	if k.module, err = ctx.LoadModule(image); err != nil {
-		return nil, wrapDriver("loading kernels", err)
+		return nil, api.WrapDriver("loading kernels", err)
 	}
 	fn := func(e ptx.Entry) (driver.Function, error) {
 		f, err := ctx.Function(k.module, string(e))
 		if err != nil {
 			ctx.UnloadModule(k.module)
-			return 0, wrapDriver("loading kernels", err)
+			return 0, api.WrapDriver("loading kernels", err)
 		}
 		return f, nil
 	}
@@ -227,12 +228,12 @@ func (s *deviceShare) teardown() error {
 	errs := s.runGraveyard()
 	for _, k := range s.kernels {
 		if err := s.ctx.UnloadModule(k.module); err != nil {
-			errs = append(errs, wrapDriver("unloading kernels", err))
+			errs = append(errs, api.WrapDriver("unloading kernels", err))
 		}
 	}
 	s.kernels = nil
 	if err := s.ctx.Release(); err != nil {
-		errs = append(errs, wrapDriver("releasing the context", err))
+		errs = append(errs, api.WrapDriver("releasing the context", err))
 	}
 	return errors.Join(errs...)
 }
@@ -311,7 +312,7 @@ func (s *deviceShare) runGraveyard() []error {
 	var errs []error
 	for _, r := range rs {
 		if err := r.do(); err != nil {
-			errs = append(errs, wrapDriver(r.what, err))
+			errs = append(errs, api.WrapDriver(r.what, err))
 		}
 	}
 	return errs

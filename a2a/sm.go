@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -61,13 +62,13 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 		mover: cfg.Mover, es: int64(cfg.DType.Size())}
 	host, status, err := dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
 	if err != nil {
-		return nil, wrapDriver("allocating the status word", err)
+		return nil, api.WrapDriver("allocating the status word", err)
 	}
 	t.statusHost = host
 	*(*statusWord)(host) = statusWord{}
 	if t.liveHost, _, err = dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(liveTable{}))); err != nil {
 		t.release()
-		return nil, wrapDriver("allocating the token table", err)
+		return nil, api.WrapDriver("allocating the token table", err)
 	}
 	*(*liveTable)(t.liveHost) = liveTable{}
 	t.liveDev = buf + driver.DevicePtr(l.stateOff+liveOff)
@@ -288,7 +289,7 @@ func (t *smTransport) failure() error {
 	case statusHalfReused:
 		return fmt.Errorf("a2a: rank %d's operation %d would write the data half its previous operation wrote (capture with CaptureGraph, whose Launch keeps the halves in turn): %w", rank, epoch, ErrOddGraph)
 	case statusAborted:
-		return &abortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, ByClose: t.abortedByClose}
+		return &api.AbortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, ByClose: t.abortedByClose}
 	}
 	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
 }
@@ -338,7 +339,7 @@ func (t *smTransport) launch(f driver.Function, grid, threads int, s driver.Stre
 	err := t.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
 	t.share.gate.RUnlock()
 	if err != nil {
-		return wrapDriver("launching kernel", err)
+		return api.WrapDriver("launching kernel", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package a2a
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -71,7 +72,7 @@ func (c *Comm) orderBefore(s driver.Stream) error {
 	}
 	if c.lastStream == c.stream {
 		if err := c.dev.ctx.EventRecord(c.tail, c.stream); err != nil {
-			return wrapDriver("marking the Comm's stream", err)
+			return api.WrapDriver("marking the Comm's stream", err)
 		}
 	}
 	if err := c.dev.ctx.StreamWaitEvent(s, c.tail); err != nil {
@@ -89,7 +90,7 @@ func (c *Comm) orderAfter(s driver.Stream) error {
 		return nil
 	}
 	if err := c.dev.ctx.EventRecord(c.tail, s); err != nil {
-		return wrapDriver("marking the end of the operation", err)
+		return api.WrapDriver("marking the end of the operation", err)
 	}
 	return nil
 }
@@ -113,7 +114,7 @@ func (c *Comm) joinOwnStream() error {
 		return nil
 	}
 	if err := c.dev.ctx.StreamWaitEvent(c.stream, c.tail); err != nil {
-		return wrapDriver("ordering Close after the last operation", err)
+		return api.WrapDriver("ordering Close after the last operation", err)
 	}
 	c.lastStream = c.stream
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ulysses-go/ulysses/internal/api"
 )
 
 // SetTimeout sets the bound on every barrier wait of later operations.
@@ -15,7 +17,7 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
-		return prefixed(ErrClosed)
+		return api.Prefixed(ErrClosed)
 	}
 	c.cfg.Timeout = d
 	if c.t != nil {
@@ -59,12 +61,12 @@ func (c *Comm) SyncContext(ctx context.Context) error {
 	if c.failure == nil && !c.closing {
 		// The operations had completed before the abort took effect, but
 		// the abort word stays set: later waits would end at once.
-		c.fail(wrapErr(ErrAborted, "rank %d's Sync context ended, which aborts the Comm's waits for good", c.cfg.Rank))
+		c.fail(api.Wrap(ErrAborted, "rank %d's Sync context ended, which aborts the Comm's waits for good", c.cfg.Rank))
 	}
 	if err == nil || errors.Is(err, ErrAborted) {
-		return wrapErr(ctx.Err(), "Sync")
+		return api.Wrap(ctx.Err(), "Sync")
 	}
-	return errors.Join(wrapErr(ctx.Err(), "Sync"), err)
+	return errors.Join(api.Wrap(ctx.Err(), "Sync"), err)
 }
 
 // waitQueued waits for the operations queued on the Comm (a memory helper
@@ -82,7 +84,7 @@ func (c *Comm) wait(forSync bool) error {
 	defer c.mu.Unlock()
 	if c.closing {
 		if forSync {
-			return prefixed(ErrClosed)
+			return api.Prefixed(ErrClosed)
 		}
 		return nil
 	}
@@ -96,7 +98,7 @@ func (c *Comm) wait(forSync bool) error {
 			c.changed.Broadcast()
 		}
 		if err != nil {
-			return c.fail(wrapDriver("running the collective", err))
+			return c.fail(api.WrapDriver("running the collective", err))
 		}
 	}
 	if err := c.broken(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/timing"
 )
@@ -36,7 +37,7 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 	// reference of our own so the events can still be destroyed then.
 	ctx, err := c.dev.drv.RetainPrimaryContext(c.dev.ctx.Ordinal())
 	if err != nil {
-		return nil, wrapDriver("retaining the context", err)
+		return nil, api.WrapDriver("retaining the context", err)
 	}
 	defer ctx.Release()
 	count := 2
@@ -52,7 +53,7 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 	for i := 0; i < count; i++ {
 		e, err := ctx.EventCreate(true)
 		if err != nil {
-			return nil, wrapDriver("creating events", err)
+			return nil, api.WrapDriver("creating events", err)
 		}
 		events = append(events, e)
 	}
@@ -60,14 +61,14 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.closing {
-			return prefixed(ErrClosed)
+			return api.Prefixed(ErrClosed)
 		}
 		on := s
 		if on == ownStream {
 			on = c.stream
 		}
 		if err := ctx.EventRecord(e, on); err != nil {
-			return wrapDriver("recording an event", err)
+			return api.WrapDriver("recording an event", err)
 		}
 		return nil
 	}
@@ -90,13 +91,13 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 	// On a caller's stream the last event comes after the Comm's last
 	// operation, which is all Sync waits for.
 	if err := ctx.EventSynchronize(events[count-1]); err != nil {
-		return nil, wrapDriver("waiting for the last event", err)
+		return nil, api.WrapDriver("waiting for the last event", err)
 	}
 	times := make([]time.Duration, count-1)
 	for i := range times {
 		d, err := ctx.EventElapsed(events[i], events[i+1])
 		if err != nil {
-			return nil, wrapDriver("reading events", err)
+			return nil, api.WrapDriver("reading events", err)
 		}
 		times[i] = d
 	}

@@ -72,7 +72,7 @@ type transport interface {
 	// wait, waiting (bounded by the timeout) until each has said the same.
 	goodbye(wait bool) error
 	// abort ends, promptly, every wait of the operations queued so far
-	// and later: they fail with an *abortedError (byClose says who asked).
+	// and later: they fail with an *api.AbortedError (byClose says who asked).
 	// It cannot be undone: the Comm is broken after it.
 	abort(byClose bool)
 	// release hands what the transport holds to the share's graveyard.

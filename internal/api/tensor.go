@@ -1,6 +1,13 @@
-package a2a
+package api
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
+
+// MaxDim bounds every dimension of a tensor, so that products of a few of
+// them cannot overflow int64.
+const MaxDim = math.MaxInt32
 
 // Tensor is a row-major device tensor of shape [B, T, H, D]. Ptr is a
 // device address valid in the Comm's CUDA context (the device's primary
@@ -28,44 +35,44 @@ func (t Tensor) Elems() int64 {
 func (t Tensor) Bytes() int64 { return t.Elems() * int64(t.DType.Size()) }
 
 func (t Tensor) String() string {
-	if t.strided() {
+	if Strided(t) {
 		return fmt.Sprintf("Tensor{%#x %v %v stride %d}", t.Ptr, t.Shape, t.DType, t.RowStride)
 	}
 	return fmt.Sprintf("Tensor{%#x %v %v}", t.Ptr, t.Shape, t.DType)
 }
 
-// rowElems is the number of elements between consecutive tokens.
-func (t Tensor) rowElems() int64 {
+// RowElems is the number of elements between consecutive tokens of t.
+func RowElems(t Tensor) int64 {
 	if t.RowStride == 0 {
 		return int64(t.Shape[2]) * int64(t.Shape[3])
 	}
 	return int64(t.RowStride)
 }
 
-// strided reports whether t's tokens are not contiguous.
-func (t Tensor) strided() bool { return t.rowElems() != int64(t.Shape[2])*int64(t.Shape[3]) }
+// Strided reports whether t's tokens are not contiguous.
+func Strided(t Tensor) bool { return RowElems(t) != int64(t.Shape[2])*int64(t.Shape[3]) }
 
-// span is the number of bytes from t.Ptr to t's last byte, the gaps
+// Span is the number of bytes from t.Ptr to t's last byte, the gaps
 // between its tokens included.
-func (t Tensor) span() int64 {
+func Span(t Tensor) int64 {
 	rows := int64(t.Shape[0]) * int64(t.Shape[1])
 	if rows == 0 || t.Elems() == 0 {
 		return 0
 	}
-	return ((rows-1)*t.rowElems() + int64(t.Shape[2])*int64(t.Shape[3])) * int64(t.DType.Size())
+	return ((rows-1)*RowElems(t) + int64(t.Shape[2])*int64(t.Shape[3])) * int64(t.DType.Size())
 }
 
-// checkDense refuses a strided tensor where only contiguous ones work.
-func checkDense(name string, t Tensor) error {
-	if t.strided() {
+// CheckDense refuses a strided tensor where only contiguous ones work.
+func CheckDense(name string, t Tensor) error {
+	if Strided(t) {
 		return fmt.Errorf("a2a: %s %v has a token stride; only the head operations' inputs may: %w", name, t, ErrNotSupported)
 	}
 	return nil
 }
 
-// checkTensor validates a tensor against an expected dtype and shape; name
+// CheckTensor validates a tensor against an expected dtype and shape; name
 // says which argument it is in errors.
-func checkTensor(name string, t Tensor, dt DType, shape [4]int) error {
+func CheckTensor(name string, t Tensor, dt DType, shape [4]int) error {
 	if !dt.Valid() {
 		return fmt.Errorf("a2a: %v: %w", dt, ErrDType)
 	}
@@ -78,7 +85,7 @@ func checkTensor(name string, t Tensor, dt DType, shape [4]int) error {
 	if t.Ptr == 0 && t.Elems() > 0 {
 		return fmt.Errorf("a2a: %s has a nil pointer: %w", name, ErrShape)
 	}
-	if t.RowStride < 0 || (t.RowStride != 0 && int64(t.RowStride) < int64(shape[2])*int64(shape[3])) || t.RowStride > maxDim {
+	if t.RowStride < 0 || (t.RowStride != 0 && int64(t.RowStride) < int64(shape[2])*int64(shape[3])) || t.RowStride > MaxDim {
 		return fmt.Errorf("a2a: %s's token stride %d is under its H*D = %d elements: %w", name, t.RowStride, int64(shape[2])*int64(shape[3]), ErrShape)
 	}
 	if t.Ptr%uintptr(dt.Size()) != 0 {

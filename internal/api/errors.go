@@ -1,4 +1,4 @@
-package a2a
+package api
 
 import (
 	"errors"
@@ -133,17 +133,18 @@ func (e *MismatchError) Error() string {
 // Is matches ErrOpMismatch.
 func (e *MismatchError) Is(target error) bool { return target == ErrOpMismatch }
 
-// abortedError reports a wait on the device that the host ended: Close
+// AbortedError reports a wait on the device that the host ended: Close
 // during a blocked Sync, or the end of SyncContext's context. It matches
-// ErrAborted, and ErrClosed when Close ended it.
-type abortedError struct {
+// ErrAborted, and ErrClosed when Close ended it. Package a2a does not
+// export it: users match the sentinels.
+type AbortedError struct {
 	Rank, Peer int
 	Phase      Phase
 	Epoch      uint32 // the operation's sequence number (0 in Close's own wait)
 	ByClose    bool   // Close ended it, not a context
 }
 
-func (e *abortedError) Error() string {
+func (e *AbortedError) Error() string {
 	why, sentinel := "its Sync's context ended", ErrAborted
 	if e.ByClose {
 		why, sentinel = "Close was called", ErrClosed
@@ -159,7 +160,7 @@ func (e *abortedError) Error() string {
 }
 
 // Is matches ErrAborted, and ErrClosed when Close ended the wait.
-func (e *abortedError) Is(target error) bool {
+func (e *AbortedError) Is(target error) bool {
 	return target == ErrAborted || (e.ByClose && target == ErrClosed)
 }
 
@@ -176,17 +177,20 @@ func (e *contextError) Error() string {
 
 func (e *contextError) Unwrap() error { return e.err }
 
-// wrapErr returns err with the context format describes.
-func wrapErr(err error, format string, args ...any) error {
+// Wrap returns err with the context format describes, the "a2a: "
+// prefix once.
+func Wrap(err error, format string, args ...any) error {
 	return &contextError{msg: fmt.Sprintf(format, args...), err: err}
 }
 
-// prefixed returns sentinel with the package prefix, for a sentinel
+// Prefixed returns sentinel with the package prefix, for a sentinel
 // returned with no other context.
-func prefixed(sentinel error) error { return fmt.Errorf("a2a: %w", sentinel) }
+func Prefixed(sentinel error) error { return fmt.Errorf("a2a: %w", sentinel) }
 
-// brokenError is what a broken Comm returns: ErrBroken, wrapping the
-// first failure.
+// Broken is what a broken Comm returns: ErrBroken, wrapping the first
+// failure.
+func Broken(first error) error { return &brokenError{first: first} }
+
 type brokenError struct{ first error }
 
 func (e *brokenError) Error() string {
