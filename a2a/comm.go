@@ -9,6 +9,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // The largest block (THREADS of the kernels) and the vectors a thread
@@ -57,13 +58,13 @@ type Comm struct {
 	t          transport // chosen and built by Connect; nil before
 	blocks     int       // this rank's wish of blocks, in its handle
 
-	layout    bufferLayout
+	layout    plan.Layout
 	buf       driver.DevicePtr
 	self      handle
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
-	tokens    tokenSet
+	tokens    plan.Tokens
 	captured  []capturedOp // operations captured into graphs that may replay
 	inCapture bool         // CaptureGraph is recording: only captured operations may be enqueued
 	connected bool
@@ -115,15 +116,15 @@ func (c *Comm) init() error {
 	if c.tail, err = ctx.EventCreate(false); err != nil {
 		return api.WrapDriver("creating an event", err)
 	}
-	c.layout = newBufferLayout(c.cfg.capacityBytes(), c.cfg.halves())
-	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
-		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
+	c.layout = plan.NewLayout(c.cfg.capacityBytes(), c.cfg.halves())
+	if c.buf, err = ctx.MemAlloc(uint64(c.layout.Total)); err != nil {
+		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.Total), err)
 	}
-	registerBuffer(c.buf, c.share, c.cfg.Rank, c.layout.dataBytes)
+	registerBuffer(c.buf, c.share, c.cfg.Rank, c.layout.DataBytes)
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
-	zeroWords := uint64(c.layout.total-c.layout.signalOff) / 4
-	err = ctx.MemsetD32Async(c.buf+driver.DevicePtr(c.layout.signalOff), 0, zeroWords, c.stream)
+	zeroWords := uint64(c.layout.Total-c.layout.SignalOff) / 4
+	err = ctx.MemsetD32Async(c.buf+driver.DevicePtr(c.layout.SignalOff), 0, zeroWords, c.stream)
 	if err == nil {
 		err = ctx.StreamSynchronize(c.stream)
 	}
@@ -143,7 +144,7 @@ func (c *Comm) init() error {
 func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
 	c.self = handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
-		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
+		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.DataBytes),
 		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
@@ -205,7 +206,7 @@ func (c *Comm) Buffer() Tensor {
 	}
 	shape := [4]int{1, c.cfg.MaxTokens, 1, c.cfg.HiddenDim}
 	if c.cfg.MaxTensors > 1 {
-		shape = [4]int{1, 1, 1, int(c.layout.dataBytes / int64(c.cfg.DType.Size()))}
+		shape = [4]int{1, 1, 1, int(c.layout.DataBytes / int64(c.cfg.DType.Size()))}
 	}
 	return Tensor{Ptr: uintptr(c.buf) + uintptr(c.halfOffset(c.launches)), Shape: shape, DType: c.cfg.DType}
 }

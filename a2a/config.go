@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // MaxWorldSize is the largest number of ranks in one group.
@@ -84,7 +85,7 @@ func (c Config) capacityBytes() int64 {
 	if c.MaxTensors <= 1 {
 		return one
 	}
-	return alignUp(one, outputAlign) * int64(c.MaxTensors)
+	return plan.AlignUp(one, plan.OutputAlign) * int64(c.MaxTensors)
 }
 
 func (c Config) validate() error {
@@ -107,15 +108,15 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: Mover %d unknown: %w", c.Mover, ErrConfig)
 	case c.Transport > TransportAuto:
 		return fmt.Errorf("a2a: Transport %d unknown: %w", c.Transport, ErrConfig)
-	case c.MaxTensors < 0 || c.MaxTensors > maxTensors:
-		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, maxTensors, ErrConfig)
+	case c.MaxTensors < 0 || c.MaxTensors > plan.MaxTensors:
+		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, plan.MaxTensors, ErrConfig)
 	case c.Timeout < 0:
 		return fmt.Errorf("a2a: negative timeout %v: %w", c.Timeout, ErrConfig)
-	case int64(c.MaxTokens) > maxDataBytes/int64(c.HiddenDim)/int64(c.DType.Size()):
-		return fmt.Errorf("a2a: MaxTokens %d * HiddenDim %d overflows the %d-byte limit: %w", c.MaxTokens, c.HiddenDim, int64(maxDataBytes), ErrConfig)
+	case int64(c.MaxTokens) > plan.MaxDataBytes/int64(c.HiddenDim)/int64(c.DType.Size()):
+		return fmt.Errorf("a2a: MaxTokens %d * HiddenDim %d overflows the %d-byte limit: %w", c.MaxTokens, c.HiddenDim, int64(plan.MaxDataBytes), ErrConfig)
 	}
-	if c.capacityBytes() > maxDataBytes {
-		return fmt.Errorf("a2a: buffer of %d bytes is over the %d-byte limit: %w", c.capacityBytes(), int64(maxDataBytes), ErrConfig)
+	if c.capacityBytes() > plan.MaxDataBytes {
+		return fmt.Errorf("a2a: buffer of %d bytes is over the %d-byte limit: %w", c.capacityBytes(), int64(plan.MaxDataBytes), ErrConfig)
 	}
 	return nil
 }

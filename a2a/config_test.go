@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // goodConfig starts from the zero value and sets only what validate needs.
@@ -41,7 +42,7 @@ func TestConfigValidateGood(t *testing.T) {
 		func(c *Config) { c.Mover = MoverCopyEngines },
 		func(c *Config) { c.Transport = TransportNCCL },
 		func(c *Config) { c.Transport = TransportAuto },
-		func(c *Config) { c.MaxTensors = maxTensors },
+		func(c *Config) { c.MaxTensors = plan.MaxTensors },
 		func(c *Config) { c.NumSMs = maxBlocks },
 		func(c *Config) { c.Timeout = time.Nanosecond },
 		func(c *Config) { c.SingleBuffer = true },
@@ -63,7 +64,7 @@ func TestConfigValidateBad(t *testing.T) {
 		{"world 0", func(c *Config) { c.WorldSize, c.Rank = 0, 0 }, ErrConfig},
 		{"mover 3", func(c *Config) { c.Mover = 3 }, ErrConfig},
 		{"transport 3", func(c *Config) { c.Transport = 3 }, ErrConfig},
-		{"max tensors 5", func(c *Config) { c.MaxTensors = maxTensors + 1 }, ErrConfig},
+		{"max tensors 5", func(c *Config) { c.MaxTensors = plan.MaxTensors + 1 }, ErrConfig},
 		{"world 9", func(c *Config) { c.WorldSize, c.Rank = 9, 0 }, ErrConfig},
 		{"world -1", func(c *Config) { c.WorldSize, c.Rank = -1, 0 }, ErrConfig},
 		{"rank -1", func(c *Config) { c.Rank = -1 }, ErrConfig},
@@ -79,7 +80,7 @@ func TestConfigValidateBad(t *testing.T) {
 		{"num sms -1", func(c *Config) { c.NumSMs = -1 }, ErrConfig},
 		{"num sms 1025", func(c *Config) { c.NumSMs = maxBlocks + 1 }, ErrConfig},
 		{"timeout -1ns", func(c *Config) { c.Timeout = -time.Nanosecond }, ErrConfig},
-		{"over maxDataBytes", func(c *Config) { c.MaxTokens, c.HiddenDim, c.DType = 1<<20, 1<<20+1, Float8E4M3 }, ErrConfig},
+		{"over plan.MaxDataBytes", func(c *Config) { c.MaxTokens, c.HiddenDim, c.DType = 1<<20, 1<<20+1, Float8E4M3 }, ErrConfig},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

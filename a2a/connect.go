@@ -61,7 +61,7 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 		t.release()
 		return err
 	}
-	if c.tokens.counts != nil {
+	if c.tokens.Counts != nil {
 		t.setTokens(c.tokens)
 	}
 	c.t, c.connected = t, true
@@ -85,8 +85,8 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
 			return nil, fmt.Errorf("a2a: rank %d has world size %d, this rank %d: %w", i, h.World, c.cfg.WorldSize, ErrHandle)
 		case int(h.ElemBytes) != c.cfg.DType.Size():
 			return nil, fmt.Errorf("a2a: rank %d uses %d-byte elements, this rank %d: %w", i, h.ElemBytes, c.cfg.DType.Size(), ErrHandle)
-		case int64(h.DataBytes) != c.layout.dataBytes:
-			return nil, fmt.Errorf("a2a: rank %d has a %d-byte buffer, this rank %d (MaxTokens*HiddenDim must agree): %w", i, h.DataBytes, c.layout.dataBytes, ErrHandle)
+		case int64(h.DataBytes) != c.layout.DataBytes:
+			return nil, fmt.Errorf("a2a: rank %d has a %d-byte buffer, this rank %d (MaxTokens*HiddenDim must agree): %w", i, h.DataBytes, c.layout.DataBytes, ErrHandle)
 		case h.SingleBuffer != c.cfg.SingleBuffer:
 			return nil, fmt.Errorf("a2a: rank %d has SingleBuffer=%v, this rank %v: %w", i, h.SingleBuffer, c.cfg.SingleBuffer, ErrHandle)
 		}

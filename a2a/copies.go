@@ -6,6 +6,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // The copy-engine mode spreads an operation's copies over side streams so
@@ -67,10 +68,10 @@ func (f *copyFan) releases(ctx *driver.Context) []release {
 }
 
 // planBytes is the bytes that the copies cs move.
-func planBytes(cs []boxCopy) int64 {
+func planBytes(cs []plan.Box) int64 {
 	var n int64
 	for _, c := range cs {
-		n += c.bytes()
+		n += c.Bytes()
 	}
 	return n
 }
@@ -79,15 +80,15 @@ func planBytes(cs []boxCopy) int64 {
 // with a single buffer, every copy of p into the peers' data half
 // ls.half (spread over the side streams, see copyFan), then ulysses_sync
 // (one block: signal, wait, advance the epoch). Allocation-free.
-func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
-	t.args.Active, t.args.Sig = 1, p.sig
+func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
+	t.args.Active, t.args.Sig = 1, p.Sig
 	if t.args.HalfBytes == 0 {
 		if err := t.launch(t.k.start, 1, farewellThreads, ls.stream); err != nil {
 			return err
 		}
 	}
 	ctx := t.dev.ctx
-	fan := t.fan != nil && len(p.copies) > 1 && planBytes(p.copies) >= fanMinBytes
+	fan := t.fan != nil && len(p.Copies) > 1 && planBytes(p.Copies) >= fanMinBytes
 	if fan {
 		if err := ctx.EventRecord(t.fan.fork, ls.stream); err != nil {
 			return api.WrapDriver("forking the copy streams", err)
@@ -95,10 +96,10 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 	}
 	used := 0 // side streams that waited on the fork
 	t.share.gate.RLock()
-	for _, c := range p.copies {
+	for _, c := range p.Copies {
 		s := ls.stream
 		if fan {
-			k := c.peer % len(t.fan.sides)
+			k := c.Peer % len(t.fan.sides)
 			for ; used <= k; used++ {
 				if err := ctx.StreamWaitEvent(t.fan.sides[used], t.fan.fork); err != nil {
 					t.share.gate.RUnlock()
@@ -107,7 +108,7 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 			}
 			s = t.fan.sides[k]
 		}
-		if err := t.copyBox(p.inputs[c.tensor], c, ls.half, s); err != nil {
+		if err := t.copyBox(p.Inputs[c.Tensor], c, ls.half, s); err != nil {
 			t.share.gate.RUnlock()
 			return err
 		}
@@ -125,12 +126,26 @@ func (t *smTransport) enqueueCopies(p opPlan, ls launchSpec) error {
 }
 
 // copyBox enqueues c, from input on s into data half half of its peer.
-func (t *smTransport) copyBox(input uint64, c boxCopy, half uint32, s driver.Stream) error {
+func (t *smTransport) copyBox(input uint64, c plan.Box, half uint32, s driver.Stream) error {
 	at := uint64(half) * t.args.HalfBytes
-	from := driver.DevicePtr(input + uint64(c.src.off))
-	to := driver.DevicePtr(t.args.Data[c.peer] + at + uint64(c.dst.off))
-	if err := copyBoxAsync(t.dev.ctx, to, c.dst, from, c.src, c, s); err != nil {
-		return api.WrapDriver("copying to rank "+strconv.Itoa(c.peer), err)
+	from := driver.DevicePtr(input + uint64(c.Src.Off))
+	to := driver.DevicePtr(t.args.Data[c.Peer] + at + uint64(c.Dst.Off))
+	if err := copyBoxAsync(t.dev.ctx, to, c.Dst, from, c.Src, c, s); err != nil {
+		return api.WrapDriver("copying to rank "+strconv.Itoa(c.Peer), err)
 	}
 	return nil
+}
+
+// copyBoxAsync enqueues on s the copy of box c's shape from src, whose
+// geometry is from, to dst, whose geometry is to: one linear copy when
+// both are contiguous, else one pitched 3D copy. The copy-engine mode
+// and the NCCL transport's packs and unpacks share it.
+func copyBoxAsync(ctx *driver.Context, dst driver.DevicePtr, to plan.BoxSide, src driver.DevicePtr, from plan.BoxSide, c plan.Box, s driver.Stream) error {
+	if c.Contiguous(to) && c.Contiguous(from) {
+		return ctx.MemcpyDtoDAsync(dst, src, uint64(c.Bytes()), s)
+	}
+	return ctx.MemcpyBoxAsync(
+		driver.Box{Ptr: dst, Pitch: uint64(to.Pitch), Height: uint64(to.Height)},
+		driver.Box{Ptr: src, Pitch: uint64(from.Pitch), Height: uint64(from.Height)},
+		uint64(c.Width), uint64(c.Rows), uint64(c.Depth), s)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // UseDriver makes the package open d, or fail with err, instead of the
@@ -49,8 +50,8 @@ func DebugDump(c *Comm, blocks int) string {
 	if c.closed || c.buf == 0 {
 		return "closed\n"
 	}
-	b := make([]byte, c.layout.total-c.layout.signalOff)
-	err := c.dev.ctx.MemcpyDtoHAsync(unsafe.Pointer(&b[0]), c.buf+driver.DevicePtr(c.layout.signalOff), uint64(len(b)), c.stream)
+	b := make([]byte, c.layout.Total-c.layout.SignalOff)
+	err := c.dev.ctx.MemcpyDtoHAsync(unsafe.Pointer(&b[0]), c.buf+driver.DevicePtr(c.layout.SignalOff), uint64(len(b)), c.stream)
 	if err == nil {
 		err = c.dev.ctx.StreamSynchronize(c.stream)
 	}
@@ -58,23 +59,23 @@ func DebugDump(c *Comm, blocks int) string {
 		return "dump: " + err.Error() + "\n"
 	}
 	le := binary.LittleEndian
-	state := c.layout.stateOff - c.layout.signalOff
+	state := c.layout.StateOff - c.layout.SignalOff
 	blocksRun := c.blocks
 	if c.t != nil {
 		blocksRun = c.t.blocks()
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "rank %d launches %d blocks %d epoch %d arrived %d claimed %d bye",
-		c.cfg.Rank, c.launches, blocksRun, le.Uint32(b[state+stateEpochOff:]),
-		le.Uint32(b[state+stateArrivedOff:]), le.Uint32(b[state+stateClaimedOff:]))
+		c.cfg.Rank, c.launches, blocksRun, le.Uint32(b[state+plan.StateEpochOff:]),
+		le.Uint32(b[state+plan.StateArrivedOff:]), le.Uint32(b[state+plan.StateClaimedOff:]))
 	for p := 0; p < c.cfg.WorldSize; p++ {
-		fmt.Fprintf(&sb, " %d", le.Uint32(b[int(signalByeOff)+4*p:]))
+		fmt.Fprintf(&sb, " %d", le.Uint32(b[int(plan.SignalByeOff)+4*p:]))
 	}
 	sb.WriteByte('\n')
 	for blk := 0; blk < min(blocks, blocksRun); blk++ {
 		fmt.Fprintf(&sb, "  block %d end flags:", blk)
 		for p := 0; p < c.cfg.WorldSize; p++ {
-			v := le.Uint64(b[((1*maxBlocks+blk)*MaxWorldSize+p)*flagBytes:])
+			v := le.Uint64(b[((1*maxBlocks+blk)*MaxWorldSize+p)*plan.FlagBytes:])
 			fmt.Fprintf(&sb, " [%d] epoch %d sig %#x", p, uint32(v), uint32(v>>32))
 		}
 		sb.WriteByte('\n')
@@ -311,8 +312,8 @@ func (tk *TestKernels) launch(ts *TestStream, f driver.Function, n int64, a, b, 
 // operation whose largest rank moves at least n bytes, in this process,
 // until tb ends.
 func SetAutoCopyBytes(tb testing.TB, n int64) {
-	autoCopyOverride.Store(n)
-	tb.Cleanup(func() { autoCopyOverride.Store(0) })
+	plan.AutoCopyOverride.Store(n)
+	tb.Cleanup(func() { plan.AutoCopyOverride.Store(0) })
 }
 
 // UseNCCL makes the package open the NCCL at path (nccl.LoadLibrary: a

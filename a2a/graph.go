@@ -172,7 +172,7 @@ type turn struct {
 // replay would otherwise start on the other half than the capture did
 // (CaptureGraph). Called with c's lock held, s ordered after c's work.
 func (c *Comm) takeTurn(s driver.Stream, t turn) error {
-	if c.layout.halfBytes != 0 && (c.launches-t.start)%2 == 1 {
+	if c.layout.HalfBytes != 0 && (c.launches-t.start)%2 == 1 {
 		if err := c.t.pad(launchSpec{stream: s, half: c.halfOf(c.launches + 1)}); err != nil {
 			return c.fail(api.Wrap(err, "aligning the graph's halves"))
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // HandleSize is the length of the bytes Handle returns.
@@ -129,8 +131,8 @@ func decodeHandle(b []byte) (handle, error) {
 		return h, fmt.Errorf("a2a: handle element size %d: %w", h.ElemBytes, ErrHandle)
 	case h.Blocks < 1 || h.Blocks > maxBlocks:
 		return h, fmt.Errorf("a2a: handle asks for %d blocks, not in 1..%d: %w", h.Blocks, maxBlocks, ErrHandle)
-	case h.DataBytes > maxDataBytes:
-		return h, fmt.Errorf("a2a: handle capacity %d over %d: %w", h.DataBytes, int64(maxDataBytes), ErrHandle)
+	case h.DataBytes > plan.MaxDataBytes:
+		return h, fmt.Errorf("a2a: handle capacity %d over %d: %w", h.DataBytes, int64(plan.MaxDataBytes), ErrHandle)
 	}
 	return h, nil
 }

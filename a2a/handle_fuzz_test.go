@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // handleSeeds are the f.Add seeds; testdata/fuzz/FuzzDecodeHandle holds the
@@ -61,7 +62,7 @@ func FuzzDecodeHandle(f *testing.F) {
 			t.Fatalf("decode accepted bytes that encode does not reproduce:\n in  %x\n out %x", b, enc)
 		}
 		if h.World < 1 || h.World > MaxWorldSize || h.Rank >= h.World ||
-			(h.ElemBytes != 1 && h.ElemBytes != 2) || h.Blocks < 1 || h.Blocks > maxBlocks || h.DataBytes > maxDataBytes {
+			(h.ElemBytes != 1 && h.ElemBytes != 2) || h.Blocks < 1 || h.Blocks > maxBlocks || h.DataBytes > plan.MaxDataBytes {
 			t.Fatalf("decode accepted an out-of-range handle: %+v", h)
 		}
 		if len(h.busID()) > len(h.BusID) || bytes.IndexByte([]byte(h.busID()), 0) >= 0 {

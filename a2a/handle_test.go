@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // filledHandle sets every field to a distinct, non-zero value.
@@ -54,7 +55,7 @@ func TestHandleRoundTrip(t *testing.T) {
 		func(h *handle) { h.Blocks = 1 },
 		func(h *handle) { h.Blocks = maxBlocks },
 		func(h *handle) { h.DataBytes = 0 },
-		func(h *handle) { h.DataBytes = maxDataBytes },
+		func(h *handle) { h.DataBytes = plan.MaxDataBytes },
 		func(h *handle) { h.Pid, h.Nonce, h.DevPtr = 0, 0, 0 },
 		func(h *handle) { h.BusID, h.IPC = [16]byte{}, [64]byte{} },
 		func(h *handle) { h.SingleBuffer = false },
@@ -186,7 +187,7 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"elem bytes 4", fromHandle(func(h *handle) { h.ElemBytes = 4 })},
 		{"blocks 0", fromHandle(func(h *handle) { h.Blocks = 0 })},
 		{"blocks 1025", fromHandle(func(h *handle) { h.Blocks = maxBlocks + 1 })},
-		{"data bytes over limit", fromHandle(func(h *handle) { h.DataBytes = maxDataBytes + 1 })},
+		{"data bytes over limit", fromHandle(func(h *handle) { h.DataBytes = plan.MaxDataBytes + 1 })},
 		{"data bytes 2^64-1", fromHandle(func(h *handle) { h.DataBytes = ^uint64(0) })},
 		{"transport 3", fromHandle(func(h *handle) { h.Transport = TransportAuto + 1 })},
 		{"reach 16", patch(func(b []byte) { b[145] = maxReach + 1 })},

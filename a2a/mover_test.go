@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -12,7 +13,7 @@ import (
 // kept, and MoverAuto takes the copy engines only in one process and
 // from autoCopyBytes on, for the operations where they were faster.
 func TestMoverFor(t *testing.T) {
-	big := autoCopyBytes(ptx.OpSendRecvHeads)
+	big := plan.AutoCopyBytes(ptx.OpSendRecvHeads)
 	assert.Positive(t, big)
 	cases := []struct {
 		mover      Mover

@@ -9,6 +9,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // ncclTransport moves the bytes of the copy plans (copyplan.go) with
@@ -30,7 +31,7 @@ type ncclTransport struct {
 
 	rank, world int
 	buf         driver.DevicePtr // the Comm's buffer
-	layout      bufferLayout
+	layout      plan.Layout
 	timeout     atomic.Int64 // nanoseconds
 
 	// stage is 2*stageBytes of device memory: the send region, then the
@@ -60,7 +61,7 @@ const (
 // connect joins the communicator.
 func newNCCLTransport(c *Comm, lib *nccl.Library, id NCCLID) *ncclTransport {
 	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, vecs: c.share.kernels[c.cfg.DType.Size()].widths, lib: lib, id: nccl.UniqueID(id),
-		rank: c.cfg.Rank, world: c.cfg.WorldSize, buf: c.buf, layout: c.layout, stageBytes: c.layout.dataBytes}
+		rank: c.cfg.Rank, world: c.cfg.WorldSize, buf: c.buf, layout: c.layout, stageBytes: c.layout.DataBytes}
 	t.timeout.Store(int64(c.cfg.timeout()))
 	return t
 }
@@ -96,7 +97,7 @@ func (t *ncclTransport) connect(hs []handle) error {
 
 // setTokens has nothing to carry: planBoxes plans each operation with the
 // Comm's counts.
-func (t *ncclTransport) setTokens(tokenSet) {}
+func (t *ncclTransport) setTokens(plan.Tokens) {}
 
 func (t *ncclTransport) setTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
 
@@ -113,7 +114,7 @@ func (t *ncclTransport) kind() Transport { return TransportNCCL }
 func (t *ncclTransport) blocks() int { return 0 }
 
 // planMover plans the boxes every rank sends and receives (planBoxes).
-func (t *ncclTransport) planMover(p opPlan, r request, ts tokenSet, _ bool) (opPlan, error) {
+func (t *ncclTransport) planMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
 	err := t.planBoxes(r, &p, ts)
 	return p, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -17,11 +18,11 @@ import (
 // the packs of staged sends, one NCCL group of sends and receives, and
 // the unpacks of staged receives. It waits only for NCCL to have set up
 // the previous group (settle), never for a peer's data.
-func (t *ncclTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error {
+func (t *ncclTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) error {
 	if ls.captured {
 		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, ErrNotSupported)
 	}
-	half := t.buf + driver.DevicePtr(int64(ls.half)*t.layout.halfBytes)
+	half := t.buf + driver.DevicePtr(int64(ls.half)*t.layout.HalfBytes)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	err := t.dev.ctx.Do(func() error {
@@ -29,7 +30,7 @@ func (t *ncclTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) er
 			return err
 		}
 		for _, o := range t.plan.own {
-			if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(o.box.dst.off), o.box.dst, driver.DevicePtr(o.input+uint64(o.box.src.off)), o.box.src, o.box, ls.stream); err != nil {
+			if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.stream); err != nil {
 				return api.WrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
 			}
 		}
@@ -56,8 +57,8 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 			continue
 		}
 		c := x.box
-		packed := boxSide{pitch: c.width, height: c.rows}
-		if err := copyBoxAsync(t.dev.ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.src.off)), c.src, c, s); err != nil {
+		packed := plan.BoxSide{Pitch: c.Width, Height: c.Rows}
+		if err := copyBoxAsync(t.dev.ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.Src.Off)), c.Src, c, s); err != nil {
 			return api.WrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -71,8 +72,8 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 			continue
 		}
 		c := x.box
-		packed := boxSide{pitch: c.width, height: c.rows}
-		if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(c.dst.off), c.dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
+		packed := plan.BoxSide{Pitch: c.Width, Height: c.Rows}
+		if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(c.Dst.Off), c.Dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
 			return api.WrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -95,11 +96,11 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		if x.round != round || err != nil {
 			continue
 		}
-		from := uintptr(x.input) + uintptr(x.box.src.off)
+		from := uintptr(x.input) + uintptr(x.box.Src.Off)
 		if x.stage >= 0 {
 			from = uintptr(sendStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Send(from, uint64(x.box.bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = t.comm.Send(from, uint64(x.box.Bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
 			err = api.WrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -107,11 +108,11 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		if x.round != round || err != nil {
 			continue
 		}
-		into := uintptr(half) + uintptr(x.box.dst.off)
+		into := uintptr(half) + uintptr(x.box.Dst.Off)
 		if x.stage >= 0 {
 			into = uintptr(recvStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Recv(into, uint64(x.box.bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = t.comm.Recv(into, uint64(x.box.Bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
 			err = api.WrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
 		}
 	}

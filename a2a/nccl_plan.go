@@ -1,12 +1,16 @@
 package a2a
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/plan"
+)
 
 // ncclXfer is one send or receive of an operation over NCCL: a box of
 // copyPlan, the peer, the round (one NCCL group each) and where it is
 // staged, -1 when it goes straight from the input or into the data half.
 type ncclXfer struct {
-	box   boxCopy
+	box   plan.Box
 	peer  int
 	round int
 	stage int64 // offset in the send or the receive region of the staging area
@@ -20,7 +24,7 @@ type ncclPlan struct {
 	own          []ncclXfer
 	sends, recvs []ncclXfer
 	rounds       int
-	scratch      []boxCopy
+	scratch      []plan.Box
 }
 
 // planBoxes plans r's transfers (planMover calls it instead of making the
@@ -37,27 +41,27 @@ type ncclPlan struct {
 // disjoint parts of this rank's output, so they fit in one region too.
 // Its refusals are invariant checks: no operation that planning let
 // through reaches them.
-func (t *ncclTransport) planBoxes(r request, p *opPlan, ts tokenSet) error {
+func (t *ncclTransport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
-	for k := range r.n {
-		p.inputs[k] = uint64(r.xs[k].Ptr)
+	for k := range r.N {
+		p.Inputs[k] = uint64(r.Xs[k].Ptr)
 	}
-	elem := int64(r.xs[0].DType.Size())
+	elem := int64(r.Xs[0].DType.Size())
 	var recvUsed int64
 	for q := range t.world {
-		pl.scratch = copyPlan(pl.scratch[:0], r, *p, q, t.world, ts, elem)
+		pl.scratch = plan.Boxes(pl.scratch[:0], r, *p, q, t.world, ts, elem)
 		round, used := 0, int64(0)
 		for _, c := range pl.scratch {
-			if c.peer == q {
+			if c.Peer == q {
 				if q == t.rank {
-					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: p.inputs[c.tensor]})
+					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: p.Inputs[c.Tensor]})
 				}
 				continue
 			}
-			n := c.bytes()
+			n := c.Bytes()
 			if n > t.stageBytes {
-				return fmt.Errorf("a2a: a box of %d bytes from rank %d to %d is over the %d-byte staging region: %w", n, q, c.peer, t.stageBytes, ErrCapacity)
+				return fmt.Errorf("a2a: a box of %d bytes from rank %d to %d is over the %d-byte staging region: %w", n, q, c.Peer, t.stageBytes, ErrCapacity)
 			}
 			if used+n > t.stageBytes {
 				round, used = round+1, 0
@@ -65,14 +69,14 @@ func (t *ncclTransport) planBoxes(r request, p *opPlan, ts tokenSet) error {
 			x := ncclXfer{box: c, round: round, stage: -1}
 			switch {
 			case q == t.rank:
-				x.peer, x.input = c.peer, p.inputs[c.tensor]
-				if !c.contiguous(c.src) {
+				x.peer, x.input = c.Peer, p.Inputs[c.Tensor]
+				if !c.Contiguous(c.Src) {
 					x.stage = used
 				}
 				pl.sends = append(pl.sends, x)
-			case c.peer == t.rank:
+			case c.Peer == t.rank:
 				x.peer = q
-				if !c.contiguous(c.dst) {
+				if !c.Contiguous(c.Dst) {
 					if recvUsed+n > t.stageBytes {
 						return fmt.Errorf("a2a: %d bytes to unpack, over the %d-byte staging region: %w", recvUsed+n, t.stageBytes, ErrCapacity)
 					}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -26,13 +27,13 @@ type ops struct {
 // heads and strided inputs take the general kernels, which do a little
 // more arithmetic per vector.
 func (o ops) SendRecvHeads(x Tensor) (Tensor, error) {
-	return o.c.run(single(ptx.OpSendRecvHeads, x), nil, nil, o.s)
+	return o.c.run(plan.Single(ptx.OpSendRecvHeads, x), nil, nil, o.s)
 }
 
 // SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
 // the cost of one device-local copy out of the Comm's buffer.
 func (o ops) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := o.c.run(single(ptx.OpSendRecvHeads, x), []Tensor{dst}, nil, o.s)
+	_, err := o.c.run(plan.Single(ptx.OpSendRecvHeads, x), []Tensor{dst}, nil, o.s)
 	return err
 }
 
@@ -45,13 +46,13 @@ func (o ops) SendRecvHeadsInto(dst, x Tensor) error {
 // keeps the two apart); with Config.SingleBuffer it must not lie in the
 // Comm's buffer.
 func (o ops) GatherHeads(x Tensor) (Tensor, error) {
-	return o.c.run(single(ptx.OpGatherHeads, x), nil, nil, o.s)
+	return o.c.run(plan.Single(ptx.OpGatherHeads, x), nil, nil, o.s)
 }
 
 // GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
 // cost of one device-local copy.
 func (o ops) GatherHeadsInto(dst, x Tensor) error {
-	_, err := o.c.run(single(ptx.OpGatherHeads, x), []Tensor{dst}, nil, o.s)
+	_, err := o.c.run(plan.Single(ptx.OpGatherHeads, x), []Tensor{dst}, nil, o.s)
 	return err
 }
 
@@ -59,13 +60,13 @@ func (o ops) GatherHeadsInto(dst, x Tensor) error {
 // result is [B, T, H, D], the same on every rank. Asynchronous, returning a
 // view valid until the next operation.
 func (o ops) AllGather(x Tensor) (Tensor, error) {
-	return o.c.run(single(ptx.OpAllGather, x), nil, nil, o.s)
+	return o.c.run(plan.Single(ptx.OpAllGather, x), nil, nil, o.s)
 }
 
 // AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
 // one device-local copy.
 func (o ops) AllGatherInto(dst, x Tensor) error {
-	_, err := o.c.run(single(ptx.OpAllGather, x), []Tensor{dst}, nil, o.s)
+	_, err := o.c.run(plan.Single(ptx.OpAllGather, x), []Tensor{dst}, nil, o.s)
 	return err
 }
 
@@ -105,16 +106,16 @@ func (o ops) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
 // world size); the result, the same on every rank, is [B, T, H, D]. One
 // launch, a view valid until the next operation, like AllGather.
 func (o ops) HeadAllGather(heads int, x Tensor) (Tensor, error) {
-	r := single(ptx.OpHeadAllGather, x)
-	r.heads = heads
+	r := plan.Single(ptx.OpHeadAllGather, x)
+	r.Heads = heads
 	return o.c.run(r, nil, nil, o.s)
 }
 
 // HeadAllGatherInto is HeadAllGather writing into dst, at the cost of one
 // device-local copy.
 func (o ops) HeadAllGatherInto(heads int, dst, x Tensor) error {
-	r := single(ptx.OpHeadAllGather, x)
-	r.heads = heads
+	r := plan.Single(ptx.OpHeadAllGather, x)
+	r.Heads = heads
 	_, err := o.c.run(r, []Tensor{dst}, nil, o.s)
 	return err
 }
@@ -127,9 +128,9 @@ const ownStream = driver.Stream(^uintptr(0))
 // nothing is enqueued on any error. With dsts (one per input) it copies
 // each output there, else it stores each output's view in views (when
 // given) and returns the first.
-func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, error) {
+func (c *Comm) run(r plan.Request, dsts, views []Tensor, s driver.Stream) (Tensor, error) {
 	if c == nil { // a zero Comm or StreamOps, not made by New or On
-		return Tensor{}, fmt.Errorf("a2a: %s on a Comm that New did not make: %w", r.op, ErrNotConnected)
+		return Tensor{}, fmt.Errorf("a2a: %s on a Comm that New did not make: %w", r.Op, ErrNotConnected)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,7 +140,7 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	if s == ownStream {
 		s = c.stream
 	}
-	if c.tokens.counts == nil {
+	if c.tokens.Counts == nil {
 		return Tensor{}, api.Prefixed(ErrTokensNotSet)
 	}
 	captured, err := c.capturing(s)
@@ -147,12 +148,12 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 		return Tensor{}, err
 	}
 	if c.inCapture && !captured {
-		return Tensor{}, fmt.Errorf("a2a: %s on stream %#x while CaptureGraph records this Comm: %w", r.op, uintptr(s), ErrConfig)
+		return Tensor{}, fmt.Errorf("a2a: %s on stream %#x while CaptureGraph records this Comm: %w", r.Op, uintptr(s), ErrConfig)
 	}
 	planned := r
 	if captured {
 		if dsts != nil {
-			return Tensor{}, fmt.Errorf("a2a: %s: the Into forms cannot be captured (their copy would keep the capture's size): read the view: %w", r.op, ErrNotSupported)
+			return Tensor{}, fmt.Errorf("a2a: %s: the Into forms cannot be captured (their copy would keep the capture's size): read the view: %w", r.Op, ErrNotSupported)
 		}
 		if planned, err = c.withTokens(r, c.tokens); err != nil {
 			return Tensor{}, err
@@ -176,12 +177,12 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 	if err := c.orderBefore(s); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
-	if err := c.t.enqueue(r.op, p, planned.xs[0], launchSpec{stream: s, half: half}); err != nil {
+	if err := c.t.enqueue(r.Op, p, planned.Xs[0], launchSpec{stream: s, half: half}); err != nil {
 		return Tensor{}, c.fail(err)
 	}
 	c.launches++
 	for k := range dsts {
-		if err := c.copyOut(dsts[k], out+driver.DevicePtr(int64(k)*p.region), p, s); err != nil {
+		if err := c.copyOut(dsts[k], out+driver.DevicePtr(int64(k)*p.Region), p, s); err != nil {
 			return Tensor{}, c.fail(api.WrapDriver("copying the output", err))
 		}
 	}
@@ -193,35 +194,35 @@ func (c *Comm) run(r request, dsts, views []Tensor, s driver.Stream) (Tensor, er
 
 // copyOut copies the output at from (p.out, contiguous) into dst on s: one
 // copy, row by row when dst has a token stride.
-func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p opPlan, s driver.Stream) error {
-	if p.outBytes == 0 {
+func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p plan.Plan, s driver.Stream) error {
+	if p.OutBytes == 0 {
 		return nil
 	}
 	if !api.Strided(dst) {
-		return c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), from, uint64(p.outBytes), s)
+		return c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), from, uint64(p.OutBytes), s)
 	}
 	es := int64(c.cfg.DType.Size())
-	row := int64(p.out[2]) * int64(p.out[3]) * es
-	rows := int64(p.out[0]) * int64(p.out[1])
+	row := int64(p.Out[2]) * int64(p.Out[3]) * es
+	rows := int64(p.Out[0]) * int64(p.Out[1])
 	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(api.RowElems(dst)*es), from, uint64(row), uint64(row), uint64(rows), s)
 }
 
 // plan plans r under the token counts ts: the plain entries when they
 // can run it, else the general ones.
-func (c *Comm) plan(r request, ts tokenSet) (opPlan, error) {
-	if r.general(c.cfg.WorldSize) {
-		return planGeneral(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.dataBytes, c.t.widths())
+func (c *Comm) plan(r plan.Request, ts plan.Tokens) (plan.Plan, error) {
+	if r.NeedsGeneral(c.cfg.WorldSize) {
+		return plan.General(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.widths())
 	}
-	return planOp(r.op, r.xs[0], c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.dataBytes, c.t.widths())
+	return plan.Plain(r.Op, r.Xs[0], c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.widths())
 }
 
 // outputViews stores the view of each tensor's output (at out, region
 // bytes apart) in views, when given, and returns the first.
-func outputViews(p opPlan, out driver.DevicePtr, dt DType, views []Tensor) Tensor {
-	first := Tensor{Ptr: uintptr(out), Shape: p.out, DType: dt}
-	for k := range min(len(views), max(p.tensors, 1)) {
+func outputViews(p plan.Plan, out driver.DevicePtr, dt DType, views []Tensor) Tensor {
+	first := Tensor{Ptr: uintptr(out), Shape: p.Out, DType: dt}
+	for k := range min(len(views), max(p.Tensors, 1)) {
 		views[k] = first
-		views[k].Ptr += uintptr(int64(k) * p.region)
+		views[k].Ptr += uintptr(int64(k) * p.Region)
 	}
 	return first
 }
@@ -230,49 +231,41 @@ func outputViews(p opPlan, out driver.DevicePtr, dt DType, views []Tensor) Tenso
 // the signals and state after the data), output slices of the wrong
 // length, and an Into output that is not a tensor of the output's shape
 // (a token stride allowed) outside the Comm's buffer.
-func (c *Comm) checkPlacement(r request, dsts, views []Tensor, p opPlan, out driver.DevicePtr) error {
-	for k := range r.n {
-		x := r.xs[k]
-		if overlaps(x.Ptr, api.Span(x), uintptr(out), c.layout.dataBytes) ||
-			overlaps(x.Ptr, api.Span(x), uintptr(c.buf)+uintptr(c.layout.signalOff), c.layout.total-c.layout.signalOff) {
-			return fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", r.op, x, ErrAliased)
+func (c *Comm) checkPlacement(r plan.Request, dsts, views []Tensor, p plan.Plan, out driver.DevicePtr) error {
+	for k := range r.N {
+		x := r.Xs[k]
+		if plan.Overlaps(x.Ptr, api.Span(x), uintptr(out), c.layout.DataBytes) ||
+			plan.Overlaps(x.Ptr, api.Span(x), uintptr(c.buf)+uintptr(c.layout.SignalOff), c.layout.Total-c.layout.SignalOff) {
+			return fmt.Errorf("a2a: %s input %v lies in the part of the Comm's buffer that peers write during the operation: %w", r.Op, x, ErrAliased)
 		}
 	}
-	if views != nil && len(views) != r.n {
-		return fmt.Errorf("a2a: %s of %d tensors given %d views to fill: %w", r.op, r.n, len(views), ErrShape)
+	if views != nil && len(views) != r.N {
+		return fmt.Errorf("a2a: %s of %d tensors given %d views to fill: %w", r.Op, r.N, len(views), ErrShape)
 	}
 	if dsts == nil {
 		return nil
 	}
-	if len(dsts) != r.n {
-		return fmt.Errorf("a2a: %s of %d tensors given %d outputs: %w", r.op, r.n, len(dsts), ErrShape)
+	if len(dsts) != r.N {
+		return fmt.Errorf("a2a: %s of %d tensors given %d outputs: %w", r.Op, r.N, len(dsts), ErrShape)
 	}
 	for k, dst := range dsts {
-		if err := api.CheckTensor("output", dst, c.cfg.DType, p.out); err != nil {
-			return api.Wrap(err, "%s output %d", r.op, k)
+		if err := api.CheckTensor("output", dst, c.cfg.DType, p.Out); err != nil {
+			return api.Wrap(err, "%s output %d", r.Op, k)
 		}
-		if api.Strided(dst) && api.RowElems(dst)*int64(c.cfg.DType.Size()) > maxPitch {
-			return fmt.Errorf("a2a: %s output %v: token stride over the %d-byte copy pitch: %w", r.op, dst, int64(maxPitch), ErrNotSupported)
+		if api.Strided(dst) && api.RowElems(dst)*int64(c.cfg.DType.Size()) > plan.MaxPitch {
+			return fmt.Errorf("a2a: %s output %v: token stride over the %d-byte copy pitch: %w", r.Op, dst, int64(plan.MaxPitch), ErrNotSupported)
 		}
-		if overlaps(dst.Ptr, api.Span(dst), uintptr(c.buf), c.layout.total) {
-			return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", r.op, dst, ErrAliased)
+		if plan.Overlaps(dst.Ptr, api.Span(dst), uintptr(c.buf), c.layout.Total) {
+			return fmt.Errorf("a2a: %s output %v lies in the Comm's buffer: %w", r.Op, dst, ErrAliased)
 		}
 	}
 	return nil
 }
 
-// overlaps reports whether [ptr, ptr+n) meets [lo, lo+size).
-func overlaps(ptr uintptr, n int64, lo uintptr, size int64) bool {
-	if n <= 0 || size <= 0 {
-		return false
-	}
-	return uint64(ptr) < uint64(lo)+uint64(size) && uint64(ptr)+uint64(n) > uint64(lo)
-}
-
 // halfOf is the data half operation number epoch writes: halves
 // alternate; with a single half it is always 0.
 func (c *Comm) halfOf(epoch uint64) uint32 {
-	if c.layout.halfBytes == 0 {
+	if c.layout.HalfBytes == 0 {
 		return 0
 	}
 	return uint32(epoch & 1)
@@ -280,5 +273,5 @@ func (c *Comm) halfOf(epoch uint64) uint32 {
 
 // halfOffset is where operation number epoch writes its output.
 func (c *Comm) halfOffset(epoch uint64) int64 {
-	return int64(c.halfOf(epoch)) * c.layout.halfBytes
+	return int64(c.halfOf(epoch)) * c.layout.HalfBytes
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -321,7 +322,7 @@ func (s *deviceShare) runGraveyard() []error {
 // commsTouching returns the live Comms, on any device, whose buffer
 // overlaps [ptr, ptr+n).
 func commsTouching(ptr uintptr, n int64) []*Comm {
-	return liveComms(func(c *Comm) bool { return overlaps(ptr, n, uintptr(c.buf), c.layout.total) })
+	return liveComms(func(c *Comm) bool { return plan.Overlaps(ptr, n, uintptr(c.buf), c.layout.Total) })
 }
 
 // liveComms returns the live Comms of the process, on any device, for which

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -29,7 +30,7 @@ type smTransport struct {
 	peers  ipcPeers
 
 	buf        driver.DevicePtr
-	layout     bufferLayout
+	layout     plan.Layout
 	statusHost unsafe.Pointer // *statusWord in pinned host memory
 	// The live token table: staged in pinned host memory, copied into the
 	// buffer (liveDev) when captured operations need it.
@@ -45,9 +46,9 @@ type smTransport struct {
 
 	// The copy-engine mode's choice and scratch.
 	mover      Mover
-	oneProcess bool      // every rank of the group is in this process (MoverAuto), from connect
-	es         int64     // element bytes
-	copies     []boxCopy // the last plan's boxes (opPlan.copies)
+	oneProcess bool       // every rank of the group is in this process (MoverAuto), from connect
+	es         int64      // element bytes
+	copies     []plan.Box // the last plan's boxes (opPlan.copies)
 
 	abortedByClose bool // who set the abort word, for the error
 }
@@ -56,7 +57,7 @@ type smTransport struct {
 // layout l, on stream, running blocks blocks (its wish: connect takes the
 // group's least): it allocates the status word and the staging of the
 // live token table (pinned host memory, which waits for nothing).
-func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l bufferLayout, cfg Config, blocks int) (*smTransport, error) {
+func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l plan.Layout, cfg Config, blocks int) (*smTransport, error) {
 	t := &smTransport{dev: dev, share: share, stream: stream, k: share.kernels[cfg.DType.Size()],
 		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l, nblocks: blocks,
 		mover: cfg.Mover, es: int64(cfg.DType.Size())}
@@ -71,7 +72,7 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 		return nil, api.WrapDriver("allocating the token table", err)
 	}
 	*(*liveTable)(t.liveHost) = liveTable{}
-	t.liveDev = buf + driver.DevicePtr(l.stateOff+liveOff)
+	t.liveDev = buf + driver.DevicePtr(l.StateOff+plan.LiveOff)
 	if cfg.Mover != MoverKernels {
 		fan, err := newCopyFan(dev.ctx, cfg.WorldSize)
 		t.fan = fan
@@ -82,11 +83,11 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 	}
 	t.args.Rank = uint32(cfg.Rank)
 	t.args.World = uint32(cfg.WorldSize)
-	t.args.State = uint64(buf) + uint64(l.stateOff)
+	t.args.State = uint64(buf) + uint64(l.StateOff)
 	t.args.Status = uint64(status)
 	t.args.TimeoutNs = uint64(cfg.timeout().Nanoseconds())
-	t.args.HalfBytes = uint64(l.halfBytes)
-	t.args.Capacity = uint64(l.dataBytes)
+	t.args.HalfBytes = uint64(l.HalfBytes)
+	t.args.Capacity = uint64(l.DataBytes)
 	t.params[0] = unsafe.Pointer(&t.args)
 	return t, nil
 }
@@ -95,18 +96,18 @@ func (t *smTransport) connect(hs []handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
 	}
-	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf, t.layout.signalOff+signalAreaBytes); err != nil {
+	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf, t.layout.SignalOff+plan.SignalAreaBytes); err != nil {
 		return err
 	}
 	t.sharers = mostOnOneGPU(hs)
 	t.oneProcess = true
 	for i, h := range hs {
 		t.args.Data[i] = uint64(t.peers.m[i].ptr)
-		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.signalOff)
+		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.SignalOff)
 		t.nblocks = min(t.nblocks, int(h.Blocks))
 		t.oneProcess = t.oneProcess && fromThisProcess(h)
 	}
-	t.threads = threadsFor(t.nblocks, t.dev.info.SMs)
+	t.threads = plan.ThreadsFor(t.nblocks, t.dev.info.SMs)
 	return nil
 }
 
@@ -117,16 +118,16 @@ func (t *smTransport) blocks() int { return t.nblocks }
 // planMover adds the copy-engine mode's part to p when the copy engines
 // move it (moverFor): the copies into the scratch, every input's address,
 // the mover in the signature. The kernels need nothing more.
-func (t *smTransport) planMover(p opPlan, r request, ts tokenSet, captured bool) (opPlan, error) {
-	if t.moverFor(r.op, p.groupBytes, captured) != MoverCopyEngines {
+func (t *smTransport) planMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
+	if t.moverFor(r.Op, p.GroupBytes, captured) != MoverCopyEngines {
 		return p, nil
 	}
-	t.copies = copyPlan(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, t.es)
-	p.byCopies, p.copies = true, t.copies
-	for k := range r.n {
-		p.inputs[k] = uint64(r.xs[k].Ptr)
+	t.copies = plan.Boxes(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, t.es)
+	p.ByCopies, p.Copies = true, t.copies
+	for k := range r.N {
+		p.Inputs[k] = uint64(r.Xs[k].Ptr)
 	}
-	p.sig = moverSignature(p.sig, MoverCopyEngines)
+	p.Sig = plan.MoverSignature(p.Sig, MoverCopyEngines)
 	return p, nil
 }
 
@@ -156,17 +157,17 @@ func mostOnOneGPU(hs []handle) int {
 
 // setTokens puts the counts in the argument of later launches and stages
 // them for the live table (refreshCaptured).
-func (t *smTransport) setTokens(ts tokenSet) {
+func (t *smTransport) setTokens(ts plan.Tokens) {
 	t.args.Tokens = [MaxWorldSize]int32{}
 	t.args.Prefix = [MaxWorldSize + 1]int32{}
-	for i, n := range ts.counts {
+	for i, n := range ts.Counts {
 		t.args.Tokens[i] = int32(n)
 	}
-	for i, n := range ts.prefix {
+	for i, n := range ts.Prefix {
 		t.args.Prefix[i] = int32(n)
 	}
 	live := (*liveTable)(t.liveHost)
-	live.Tokens, live.Prefix, live.TokenHash = t.args.Tokens, t.args.Prefix, ts.hash
+	live.Tokens, live.Prefix, live.TokenHash = t.args.Tokens, t.args.Prefix, ts.Hash
 	t.liveFresh = false
 }
 
@@ -195,46 +196,46 @@ func (t *smTransport) widths() []int { return t.k.widths }
 // a single buffer) on ls.stream. A captured one reads the token counts
 // from the live table when it runs, and computes its active blocks and
 // signature from them. Allocation-free.
-func (t *smTransport) enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error {
+func (t *smTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) error {
 	t.args.Input = uint64(x.Ptr)
 	t.args.Batch = uint32(x.Shape[0])
-	t.args.Units = uint32(p.chunk / int64(p.width))
+	t.args.Units = uint32(p.Chunk / int64(p.Width))
 	t.args.Half = ls.half
 	t.args.Live, t.args.GroupRow = 0, 0
 	spread := int64(1)
-	if p.spread {
-		spread = spreadFor(t.sharers)
+	if p.Spread {
+		spread = plan.SpreadFor(t.sharers)
 	}
-	t.args.Active = uint32(activeBlocks(p.groupBytes*spread, t.nblocks))
-	t.args.Sig = p.sig
+	t.args.Active = uint32(plan.ActiveBlocks(p.GroupBytes*spread, t.nblocks))
+	t.args.Sig = p.Sig
 	if ls.captured {
-		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.groupRow*spread)
-		t.args.Active, t.args.Sig = 0, p.shapeSig
+		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.GroupRow*spread)
+		t.args.Active, t.args.Sig = 0, p.ShapeSig
 	}
-	if p.byCopies {
+	if p.ByCopies {
 		return t.enqueueCopies(p, ls)
 	}
-	if p.general {
+	if p.General {
 		t.setGeneral(p)
-		return t.launchOp(t.k.general[op][p.width], ls.stream)
+		return t.launchOp(t.k.general[op][p.Width], ls.stream)
 	}
 	if ls.captured {
-		return t.launchOp(t.k.captured[op][p.width], ls.stream)
+		return t.launchOp(t.k.captured[op][p.Width], ls.stream)
 	}
-	return t.launchOp(t.k.ops[op][p.width], ls.stream)
+	return t.launchOp(t.k.ops[op][p.Width], ls.stream)
 }
 
 // setGeneral fills in the general entries' part of the argument.
-func (t *smTransport) setGeneral(p opPlan) {
-	t.args.Units = uint32(p.units)
-	t.args.Inputs = p.inputs
-	t.args.Region = uint64(p.region)
-	t.args.Heads = p.heads
-	t.args.Tensors = uint32(p.tensors)
-	t.args.HeadUnits = uint32(p.headUnits)
-	t.args.InRow = uint32(p.inRow)
+func (t *smTransport) setGeneral(p plan.Plan) {
+	t.args.Units = uint32(p.Units)
+	t.args.Inputs = p.Inputs
+	t.args.Region = uint64(p.Region)
+	t.args.Heads = p.Heads
+	t.args.Tensors = uint32(p.Tensors)
+	t.args.HeadUnits = uint32(p.HeadUnits)
+	t.args.InRow = uint32(p.InRow)
 	t.args.WalkTotal = 0
-	if p.walkTotal {
+	if p.WalkTotal {
 		t.args.WalkTotal = 1
 	}
 }
@@ -263,7 +264,7 @@ func (t *smTransport) pad(ls launchSpec) error {
 	narrowest := t.k.widths[len(t.k.widths)-1]
 	t.args.Input, t.args.Batch, t.args.Units = 0, 0, 1
 	t.args.Half, t.args.Live, t.args.GroupRow = ls.half, 0, 0
-	t.args.Active, t.args.Sig = 1, padSignature
+	t.args.Active, t.args.Sig = 1, plan.PadSignature
 	return t.launchOp(t.k.ops[ptx.OpAllGather][narrowest], ls.stream)
 }
 

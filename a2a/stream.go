@@ -5,6 +5,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -40,11 +41,11 @@ func (c *Comm) On(s Stream) StreamOps { return StreamOps{ops{c: c, s: driver.Str
 
 // runPacked runs op on the tensors xs: into dsts, or with views filled.
 func (o ops) runPacked(op ptx.Op, heads int, dsts, views, xs []Tensor) error {
-	if len(xs) < 1 || len(xs) > maxTensors {
-		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", op, len(xs), maxTensors, ErrShape)
+	if len(xs) < 1 || len(xs) > plan.MaxTensors {
+		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", op, len(xs), plan.MaxTensors, ErrShape)
 	}
-	r := request{op: op, n: len(xs), heads: heads}
-	copy(r.xs[:], xs)
+	r := plan.Request{Op: op, N: len(xs), Heads: heads}
+	copy(r.Xs[:], xs)
 	if dsts == nil && views == nil {
 		return fmt.Errorf("a2a: %s: no views or outputs to fill: %w", op, ErrShape)
 	}

@@ -1,10 +1,6 @@
 package a2a
 
-import "fmt"
-
-// maxTotalTokens bounds the tokens of a group: the kernels index tokens
-// with 32-bit counts.
-const maxTotalTokens = 1 << 30
+import "github.com/ulysses-go/ulysses/internal/plan"
 
 // SetRankTokens sets the number of tokens each rank holds (uneven counts and
 // zeros allowed; no padding) for the operations enqueued after it, and for
@@ -19,10 +15,10 @@ func (c *Comm) SetRankTokens(counts []int) error {
 	if err := c.usable(false); err != nil {
 		return err
 	}
-	if err := checkTokenCounts(counts, c.cfg.WorldSize); err != nil {
+	if err := plan.CheckTokenCounts(counts, c.cfg.WorldSize); err != nil {
 		return err
 	}
-	ts := newTokenSet(counts)
+	ts := plan.NewTokens(counts)
 	if err := c.checkCaptured(ts); err != nil {
 		return err
 	}
@@ -37,49 +33,4 @@ func (c *Comm) SetRankTokens(counts []int) error {
 		}
 	}
 	return nil
-}
-
-// checkTokenCounts validates SetRankTokens' counts for a group of world
-// ranks. Each count is bounded before it is added, so the sum cannot wrap.
-func checkTokenCounts(counts []int, world int) error {
-	if len(counts) != world {
-		return fmt.Errorf("a2a: %d token counts for world size %d: %w", len(counts), world, ErrTokens)
-	}
-	var total int64
-	for r, n := range counts {
-		if n < 0 || n > maxTotalTokens {
-			return fmt.Errorf("a2a: rank %d has %d tokens, not in 0..2^30: %w", r, n, ErrTokens)
-		}
-		if total += int64(n); total > maxTotalTokens {
-			return fmt.Errorf("a2a: over 2^30 tokens in all (%d by rank %d): %w", total, r, ErrTokens)
-		}
-	}
-	return nil
-}
-
-// tokenSet is the per-rank token counts given to SetRankTokens.
-type tokenSet struct {
-	counts []int
-	prefix []int  // len(counts)+1
-	hash   uint32 // of the counts: part of every operation's signature
-}
-
-func newTokenSet(counts []int) tokenSet {
-	ts := tokenSet{counts: append([]int(nil), counts...), prefix: make([]int, len(counts)+1), hash: fnvOffset}
-	for i, c := range counts {
-		ts.prefix[i+1] = ts.prefix[i] + c
-		ts.hash = fnvAdd(ts.hash, uint64(c))
-	}
-	return ts
-}
-
-func (ts tokenSet) total() int { return ts.prefix[len(ts.counts)] }
-
-// most is the largest count of one rank.
-func (ts tokenSet) most() int {
-	m := 0
-	for _, n := range ts.counts {
-		m = max(m, n)
-	}
-	return m
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/plan"
 
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -40,10 +41,10 @@ type transport interface {
 	// of r under the counts ts; captured: into a graph) and may refuse it;
 	// nothing is enqueued yet. By value: a pointer through an interface
 	// would move each plan to the heap.
-	planMover(p opPlan, r request, ts tokenSet, captured bool) (opPlan, error)
+	planMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error)
 	// setTokens and setTimeout change what the operations enqueued after
 	// them carry; they touch no device memory.
-	setTokens(ts tokenSet)
+	setTokens(ts plan.Tokens)
 	setTimeout(d time.Duration)
 	// refreshCaptured makes what captured operations read when they
 	// replay hold the counts setTokens set last; it waits for that alone.
@@ -55,7 +56,7 @@ type transport interface {
 	// every rank's data half ls.half, on ls.stream (the Comm's or the
 	// caller's, already ordered after the Comm's previous operation),
 	// without waiting for anything.
-	enqueue(op ptx.Op, p opPlan, x Tensor, ls launchSpec) error
+	enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) error
 	// pad enqueues an operation that moves nothing but takes its turn
 	// like any other (a barrier with the peers): Graph.Launch puts one
 	// before a replay that would start on the other data half.

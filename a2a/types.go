@@ -1,6 +1,9 @@
 package a2a
 
-import "github.com/ulysses-go/ulysses/internal/api"
+import (
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/plan"
+)
 
 // The types below are defined in internal/api, under the packages that
 // plan and move the operations, which share them; these are their names
@@ -166,3 +169,12 @@ const (
 	// only when NCCL is chosen (NeedsNCCL tells New+Connect users which).
 	TransportAuto = api.TransportAuto
 )
+
+// HeadRange returns the heads rank holds when heads are split over world
+// ranks (SendRecvHeads' output, GatherHeads' and HeadAllGather's input):
+// count heads from first. Each rank gets heads/world and the first
+// heads%world ranks one more, so counts differ by at most one and the
+// ranges tile [0, heads) in rank order. It costs nothing; with heads
+// divisible by world it is rank*heads/world, heads/world. A rank outside
+// [0, world) or negative heads give 0, 0.
+func HeadRange(heads, world, rank int) (first, count int) { return plan.HeadRange(heads, world, rank) }

@@ -1,4 +1,4 @@
-package a2a
+package plan
 
 import (
 	"fmt"
@@ -7,24 +7,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a/ref"
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // applyCopies runs rank's copies on host memory: from its inputs (each
 // with its token stride, in elements) into every rank's data half, as
 // enqueueCopies does (a linear copy where both sides are contiguous).
-func applyCopies(cs []boxCopy, inputs [][]byte, halves [][]byte) {
+func applyCopies(cs []Box, inputs [][]byte, halves [][]byte) {
 	for _, c := range cs {
-		if c.linear() {
-			n := c.width * c.rows * c.depth
-			copy(halves[c.peer][c.dst.off:c.dst.off+n], inputs[c.tensor][c.src.off:c.src.off+n])
+		if c.Linear() {
+			n := c.Width * c.Rows * c.Depth
+			copy(halves[c.Peer][c.Dst.Off:c.Dst.Off+n], inputs[c.Tensor][c.Src.Off:c.Src.Off+n])
 			continue
 		}
-		for z := range c.depth {
-			for y := range c.rows {
-				from := c.src.off + (z*c.src.height+y)*c.src.pitch
-				to := c.dst.off + (z*c.dst.height+y)*c.dst.pitch
-				copy(halves[c.peer][to:to+c.width], inputs[c.tensor][from:from+c.width])
+		for z := range c.Depth {
+			for y := range c.Rows {
+				from := c.Src.Off + (z*c.Src.Height+y)*c.Src.Pitch
+				to := c.Dst.Off + (z*c.Dst.Height+y)*c.Dst.Pitch
+				copy(halves[c.Peer][to:to+c.Width], inputs[c.Tensor][from:from+c.Width])
 			}
 		}
 	}
@@ -67,9 +68,9 @@ func TestCopyPlans(t *testing.T) {
 		P := len(c.tokens)
 		s := ref.Shape{Batch: c.b, Heads: c.h, HeadDim: c.d, ElemSize: c.es, Tokens: c.tokens}
 		require.NoError(t, s.Validate())
-		ts := newTokenSet(c.tokens)
-		T := ts.total()
-		dt := map[int]DType{1: Float8E4M3, 2: BFloat16}[c.es]
+		ts := NewTokens(c.tokens)
+		T := ts.Total()
+		dt := map[int]api.DType{1: api.Float8E4M3, 2: api.BFloat16}[c.es]
 		for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather, ptx.OpHeadAllGather} {
 			if op == ptx.OpAllGather && c.tensors > 1 {
 				continue
@@ -80,10 +81,10 @@ func TestCopyPlans(t *testing.T) {
 					halves[q] = make([]byte, 1<<20)
 				}
 				wants := make([][][]byte, c.tensors) // [tensor][rank]
-				var plans []opPlan
+				var plans []Plan
 				for rank := range P {
-					var r request
-					r.op, r.n, r.heads = op, c.tensors, c.h
+					var r Request
+					r.Op, r.N, r.Heads = op, c.tensors, c.h
 					inputs := make([][]byte, c.tensors)
 					for k := range c.tensors {
 						in := make([][]byte, P)
@@ -114,27 +115,27 @@ func TestCopyPlans(t *testing.T) {
 						}
 						require.NoError(t, err)
 						row := shape[2] * shape[3]
-						r.xs[k] = Tensor{Ptr: 0x10000, Shape: shape, DType: dt}
+						r.Xs[k] = api.Tensor{Ptr: 0x10000, Shape: shape, DType: dt}
 						if c.pad > 0 {
-							r.xs[k].RowStride = row + c.pad
+							r.Xs[k].RowStride = row + c.pad
 						}
 						inputs[k] = strided(local, row*c.es, (row+c.pad)*c.es)
 					}
-					var p opPlan
+					var p Plan
 					var err error
 					if op == ptx.OpAllGather {
-						p, err = planOp(op, r.xs[0], dt, rank, P, ts, 1<<20, []int{c.es})
+						p, err = Plain(op, r.Xs[0], dt, rank, P, ts, 1<<20, []int{c.es})
 					} else {
-						p, err = planGeneral(r, dt, rank, P, ts, 1<<20, []int{c.es})
+						p, err = General(r, dt, rank, P, ts, 1<<20, []int{c.es})
 					}
 					require.NoError(t, err)
 					plans = append(plans, p)
-					applyCopies(copyPlan(nil, r, p, rank, P, ts, int64(c.es)), inputs, halves)
+					applyCopies(Boxes(nil, r, p, rank, P, ts, int64(c.es)), inputs, halves)
 				}
 				for q := range P {
 					for k := range c.tensors {
-						off := int64(k) * plans[q].region
-						got := halves[q][off : off+plans[q].outBytes]
+						off := int64(k) * plans[q].Region
+						got := halves[q][off : off+plans[q].OutBytes]
 						require.Equal(t, wants[k][q], got, "rank %d tensor %d", q, k)
 					}
 				}

@@ -1,4 +1,4 @@
-package a2a
+package plan
 
 import (
 	"testing"
@@ -26,6 +26,6 @@ func TestActiveBlocks(t *testing.T) {
 		{128 * kib, 16, 16}, // a Comm on 16 SMs
 		{8 * mib, 1, 1},
 	} {
-		assert.Equal(t, c.got, activeBlocks(c.bytes, c.blocks), "%d bytes, %d blocks", c.bytes, c.blocks)
+		assert.Equal(t, c.got, ActiveBlocks(c.bytes, c.blocks), "%d bytes, %d blocks", c.bytes, c.blocks)
 	}
 }

@@ -1,4 +1,4 @@
-package a2a
+package plan
 
 import "github.com/ulysses-go/ulysses/ptx"
 
@@ -44,9 +44,9 @@ func generalSignature(op ptx.Op, batch, heads, headDim, elemBytes, tensors int) 
 	return h
 }
 
-// padSignature is the signature of the operation that pads a graph (see
+// PadSignature is the signature of the operation that pads a graph (see
 // CaptureGraph): it moves nothing, on any shape.
-var padSignature = shapeSignature(ptx.OpAllGather, 0, 0, 0, 0)
+var PadSignature = shapeSignature(ptx.OpAllGather, 0, 0, 0, 0)
 
 // withTokens mixes the token counts' hash into a shape signature.
 func withTokens(shape, tokenHash uint32) uint32 { return fnvAdd(shape, uint64(tokenHash)) }

@@ -1,0 +1,253 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// MaxTensors is the most tensors one head operation moves (q, k, v and
+// one more).
+const MaxTensors = kernelabi.MaxTensors
+
+// MaxPitch bounds an Into output's token stride in bytes: the row pitch
+// of cuMemcpy2D (CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2^31-1 on current GPUs).
+const MaxPitch = 1<<31 - 1
+
+// OutputAlign is where each tensor's output of a packed operation starts
+// in a data half: a multiple of this many bytes.
+const OutputAlign = 256
+
+// HeadRange returns the heads rank holds when heads are split over world
+// ranks (SendRecvHeads' output, GatherHeads' and HeadAllGather's input):
+// count heads from first. Each rank gets heads/world and the first
+// heads%world ranks one more, so counts differ by at most one and the
+// ranges tile [0, heads) in rank order. It costs nothing; with heads
+// divisible by world it is rank*heads/world, heads/world. A rank outside
+// [0, world) or negative heads give 0, 0.
+func HeadRange(heads, world, rank int) (first, count int) {
+	if world < 1 || rank < 0 || rank >= world || heads < 0 {
+		return 0, 0
+	}
+	base, extra := heads/world, heads%world
+	first = rank*base + min(rank, extra)
+	count = base
+	if rank < extra {
+		count++
+	}
+	return first, count
+}
+
+// Request is one operation as the caller asked for it: the inputs (1 to
+// maxTensors of one shape) and, for GatherHeads and HeadAllGather, all
+// ranks' heads together (0: this rank's times the world size).
+type Request struct {
+	Op    ptx.Op
+	Xs    [MaxTensors]api.Tensor
+	N     int
+	Heads int
+}
+
+// Single is the request of one of the plain operations.
+func Single(op ptx.Op, x api.Tensor) Request {
+	return Request{Op: op, Xs: [MaxTensors]api.Tensor{x}, N: 1}
+}
+
+// NeedsGeneral reports whether the request needs the NeedsGeneral entries: several
+// tensors, heads the world size does not divide, a token stride, or an
+// operation that has no other.
+func (r Request) NeedsGeneral(world int) bool {
+	x := r.Xs[0]
+	return r.SharedGeneral(world) || api.Strided(x)
+}
+
+// SharedGeneral reports whether every rank takes the general entries for
+// the request: for what the ranks share (the tensor count, the heads, the
+// operation), not for a local choice such as an input's stride.
+func (r Request) SharedGeneral(world int) bool {
+	x := r.Xs[0]
+	switch {
+	case r.N != 1 || r.Op == ptx.OpHeadAllGather:
+		return true
+	case r.Op == ptx.OpSendRecvHeads:
+		return x.Shape[2]%world != 0
+	case r.Op == ptx.OpGatherHeads:
+		return r.Heads != 0 && r.Heads != x.Shape[2]*world
+	}
+	return false
+}
+
+// generalSpread is how many times more blocks the general entries activate
+// than the plain ones for the same bytes, when every rank takes them and
+// each has a GPU of its own: they do about twice the integer arithmetic
+// per vector, which is the critical path where few blocks are active
+// (GPU-RUNS.md run 29: SendRecvHeads of 41 heads took 12.3 us at 656 KiB
+// against 10.2-10.3 us with 40 and 42). Ranks that share a GPU run their
+// kernels at once on its SMs, and spread it among themselves (runs 33-34:
+// with two ranks on a GPU, 4 cost 19% per byte, 2 nothing). Only the block
+// count changes; the plain entries, and a general one that stands in for
+// them because of a stride, keep theirs, so ranks agree.
+const generalSpread = 4
+
+// SpreadFor is the spread of a shared general operation in a group whose
+// busiest GPU runs sharers ranks: generalSpread divided among them.
+func SpreadFor(sharers int) int64 {
+	return max(1, generalSpread/int64(max(sharers, 1)))
+}
+
+// TotalHeads is H: the input's heads for SendRecvHeads, else what the
+// caller gave or this rank's heads times the world size.
+func (r Request) TotalHeads(world int) int {
+	switch {
+	case r.Op == ptx.OpSendRecvHeads:
+		return r.Xs[0].Shape[2]
+	case r.Heads != 0:
+		return r.Heads
+	}
+	return r.Xs[0].Shape[2] * world
+}
+
+// CheckRequest validates what every general operation shares: the tensor
+// count, and inputs of one dtype, shape and stride.
+func CheckRequest(r Request, dt api.DType) error {
+	if r.N < 1 || r.N > MaxTensors {
+		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", r.Op, r.N, MaxTensors, api.ErrShape)
+	}
+	for k := 1; k < r.N; k++ {
+		x, y := r.Xs[0], r.Xs[k]
+		if y.Shape != x.Shape || api.RowElems(y) != api.RowElems(x) {
+			return fmt.Errorf("a2a: %s input %d is %v, input 0 %v: packed tensors share shape and stride: %w", r.Op, k, y, x, api.ErrShape)
+		}
+	}
+	for k := range r.N {
+		if err := api.CheckTensor("input", r.Xs[k], dt, r.Xs[k].Shape); err != nil {
+			return api.Wrap(err, "%s input %d", r.Op, k)
+		}
+	}
+	return nil
+}
+
+// General is planOp for the general entries: uneven heads, up to
+// maxTensors tensors into consecutive regions of the data half, inputs
+// with a token stride, and HeadAllGather. Like planOp, everything that
+// decides whether the operation runs depends on values every rank shares.
+func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
+	x := r.Xs[0]
+	if err := checkInputShape(r.Op, x, dt); err != nil {
+		return Plan{}, err
+	}
+	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	if err := CheckRequest(r, dt); err != nil {
+		return Plan{}, err
+	}
+	H := r.TotalHeads(world)
+	if H < world || H > api.MaxDim {
+		return Plan{}, fmt.Errorf("a2a: %s of %d heads on %d ranks: every rank needs a head: %w", r.Op, H, world, api.ErrShape)
+	}
+	_, mine := HeadRange(H, world, rank)
+	_, most := HeadRange(H, world, 0)
+	es := int64(dt.Size())
+	T, Tr, Tmax := int64(ts.Total()), int64(ts.Counts[rank]), int64(ts.Most())
+	B, D, P, N := int64(b), int64(d), int64(world), int64(r.N)
+	p := Plan{Op: r.Op, General: true}
+	// walk: this rank's input elements per tensor; groupWalk: the most of
+	// any rank's; rowWalk: groupWalk per token of what it grows with;
+	// maxOut: the largest output of one tensor on any rank.
+	var walk, groupWalk, rowWalk, maxOut int64
+	var ok [5]bool
+	switch r.Op {
+	case ptx.OpSendRecvHeads:
+		if int64(t) != Tr {
+			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", r.Op, t, rank, Tr, api.ErrTokens)
+		}
+		p.Out = [4]int{b, int(T), mine, d}
+		walk, ok[0] = mulChecked(B, Tr, int64(H), D)
+		groupWalk, ok[1] = mulChecked(B, Tmax, int64(H), D)
+		rowWalk, ok[4] = mulChecked(B, int64(H), D)
+		maxOut, ok[2] = mulChecked(B, T, int64(most), D, es)
+	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
+		if h != mine {
+			return Plan{}, fmt.Errorf("a2a: %s input has %d heads; of %d heads on %d ranks rank %d holds %d: %w", r.Op, h, H, world, rank, mine, api.ErrShape)
+		}
+		if int64(t) != T {
+			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", r.Op, t, T, api.ErrTokens)
+		}
+		if r.Op == ptx.OpGatherHeads {
+			p.Out = [4]int{b, int(Tr), H, d}
+			walk, ok[0] = mulChecked(B, Tmax, P, int64(mine), D) // every (b, k, r) with k < the largest count
+			groupWalk, ok[1] = mulChecked(B, Tmax, P, int64(most), D)
+			rowWalk, ok[4] = mulChecked(B, P, int64(most), D)
+			maxOut, ok[2] = mulChecked(B, Tmax, int64(H), D, es)
+		} else {
+			p.Out = [4]int{b, int(T), H, d}
+			walk, ok[0] = mulChecked(B, T, int64(mine), D)
+			groupWalk, ok[1] = mulChecked(B, T, int64(most), D)
+			rowWalk, ok[4] = mulChecked(B, int64(most), D)
+			maxOut, ok[2] = mulChecked(B, T, int64(H), D, es)
+			p.WalkTotal = true
+		}
+	default:
+		return Plan{}, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
+	}
+	p.Tensors = r.N
+	p.Region = AlignUp(maxOut, OutputAlign)
+	need, ok3 := mulChecked(p.Region, N-1)
+	ok[3] = ok3 && need <= math.MaxInt64-maxOut
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] || !ok[4] {
+		return Plan{}, fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.Op, r.N, x.Shape, T, api.ErrCapacity)
+	}
+	if need+maxOut > capacity {
+		return Plan{}, fmt.Errorf("a2a: %s of %d tensors needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens or MaxTensors): %w", r.Op, r.N, need+maxOut, capacity, api.ErrCapacity)
+	}
+	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
+	for q := 0; q <= world; q++ {
+		first, _ := HeadRange(H, world, min(q, world-1))
+		if q == world {
+			first = H
+		}
+		p.Heads[q] = int32(first)
+	}
+	p.Width = generalWidth(r, D*es, es, widths)
+	p.Chunk = D * es
+	p.HeadUnits = D * es / int64(p.Width)
+	p.Units = int64(mine) * p.HeadUnits // a chunk: this rank's heads of one token
+	if r.Op == ptx.OpSendRecvHeads {
+		p.Units = int64(H) * p.HeadUnits // a whole input token row
+	}
+	for k := range r.N {
+		p.Inputs[k] = uint64(r.Xs[k].Ptr)
+	}
+	p.InRow = api.RowElems(x) * es / int64(p.Width)
+	p.Vectors = walk * es / int64(p.Width)
+	p.Spread = r.SharedGeneral(world)
+	p.GroupBytes, ok[0] = mulChecked(groupWalk, es, N)
+	p.GroupRow, ok[1] = mulChecked(rowWalk, es, N)
+	// The transport multiplies both by up to generalSpread.
+	ok[0] = ok[0] && p.GroupBytes <= math.MaxInt64/generalSpread
+	ok[1] = ok[1] && p.GroupRow <= math.MaxInt64/generalSpread
+	p.ShapeSig = generalSignature(r.Op, b, H, d, int(es), r.N)
+	p.Sig = withTokens(p.ShapeSig, ts.Hash)
+	if !ok[0] || !ok[1] || p.Vectors > math.MaxInt32 || p.InRow > math.MaxUint32 {
+		return Plan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes per tensor, over the kernels' 32-bit limit: %w", r.Op, p.Vectors, p.Width, api.ErrCapacity)
+	}
+	return p, nil
+}
+
+// generalWidth is the widest vector width that a head (headBytes), the
+// token stride and every input's address allow.
+func generalWidth(r Request, headBytes, es int64, widths []int) int {
+	stride := api.RowElems(r.Xs[0]) * es
+	for _, w := range widths {
+		fits := headBytes%int64(w) == 0 && stride%int64(w) == 0
+		for k := range r.N {
+			fits = fits && r.Xs[k].Ptr%uintptr(w) == 0
+		}
+		if fits {
+			return w
+		}
+	}
+	return int(es)
+}

@@ -1,0 +1,39 @@
+package plan
+
+import (
+	"sync/atomic"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// MoverSignature mixes the mover into an operation's signature, so that
+// ranks that disagree on it fail the operation instead of meeting.
+func MoverSignature(sig uint32, m api.Mover) uint32 {
+	if m == api.MoverKernels {
+		return sig
+	}
+	return fnvAdd(sig, uint64(m)<<32)
+}
+
+// AutoCopyBytes is where MoverAuto takes the copy engines for op: the
+// bytes per rank from which they are at least as fast as the kernels
+// alone with every rank in one process, or 0 where that was never
+// measured. GPU-RUNS.md run 38, 2 x H200, one process: level at 64 MiB
+// (within 0.5 us), 3% faster at 96 MiB, 3.5-4% at 128 MiB, slower below.
+// Across processes (IPC-mapped buffers) they were slower at every size
+// (runs 35-37), and MoverAuto keeps the kernels there.
+func AutoCopyBytes(op ptx.Op) int64 {
+	if n := AutoCopyOverride.Load(); n != 0 {
+		return n
+	}
+	switch op {
+	case ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather:
+		return 64 << 20
+	}
+	return 0
+}
+
+// AutoCopyOverride, when not 0, replaces autoCopyBytes for every
+// operation: tests set it to make MoverAuto switch between small sizes.
+var AutoCopyOverride atomic.Int64

@@ -1,0 +1,193 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// Plan is what one operation launches: checked against the token counts
+// and the capacity before anything is enqueued.
+type Plan struct {
+	Op       ptx.Op
+	Out      [4]int // output shape on this rank
+	OutBytes int64
+	Chunk    int64 // bytes moved as one piece: a head group of one token, or a whole token row
+	Width    int   // vector width in bytes (may differ across ranks: it depends on local alignment)
+	Vectors  int64 // vectors this rank's kernel walks
+	// GroupBytes is the most input bytes any rank's kernel walks: it sets
+	// the number of active blocks, which every rank must compute alike.
+	GroupBytes int64
+	GroupRow   int64  // groupBytes per token of the largest rank
+	Sig        uint32 // withTokens(shapeSig, the counts): the same on every rank
+	ShapeSig   uint32 // sig without the token counts, for captured operations
+
+	// The General entries' part (planGeneral).
+	General   bool
+	Tensors   int
+	Region    int64 // bytes between consecutive tensors' outputs in a half
+	Heads     [kernelabi.MaxRanks + 1]int32
+	Inputs    [MaxTensors]uint64 // every tensor's input
+	Units     int64              // vectors per input token row (SendRecvHeads) or per chunk
+	HeadUnits int64              // vectors per head
+	InRow     int64              // vectors between consecutive input tokens
+	WalkTotal bool               // HeadAllGather: the walk grows with all tokens
+	Spread    bool               // every rank takes the general entries: see generalSpread
+
+	// The copy-engine mode (Config.Mover): every box this rank moves, in
+	// the Comm's scratch slice, then ulysses_sync.
+	ByCopies bool
+	Copies   []Box
+}
+
+// mulChecked multiplies non-negative factors, reporting false on overflow.
+func mulChecked(factors ...int64) (int64, bool) {
+	p := uint64(1)
+	for _, f := range factors {
+		if f < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(p, uint64(f))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, false
+		}
+		p = lo
+	}
+	return int64(p), true
+}
+
+// Plain checks input x of op on rank against the token counts, the world
+// size and the capacity, and picks the widest vector width that the chunk
+// size and x's alignment allow among widths (widest first). Everything that
+// decides whether the operation runs depends only on values every rank
+// shares (the token counts, the shape), so either every rank launches or
+// none does; only a local error (a wrong pointer, dtype or token count on
+// this rank) can split the group, and then the peers time out.
+func Plain(op ptx.Op, x api.Tensor, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
+	if err := checkInputShape(op, x, dt); err != nil {
+		return Plan{}, err
+	}
+	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	if err := api.CheckTensor("input", x, dt, x.Shape); err != nil {
+		return Plan{}, err
+	}
+	es := int64(dt.Size())
+	B, T, H, D, P := int64(b), int64(ts.Total()), int64(h), int64(d), int64(world)
+	Tr, Tmax := int64(ts.Counts[rank]), int64(ts.Most())
+	p := Plan{Op: op}
+	var chunks, groupChunks, maxOut int64 // this rank's chunks, the most any rank has, the largest output
+	var ok [4]bool
+	switch op {
+	case ptx.OpSendRecvHeads, ptx.OpAllGather:
+		if int64(t) != Tr {
+			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", op, t, rank, Tr, api.ErrTokens)
+		}
+		if op == ptx.OpSendRecvHeads {
+			if h%world != 0 {
+				return Plan{}, fmt.Errorf("a2a: %d heads not divisible by world size %d: %w", h, world, api.ErrShape)
+			}
+			p.Out = [4]int{b, int(T), h / world, d}
+			p.Chunk, ok[0] = mulChecked(H/P, D, es)
+			chunks, ok[1] = mulChecked(B, Tr, P)
+			groupChunks, ok[2] = mulChecked(B, Tmax, P)
+		} else {
+			p.Out = [4]int{b, int(T), h, d}
+			p.Chunk, ok[0] = mulChecked(H, D, es)
+			chunks, ok[1] = mulChecked(B, Tr)
+			groupChunks, ok[2] = mulChecked(B, Tmax)
+		}
+		maxOut, ok[3] = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
+	case ptx.OpGatherHeads:
+		if int64(t) != T {
+			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", op, t, T, api.ErrTokens)
+		}
+		p.Out = [4]int{b, int(Tr), h * world, d}
+		p.Chunk, ok[0] = mulChecked(H, D, es)
+		// The kernel walks every (b, k, r) with k < the largest count.
+		chunks, ok[1] = mulChecked(B, Tmax, P)
+		groupChunks, ok[2] = chunks, ok[1]
+		// Every rank's output must fit, or a peer would write past this
+		// rank's buffer while this rank refused the operation.
+		maxOut, ok[3] = mulChecked(B, Tmax, H*P, D, es)
+	default:
+		return Plan{}, fmt.Errorf("a2a: unknown operation %q: %w", op, api.ErrNotSupported)
+	}
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return Plan{}, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", op, x.Shape, T, api.ErrCapacity)
+	}
+	if maxOut > capacity {
+		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, maxOut, capacity, api.ErrCapacity)
+	}
+	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
+	p.Width = int(es)
+	for _, w := range widths {
+		if p.Chunk%int64(w) == 0 && x.Ptr%uintptr(w) == 0 {
+			p.Width = w
+			break
+		}
+	}
+	p.Vectors, ok[0] = mulChecked(chunks, p.Chunk/int64(p.Width))
+	p.GroupBytes, ok[1] = mulChecked(groupChunks, p.Chunk)
+	// Per token of the largest rank: the walk is B*P chunks per token, B
+	// for AllGather, which moves whole rows.
+	rowChunks := B * P
+	if op == ptx.OpAllGather {
+		rowChunks = B
+	}
+	p.GroupRow, ok[2] = mulChecked(rowChunks, p.Chunk)
+	fullHeads := h
+	if op == ptx.OpGatherHeads {
+		fullHeads = h * world
+	}
+	p.ShapeSig = shapeSignature(op, b, fullHeads, d, int(es))
+	p.Sig = withTokens(p.ShapeSig, ts.Hash)
+	if !ok[0] || !ok[1] || !ok[2] || p.Vectors > math.MaxInt32 {
+		return Plan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.Vectors, p.Width, api.ErrCapacity)
+	}
+	return p, nil
+}
+
+// checkInputShape checks what every plan asks of an operation's first
+// input before using its shape: a valid dtype, no dimension over api.MaxDim,
+// positive batch, heads and head size, no negative token count.
+func checkInputShape(op ptx.Op, x api.Tensor, dt api.DType) error {
+	if !dt.Valid() {
+		return fmt.Errorf("a2a: %v: %w", dt, api.ErrDType)
+	}
+	for _, n := range x.Shape {
+		if n > api.MaxDim {
+			return fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, api.MaxDim, api.ErrShape)
+		}
+	}
+	if b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]; b < 1 || h < 1 || d < 1 || t < 0 {
+		return fmt.Errorf("a2a: %s input shape %v: batch, heads and head size must be positive: %w", op, x.Shape, api.ErrShape)
+	}
+	return nil
+}
+
+// ThreadsFor is the block size for a grid of blocks on a device of sms SMs.
+func ThreadsFor(blocks, sms int) int {
+	if blocks >= sms {
+		return 256
+	}
+	return kernelabi.Threads
+}
+
+// ActiveBlocks is how many of the launched blocks take part in an
+// operation that walks up to groupBytes of input on a rank: one per 4 KiB
+// (kernelabi.SmallGranule) up to 64 (kernelabi.FewBlocks), one per 64 KiB (kernelabi.LargeGranule)
+// beyond when that is more, at least one. The barrier's own cost grows
+// with the blocks that signal: with the kernel's bones (bench/lab/llprobe,
+// GPU-RUNS.md run 54, SendRecvHeads, graph replay) 64 blocks or fewer beat
+// 128 by 0.7-1.0 us from 128 KiB to 4 MiB (1 MiB: 5.9 us against 6.8;
+// 128 KiB: 32 blocks 4.4 us, 16 blocks 4.6, 8 blocks 4.8), and every
+// count from 64 up ran level at 8 MiB.
+func ActiveBlocks(groupBytes int64, blocks int) int {
+	n := min((groupBytes+kernelabi.SmallGranule-1)/kernelabi.SmallGranule, kernelabi.FewBlocks)
+	n = max(n, (groupBytes+kernelabi.LargeGranule-1)/kernelabi.LargeGranule)
+	return int(max(1, min(n, int64(blocks))))
+}

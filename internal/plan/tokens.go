@@ -1,0 +1,56 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+)
+
+// maxTotalTokens bounds the tokens of a group: the kernels index tokens
+// with 32-bit counts.
+const maxTotalTokens = 1 << 30
+
+// CheckTokenCounts validates SetRankTokens' counts for a group of world
+// ranks. Each count is bounded before it is added, so the sum cannot wrap.
+func CheckTokenCounts(counts []int, world int) error {
+	if len(counts) != world {
+		return fmt.Errorf("a2a: %d token counts for world size %d: %w", len(counts), world, api.ErrTokens)
+	}
+	var total int64
+	for r, n := range counts {
+		if n < 0 || n > maxTotalTokens {
+			return fmt.Errorf("a2a: rank %d has %d tokens, not in 0..2^30: %w", r, n, api.ErrTokens)
+		}
+		if total += int64(n); total > maxTotalTokens {
+			return fmt.Errorf("a2a: over 2^30 tokens in all (%d by rank %d): %w", total, r, api.ErrTokens)
+		}
+	}
+	return nil
+}
+
+// Tokens is the per-rank token counts given to SetRankTokens.
+type Tokens struct {
+	Counts []int
+	Prefix []int  // len(counts)+1
+	Hash   uint32 // of the counts: part of every operation's signature
+}
+
+func NewTokens(counts []int) Tokens {
+	ts := Tokens{Counts: append([]int(nil), counts...), Prefix: make([]int, len(counts)+1), Hash: fnvOffset}
+	for i, c := range counts {
+		ts.Prefix[i+1] = ts.Prefix[i] + c
+		ts.Hash = fnvAdd(ts.Hash, uint64(c))
+	}
+	return ts
+}
+
+func (ts Tokens) Total() int { return ts.Prefix[len(ts.Counts)] }
+
+// Most is the largest count of one rank.
+func (ts Tokens) Most() int {
+	m := 0
+	for _, n := range ts.Counts {
+		m = max(m, n)
+	}
+	return m
+}
