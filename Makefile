@@ -48,7 +48,7 @@ gpu-bin:
 
 # Every fuzz target, 30 s each.
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeHandle -fuzztime 30s ./a2a
+	$(GO) test -run '^$$' -fuzz FuzzDecodeHandle -fuzztime 30s ./internal/handle
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 30s ./a2a/exchange
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBlobs -fuzztime 30s ./a2a/exchange
 	$(GO) test -run '^$$' -fuzz FuzzRootRound -fuzztime 30s ./a2a/exchange

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
@@ -60,7 +61,7 @@ type Comm struct {
 
 	layout    plan.Layout
 	buf       driver.DevicePtr
-	self      handle
+	self      handle.Handle
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
@@ -142,17 +143,17 @@ func (c *Comm) init() error {
 
 // initHandle fills the handle peers need to map the buffer.
 func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
-	c.self = handle{
+	c.self = handle.Handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.DataBytes),
-		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
+		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
-	c.self.Host, c.self.Transport = hostIdentity(), c.cfg.Transport
+	c.self.Host, c.self.Transport = handle.HostIdentity(), c.cfg.Transport
 	if c.cfg.Transport == TransportAuto {
 		c.self.NReach, c.self.Reach = c.dev.reach()
 	}
-	c.selfBytes = c.self.encode()
+	c.selfBytes = c.self.Encode()
 }
 
 // Handle returns the bytes peers need to map this rank's buffer

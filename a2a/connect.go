@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/handle"
 )
 
 // Connect maps every peer's buffer. handles[i] is rank i's Handle(); every
@@ -32,7 +33,7 @@ func (c *Comm) NeedsNCCL(handles [][]byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	kind, err := chooseTransport(hs)
+	kind, err := handle.Choose(hs)
 	return kind == TransportNCCL, err
 }
 
@@ -49,7 +50,7 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if err != nil {
 		return err
 	}
-	kind, err := chooseTransport(hs)
+	kind, err := handle.Choose(hs)
 	if err != nil {
 		return err
 	}
@@ -68,13 +69,13 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	return nil
 }
 
-func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
+func (c *Comm) checkHandles(handles [][]byte) ([]handle.Handle, error) {
 	if len(handles) != c.cfg.WorldSize {
 		return nil, fmt.Errorf("a2a: %d handles for world size %d: %w", len(handles), c.cfg.WorldSize, ErrHandle)
 	}
-	hs := make([]handle, len(handles))
+	hs := make([]handle.Handle, len(handles))
 	for i, b := range handles {
-		h, err := decodeHandle(b)
+		h, err := handle.Decode(b)
 		if err != nil {
 			return nil, api.Wrap(err, "handle %d", i)
 		}

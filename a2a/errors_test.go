@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -25,7 +26,7 @@ func TestErrorsReadOnce(t *testing.T) {
 	broken := &Comm{t: &smTransport{statusHost: unsafe.Pointer(&st)}}
 	broken.failure = &TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 3}
 	broken.reported = true
-	_, handleErr := decodeHandle(make([]byte, 3))
+	_, handleErr := handle.Decode(make([]byte, 3))
 	_, planErr := plan.Plain(ptx.OpSendRecvHeads, Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: BFloat16}, BFloat16, 0, 2, plan.NewTokens([]int{2, 2}), 1<<20, []int{16})
 	cases := []struct {
 		err      error

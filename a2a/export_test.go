@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
@@ -113,7 +114,7 @@ func DebugOccupancy(c *Comm) string {
 // test ends.
 func ForceIPC(tb testing.TB) {
 	saved := fromThisProcess
-	fromThisProcess = func(handle) bool { return false }
+	fromThisProcess = func(handle.Handle) bool { return false }
 	tb.Cleanup(func() { fromThisProcess = saved })
 }
 

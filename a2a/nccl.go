@@ -8,6 +8,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
@@ -71,7 +72,7 @@ func newNCCLTransport(c *Comm, lib *nccl.Library, id NCCLID) *ncclTransport {
 // other ranks (a non-blocking NCCL communicator): the first operation, or
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
 // may so connect one after another from one goroutine.
-func (t *ncclTransport) connect(hs []handle) error {
+func (t *ncclTransport) connect(hs []handle.Handle) error {
 	if t.world > 1 && t.stageBytes > 0 {
 		p, err := t.dev.ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {

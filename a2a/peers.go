@@ -5,6 +5,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/handle"
 )
 
 // peerMapping is how this process reaches one peer's buffer.
@@ -27,10 +28,10 @@ type ipcPeers struct {
 // checkAccess decides for the whole group: every pair of distinct GPUs
 // that this process can see is checked, in rank order, so every rank that
 // sees the same GPUs names the same pair.
-func (p *ipcPeers) checkAccess(hs []handle) error {
+func (p *ipcPeers) checkAccess(hs []handle.Handle) error {
 	ordinals := make([]int, len(hs))
 	for i, h := range hs {
-		ordinals[i] = p.dev.ordinalOfBusID(h.busID())
+		ordinals[i] = p.dev.ordinalOfBusID(h.Bus())
 	}
 	for i := range hs {
 		for j := i + 1; j < len(hs); j++ {
@@ -48,7 +49,7 @@ func (p *ipcPeers) checkAccess(hs []handle) error {
 			}
 			if !ok || !ok2 {
 				return fmt.Errorf("a2a: rank %d (GPU %s) and rank %d (GPU %s) cannot access each other's memory: %w",
-					i, hs[i].busID(), j, hs[j].busID(), ErrNoPeerAccess)
+					i, hs[i].Bus(), j, hs[j].Bus(), ErrNoPeerAccess)
 			}
 		}
 	}
@@ -58,12 +59,12 @@ func (p *ipcPeers) checkAccess(hs []handle) error {
 // fromThisProcess says whether a handle was made by this process (its
 // buffer is used directly, not IPC-opened). A variable so that the tests
 // can take the IPC path within one process.
-var fromThisProcess = func(h handle) bool { return h.Nonce == processNonce() }
+var fromThisProcess = func(h handle.Handle) bool { return h.Nonce == handle.ProcessNonce() }
 
 // mapAll maps every rank's buffer; self is this rank, whose own buffer is
 // own, and each peer's must hold at least need bytes (what this rank
 // writes into it). On failure nothing stays mapped.
-func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr, need int64) error {
+func (p *ipcPeers) mapAll(hs []handle.Handle, self int, own driver.DevicePtr, need int64) error {
 	for i, h := range hs {
 		if i == self {
 			p.m[i] = peerMapping{ptr: own}
@@ -79,7 +80,7 @@ func (p *ipcPeers) mapAll(hs []handle, self int, own driver.DevicePtr, need int6
 	return nil
 }
 
-func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
+func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	if !fromThisProcess(h) {
 		return p.openIPC(h, need)
 	}
@@ -92,7 +93,7 @@ func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
 	if !retainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
 		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
 	}
-	if h.busID() == p.dev.info.BusID {
+	if h.Bus() == p.dev.info.BusID {
 		return m, nil
 	}
 	pc, err := p.peerContext(h)
@@ -106,10 +107,10 @@ func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
 
 // peerContext retains the primary context of the device of h's buffer
 // and enables this context's access to it.
-func (p *ipcPeers) peerContext(h handle) (*driver.Context, error) {
-	ord := p.dev.ordinalOfBusID(h.busID())
+func (p *ipcPeers) peerContext(h handle.Handle) (*driver.Context, error) {
+	ord := p.dev.ordinalOfBusID(h.Bus())
 	if ord < 0 {
-		return nil, fmt.Errorf("a2a: device %s not visible: %w", h.busID(), ErrNoPeerAccess)
+		return nil, fmt.Errorf("a2a: device %s not visible: %w", h.Bus(), ErrNoPeerAccess)
 	}
 	pc, err := p.dev.drv.RetainPrimaryContext(ord)
 	if err != nil {
@@ -125,7 +126,7 @@ func (p *ipcPeers) peerContext(h handle) (*driver.Context, error) {
 // openIPC maps another process's buffer and checks that the mapping is a
 // whole allocation of at least need bytes: the handle's claims are not
 // trusted, and this rank's kernels write need bytes into it.
-func (p *ipcPeers) openIPC(h handle, need int64) (peerMapping, error) {
+func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 	ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
 	if err != nil {
 		return peerMapping{}, api.WrapDriver("opening IPC handle", err)

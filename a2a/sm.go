@@ -8,6 +8,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -92,7 +93,7 @@ func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf d
 	return t, nil
 }
 
-func (t *smTransport) connect(hs []handle) error {
+func (t *smTransport) connect(hs []handle.Handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (t *smTransport) wait(onCaller bool, tail driver.Event) error {
 
 // mostOnOneGPU is the most ranks of hs on one GPU (by PCI bus id): a
 // value every rank computes alike.
-func mostOnOneGPU(hs []handle) int {
+func mostOnOneGPU(hs []handle.Handle) int {
 	most := 0
 	for _, h := range hs {
 		n := 0

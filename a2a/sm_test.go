@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/handle"
 )
 
 // failure turns each status code the kernels write into its error.
@@ -43,12 +44,12 @@ func TestSMFailureFromStatus(t *testing.T) {
 // TestMostOnOneGPU: the ranks on the busiest GPU, counted alike on every
 // rank from the handles.
 func TestMostOnOneGPU(t *testing.T) {
-	gpu := func(id string) handle {
-		var h handle
+	gpu := func(id string) handle.Handle {
+		var h handle.Handle
 		copy(h.BusID[:], id)
 		return h
 	}
-	assert.Equal(t, 1, mostOnOneGPU([]handle{gpu("0000:18:00.0"), gpu("0000:2a:00.0")}))
-	assert.Equal(t, 2, mostOnOneGPU([]handle{gpu("0000:18:00.0"), gpu("0000:2a:00.0"), gpu("0000:18:00.0")}))
-	assert.Equal(t, 4, mostOnOneGPU([]handle{gpu("a"), gpu("a"), gpu("a"), gpu("a")}))
+	assert.Equal(t, 1, mostOnOneGPU([]handle.Handle{gpu("0000:18:00.0"), gpu("0000:2a:00.0")}))
+	assert.Equal(t, 2, mostOnOneGPU([]handle.Handle{gpu("0000:18:00.0"), gpu("0000:2a:00.0"), gpu("0000:18:00.0")}))
+	assert.Equal(t, 4, mostOnOneGPU([]handle.Handle{gpu("a"), gpu("a"), gpu("a"), gpu("a")}))
 }

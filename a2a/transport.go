@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
 
 	"github.com/ulysses-go/ulysses/ptx"
@@ -31,7 +32,7 @@ type transport interface {
 	// connect joins the group: hs are every rank's validated handles, in
 	// rank order, the same on every rank. A transport whose connect
 	// failed is released and dropped.
-	connect(hs []handle) error
+	connect(hs []handle.Handle) error
 	// kind is TransportIPC or TransportNCCL.
 	kind() Transport
 	// blocks is the number of thread blocks each kernel runs (0 where no

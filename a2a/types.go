@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
@@ -178,3 +179,6 @@ const (
 // divisible by world it is rank*heads/world, heads/world. A rank outside
 // [0, world) or negative heads give 0, 0.
 func HeadRange(heads, world, rank int) (first, count int) { return plan.HeadRange(heads, world, rank) }
+
+// HandleSize is the length of the bytes Comm.Handle returns.
+const HandleSize = handle.Size

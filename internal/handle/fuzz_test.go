@@ -1,4 +1,4 @@
-package a2a
+package handle
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
@@ -18,7 +20,7 @@ import (
 // same kinds of input as files.
 func handleSeeds() [][]byte {
 	h0 := filledHandle()
-	valid := h0.encode()
+	valid := h0.Encode()
 	mod := func(f func(b []byte)) []byte {
 		b := append([]byte(nil), valid...)
 		f(b)
@@ -26,15 +28,15 @@ func handleSeeds() [][]byte {
 	}
 	rankTooBig := filledHandle()
 	rankTooBig.Rank = rankTooBig.World
-	minimal := handle{World: 1, ElemBytes: 1, Blocks: 1} // SingleBuffer false: flags 0
+	minimal := Handle{World: 1, ElemBytes: 1, Blocks: 1} // SingleBuffer false: flags 0
 	return [][]byte{
 		valid,
-		minimal.encode(),
+		minimal.Encode(),
 		mod(func(b []byte) { copy(b, "XLYH") }), // wrong magic
 		mod(func(b []byte) { b[4] = 3 }),        // wrong version
 		mod(func(b []byte) { b[7] = 2 }),        // unknown flag
-		valid[:HandleSize/2],                    // truncated
-		rankTooBig.encode(),                     // rank >= world
+		valid[:Size/2],                          // truncated
+		rankTooBig.Encode(),                     // rank >= world
 		{},
 	}
 }
@@ -51,22 +53,22 @@ func FuzzDecodeHandle(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := decodeHandle(b)
+		h, err := Decode(b)
 		if err != nil {
-			if !errors.Is(err, ErrHandle) {
-				t.Fatalf("error does not wrap ErrHandle: %v", err)
+			if !errors.Is(err, api.ErrHandle) {
+				t.Fatalf("error does not wrap api.ErrHandle: %v", err)
 			}
 			return
 		}
-		if enc := h.encode(); !bytes.Equal(enc, b) {
+		if enc := h.Encode(); !bytes.Equal(enc, b) {
 			t.Fatalf("decode accepted bytes that encode does not reproduce:\n in  %x\n out %x", b, enc)
 		}
-		if h.World < 1 || h.World > MaxWorldSize || h.Rank >= h.World ||
-			(h.ElemBytes != 1 && h.ElemBytes != 2) || h.Blocks < 1 || h.Blocks > maxBlocks || h.DataBytes > plan.MaxDataBytes {
+		if h.World < 1 || h.World > kernelabi.MaxRanks || h.Rank >= h.World ||
+			(h.ElemBytes != 1 && h.ElemBytes != 2) || h.Blocks < 1 || h.Blocks > kernelabi.MaxBlocks || h.DataBytes > plan.MaxDataBytes {
 			t.Fatalf("decode accepted an out-of-range handle: %+v", h)
 		}
-		if len(h.busID()) > len(h.BusID) || bytes.IndexByte([]byte(h.busID()), 0) >= 0 {
-			t.Fatalf("busID %q is longer than the field or holds a NUL", h.busID())
+		if len(h.Bus()) > len(h.BusID) || bytes.IndexByte([]byte(h.Bus()), 0) >= 0 {
+			t.Fatalf("busID %q is longer than the field or holds a NUL", h.Bus())
 		}
 	})
 }
@@ -88,13 +90,13 @@ func TestDecodeHandleCorpus(t *testing.T) {
 		require.True(t, strings.HasPrefix(lines[1], "[]byte(") && strings.HasSuffix(lines[1], ")"), name)
 		s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
 		require.NoError(t, err, name)
-		h, err := decodeHandle([]byte(s))
+		h, err := Decode([]byte(s))
 		if ok {
 			require.NoError(t, err, name)
-			assert.Equal(t, []byte(s), h.encode(), name)
+			assert.Equal(t, []byte(s), h.Encode(), name)
 			continue
 		}
-		assert.ErrorIs(t, err, ErrHandle, name)
+		assert.ErrorIs(t, err, api.ErrHandle, name)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "truncated"))
 	require.NoError(t, err)

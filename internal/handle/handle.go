@@ -1,4 +1,4 @@
-package a2a
+package handle
 
 import (
 	"bytes"
@@ -8,23 +8,25 @@ import (
 	"os"
 	"sync"
 
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
-// HandleSize is the length of the bytes Handle returns.
-const HandleSize = 208
+// Size is the length of an encoded handle.
+const Size = 208
 
 const (
 	handleMagic   = "ULYH"
 	handleVersion = 2 // 2: the host, transport and reach after the IPC handle
 )
 
-// maxReach is the most GPUs a handle lists as reachable from its own.
-const maxReach = 15
+// MaxReach is the most GPUs a handle lists as reachable from its own.
+const MaxReach = 15
 
-// handle is what a rank tells its peers: enough to map its buffer and to
+// Handle is what a rank tells its peers: enough to map its buffer and to
 // check that the group agrees on the layout.
-type handle struct {
+type Handle struct {
 	Rank      uint32
 	World     uint32
 	ElemBytes uint8
@@ -38,21 +40,21 @@ type handle struct {
 
 	SingleBuffer bool // Config.SingleBuffer: the group must agree
 
-	Host      [16]byte  // the host's identity (hostIdentity): equal on one host
-	Transport Transport // Config.Transport: the group must agree
+	Host      [16]byte      // the host's identity (hostIdentity): equal on one host
+	Transport api.Transport // Config.Transport: the group must agree
 	// Reach holds the hashes (busHash) of the PCI bus ids of the GPUs
 	// this rank's GPU has peer access with, both ways; the first NReach
 	// are set, the rest zero.
 	NReach uint8
-	Reach  [maxReach]uint32
+	Reach  [MaxReach]uint32
 }
 
 // handleFlagSingleBuffer is bit 0 of the flags byte.
 const handleFlagSingleBuffer = 1
 
-// processNonce tells this process apart from every other, even across PID
+// ProcessNonce tells this process apart from every other, even across PID
 // namespaces; it is set once and never changes.
-var processNonce = sync.OnceValue(func() uint64 {
+var ProcessNonce = sync.OnceValue(func() uint64 {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return uint64(os.Getpid())<<32 | 1
@@ -60,8 +62,8 @@ var processNonce = sync.OnceValue(func() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 })
 
-func (h *handle) encode() []byte {
-	b := make([]byte, HandleSize)
+func (h *Handle) Encode() []byte {
+	b := make([]byte, Size)
 	copy(b, handleMagic)
 	le := binary.LittleEndian
 	le.PutUint16(b[4:], handleVersion)
@@ -87,21 +89,21 @@ func (h *handle) encode() []byte {
 	return b
 }
 
-// decodeHandle parses bytes from a peer; it never panics on any input.
-func decodeHandle(b []byte) (handle, error) {
-	var h handle
-	if len(b) != HandleSize {
-		return h, fmt.Errorf("a2a: handle has %d bytes, want %d: %w", len(b), HandleSize, ErrHandle)
+// Decode parses bytes from a peer; it never panics on any input.
+func Decode(b []byte) (Handle, error) {
+	var h Handle
+	if len(b) != Size {
+		return h, fmt.Errorf("a2a: handle has %d bytes, want %d: %w", len(b), Size, api.ErrHandle)
 	}
 	if !bytes.Equal(b[:4], []byte(handleMagic)) {
-		return h, fmt.Errorf("a2a: handle does not start with %q: %w", handleMagic, ErrHandle)
+		return h, fmt.Errorf("a2a: handle does not start with %q: %w", handleMagic, api.ErrHandle)
 	}
 	le := binary.LittleEndian
 	if v := le.Uint16(b[4:]); v != handleVersion {
-		return h, fmt.Errorf("a2a: handle version %d, this library speaks %d: %w", v, handleVersion, ErrHandle)
+		return h, fmt.Errorf("a2a: handle version %d, this library speaks %d: %w", v, handleVersion, api.ErrHandle)
 	}
 	if b[7]&^handleFlagSingleBuffer != 0 {
-		return h, fmt.Errorf("a2a: handle has unknown flags %#x: %w", b[7], ErrHandle)
+		return h, fmt.Errorf("a2a: handle has unknown flags %#x: %w", b[7], api.ErrHandle)
 	}
 	h.SingleBuffer = b[7]&handleFlagSingleBuffer != 0
 	h.ElemBytes = b[6]
@@ -115,7 +117,7 @@ func decodeHandle(b []byte) (handle, error) {
 	copy(h.BusID[:], b[48:64])
 	copy(h.IPC[:], b[64:128])
 	copy(h.Host[:], b[128:144])
-	h.Transport, h.NReach = Transport(b[144]), b[145]
+	h.Transport, h.NReach = api.Transport(b[144]), b[145]
 	for i := range h.Reach {
 		h.Reach[i] = le.Uint32(b[148+4*i:])
 	}
@@ -123,21 +125,21 @@ func decodeHandle(b []byte) (handle, error) {
 		return h, err
 	}
 	switch {
-	case h.World < 1 || h.World > MaxWorldSize:
-		return h, fmt.Errorf("a2a: handle world size %d not in 1..%d: %w", h.World, MaxWorldSize, ErrHandle)
+	case h.World < 1 || h.World > kernelabi.MaxRanks:
+		return h, fmt.Errorf("a2a: handle world size %d not in 1..%d: %w", h.World, kernelabi.MaxRanks, api.ErrHandle)
 	case h.Rank >= h.World:
-		return h, fmt.Errorf("a2a: handle rank %d not below world size %d: %w", h.Rank, h.World, ErrHandle)
+		return h, fmt.Errorf("a2a: handle rank %d not below world size %d: %w", h.Rank, h.World, api.ErrHandle)
 	case h.ElemBytes != 1 && h.ElemBytes != 2:
-		return h, fmt.Errorf("a2a: handle element size %d: %w", h.ElemBytes, ErrHandle)
-	case h.Blocks < 1 || h.Blocks > maxBlocks:
-		return h, fmt.Errorf("a2a: handle asks for %d blocks, not in 1..%d: %w", h.Blocks, maxBlocks, ErrHandle)
+		return h, fmt.Errorf("a2a: handle element size %d: %w", h.ElemBytes, api.ErrHandle)
+	case h.Blocks < 1 || h.Blocks > kernelabi.MaxBlocks:
+		return h, fmt.Errorf("a2a: handle asks for %d blocks, not in 1..%d: %w", h.Blocks, kernelabi.MaxBlocks, api.ErrHandle)
 	case h.DataBytes > plan.MaxDataBytes:
-		return h, fmt.Errorf("a2a: handle capacity %d over %d: %w", h.DataBytes, int64(plan.MaxDataBytes), ErrHandle)
+		return h, fmt.Errorf("a2a: handle capacity %d over %d: %w", h.DataBytes, int64(plan.MaxDataBytes), api.ErrHandle)
 	}
 	return h, nil
 }
 
-func (h handle) busID() string {
+func (h Handle) Bus() string {
 	n := bytes.IndexByte(h.BusID[:], 0)
 	if n < 0 {
 		n = len(h.BusID)
@@ -147,18 +149,18 @@ func (h handle) busID() string {
 
 // checkV2 checks the fields version 2 added: a known transport, at most
 // maxReach GPUs reached, and zeros wherever encode writes none.
-func (h handle) checkV2(b []byte) error {
+func (h Handle) checkV2(b []byte) error {
 	switch {
-	case h.Transport > TransportAuto:
-		return fmt.Errorf("a2a: handle asks for transport %d: %w", h.Transport, ErrHandle)
-	case h.NReach > maxReach:
-		return fmt.Errorf("a2a: handle lists %d reachable GPUs, at most %d: %w", h.NReach, maxReach, ErrHandle)
+	case h.Transport > api.TransportAuto:
+		return fmt.Errorf("a2a: handle asks for transport %d: %w", h.Transport, api.ErrHandle)
+	case h.NReach > MaxReach:
+		return fmt.Errorf("a2a: handle lists %d reachable GPUs, at most %d: %w", h.NReach, MaxReach, api.ErrHandle)
 	case b[146] != 0 || b[147] != 0:
-		return fmt.Errorf("a2a: handle has reserved bytes set: %w", ErrHandle)
+		return fmt.Errorf("a2a: handle has reserved bytes set: %w", api.ErrHandle)
 	}
 	for _, r := range h.Reach[h.NReach:] {
 		if r != 0 {
-			return fmt.Errorf("a2a: handle lists a reachable GPU past its count: %w", ErrHandle)
+			return fmt.Errorf("a2a: handle lists a reachable GPU past its count: %w", api.ErrHandle)
 		}
 	}
 	return nil

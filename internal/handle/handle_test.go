@@ -1,4 +1,4 @@
-package a2a
+package handle
 
 import (
 	"encoding/binary"
@@ -6,12 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // filledHandle sets every field to a distinct, non-zero value.
-func filledHandle() handle {
-	h := handle{
+func filledHandle() Handle {
+	h := Handle{
 		Rank:      2,
 		World:     4,
 		ElemBytes: 2,
@@ -22,8 +24,8 @@ func filledHandle() handle {
 		DevPtr:    0x7f00_dead_beef_0000,
 
 		SingleBuffer: true,
-		Transport:    TransportAuto,
-		NReach:       maxReach,
+		Transport:    api.TransportAuto,
+		NReach:       MaxReach,
 	}
 	copy(h.BusID[:], "0000:3b:00.0")
 	copy(h.Host[:], "host-identity-16")
@@ -38,36 +40,36 @@ func filledHandle() handle {
 
 func TestHandleRoundTrip(t *testing.T) {
 	h := filledHandle()
-	b := h.encode()
-	require.Len(t, b, HandleSize)
+	b := h.Encode()
+	require.Len(t, b, Size)
 
-	got, err := decodeHandle(b)
+	got, err := Decode(b)
 	require.NoError(t, err)
 	assert.Equal(t, h, got)
-	assert.Equal(t, "0000:3b:00.0", got.busID())
-	assert.Equal(t, b, got.encode())
+	assert.Equal(t, "0000:3b:00.0", got.Bus())
+	assert.Equal(t, b, got.Encode())
 
 	// Boundaries of every checked field.
-	for _, mod := range []func(*handle){
-		func(h *handle) { h.World, h.Rank = 1, 0 },
-		func(h *handle) { h.World, h.Rank = MaxWorldSize, MaxWorldSize-1 },
-		func(h *handle) { h.ElemBytes = 1 },
-		func(h *handle) { h.Blocks = 1 },
-		func(h *handle) { h.Blocks = maxBlocks },
-		func(h *handle) { h.DataBytes = 0 },
-		func(h *handle) { h.DataBytes = plan.MaxDataBytes },
-		func(h *handle) { h.Pid, h.Nonce, h.DevPtr = 0, 0, 0 },
-		func(h *handle) { h.BusID, h.IPC = [16]byte{}, [64]byte{} },
-		func(h *handle) { h.SingleBuffer = false },
-		func(h *handle) { h.Transport = TransportIPC },
-		func(h *handle) { h.Transport = TransportNCCL },
-		func(h *handle) { h.Host = [16]byte{} },
-		func(h *handle) { h.NReach, h.Reach = 0, [maxReach]uint32{} },
-		func(h *handle) { h.NReach, h.Reach = 1, [maxReach]uint32{7} },
+	for _, mod := range []func(*Handle){
+		func(h *Handle) { h.World, h.Rank = 1, 0 },
+		func(h *Handle) { h.World, h.Rank = kernelabi.MaxRanks, kernelabi.MaxRanks-1 },
+		func(h *Handle) { h.ElemBytes = 1 },
+		func(h *Handle) { h.Blocks = 1 },
+		func(h *Handle) { h.Blocks = kernelabi.MaxBlocks },
+		func(h *Handle) { h.DataBytes = 0 },
+		func(h *Handle) { h.DataBytes = plan.MaxDataBytes },
+		func(h *Handle) { h.Pid, h.Nonce, h.DevPtr = 0, 0, 0 },
+		func(h *Handle) { h.BusID, h.IPC = [16]byte{}, [64]byte{} },
+		func(h *Handle) { h.SingleBuffer = false },
+		func(h *Handle) { h.Transport = api.TransportIPC },
+		func(h *Handle) { h.Transport = api.TransportNCCL },
+		func(h *Handle) { h.Host = [16]byte{} },
+		func(h *Handle) { h.NReach, h.Reach = 0, [MaxReach]uint32{} },
+		func(h *Handle) { h.NReach, h.Reach = 1, [MaxReach]uint32{7} },
 	} {
 		h := filledHandle()
 		mod(&h)
-		got, err := decodeHandle(h.encode())
+		got, err := Decode(h.Encode())
 		require.NoError(t, err, "%+v", h)
 		assert.Equal(t, h, got)
 	}
@@ -76,14 +78,14 @@ func TestHandleRoundTrip(t *testing.T) {
 // The wire format, byte by byte: the peers of another build must agree.
 func TestHandleWireFormat(t *testing.T) {
 	h := filledHandle()
-	b := h.encode()
+	b := h.Encode()
 	le := binary.LittleEndian
 	assert.Equal(t, "ULYH", string(b[0:4]))
 	assert.Equal(t, uint16(2), le.Uint16(b[4:]))
 	assert.Equal(t, byte(2), b[6])
 	assert.Equal(t, byte(1), b[7], "flags: bit 0 is SingleBuffer")
 	h.SingleBuffer = false
-	assert.Equal(t, byte(0), h.encode()[7], "flags without SingleBuffer")
+	assert.Equal(t, byte(0), h.Encode()[7], "flags without SingleBuffer")
 	assert.Equal(t, uint32(2), le.Uint32(b[8:]))
 	assert.Equal(t, uint32(4), le.Uint32(b[12:]))
 	assert.Equal(t, uint32(132), le.Uint32(b[16:]))
@@ -94,22 +96,22 @@ func TestHandleWireFormat(t *testing.T) {
 	assert.Equal(t, h.BusID[:], b[48:64])
 	assert.Equal(t, h.IPC[:], b[64:128])
 	assert.Equal(t, h.Host[:], b[128:144])
-	assert.Equal(t, byte(TransportAuto), b[144])
-	assert.Equal(t, byte(maxReach), b[145])
+	assert.Equal(t, byte(api.TransportAuto), b[144])
+	assert.Equal(t, byte(MaxReach), b[145])
 	assert.Equal(t, []byte{0, 0}, b[146:148], "reserved")
 	assert.Equal(t, uint32(0xa0b0c000), le.Uint32(b[148:]))
-	assert.Equal(t, uint32(0xa0b0c000+maxReach-1), le.Uint32(b[HandleSize-4:]))
+	assert.Equal(t, uint32(0xa0b0c000+MaxReach-1), le.Uint32(b[Size-4:]))
 }
 
 func TestHandleFlags(t *testing.T) {
 	h := filledHandle()
-	b := h.encode()
+	b := h.Encode()
 	for _, flags := range []byte{0, 1} {
 		b[7] = flags
-		got, err := decodeHandle(b)
+		got, err := Decode(b)
 		require.NoError(t, err, "flags %#x", flags)
 		assert.Equal(t, flags == 1, got.SingleBuffer, "flags %#x", flags)
-		assert.Equal(t, b, got.encode(), "flags %#x", flags)
+		assert.Equal(t, b, got.Encode(), "flags %#x", flags)
 	}
 }
 
@@ -125,12 +127,12 @@ func TestHandleBusID(t *testing.T) {
 		{"\x00xyz", ""},
 	}
 	for _, c := range cases {
-		var h handle
+		var h Handle
 		copy(h.BusID[:], c.raw)
-		assert.Equal(t, c.want, h.busID(), "%q", c.raw)
-		got, err := decodeHandle(withBusID(c.raw))
+		assert.Equal(t, c.want, h.Bus(), "%q", c.raw)
+		got, err := Decode(withBusID(c.raw))
 		require.NoError(t, err)
-		assert.Equal(t, c.want, got.busID(), "%q after decode", c.raw)
+		assert.Equal(t, c.want, got.Bus(), "%q after decode", c.raw)
 	}
 }
 
@@ -138,22 +140,22 @@ func withBusID(s string) []byte {
 	h := filledHandle()
 	h.BusID = [16]byte{}
 	copy(h.BusID[:], s)
-	return h.encode()
+	return h.Encode()
 }
 
 func TestDecodeHandleErrors(t *testing.T) {
 	h0 := filledHandle()
-	valid := h0.encode()
+	valid := h0.Encode()
 	patch := func(f func(b []byte)) []byte {
 		b := append([]byte(nil), valid...)
 		f(b)
 		return b
 	}
 	le := binary.LittleEndian
-	fromHandle := func(f func(h *handle)) []byte {
+	fromHandle := func(f func(h *Handle)) []byte {
 		h := filledHandle()
 		f(&h)
-		return h.encode()
+		return h.Encode()
 	}
 	cases := []struct {
 		name string
@@ -163,7 +165,7 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"length 0", []byte{}},
 		{"length 127", valid[:127]},
 		{"length 128 (version 1)", valid[:128]},
-		{"length 207", valid[:HandleSize-1]},
+		{"length 207", valid[:Size-1]},
 		{"length 209", append(append([]byte(nil), valid...), 0)},
 		{"length 416", append(append([]byte(nil), valid...), valid...)},
 		{"wrong magic", patch(func(b []byte) { copy(b, "ULYX") })},
@@ -176,35 +178,35 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"unknown flag 0x80", patch(func(b []byte) { b[7] = 0x80 })},
 		{"flags 0xff", patch(func(b []byte) { b[7] = 0xff })},
 		{"flags 3", patch(func(b []byte) { b[7] = 3 })},
-		{"world 0", fromHandle(func(h *handle) { h.World, h.Rank = 0, 0 })},
-		{"world 9", fromHandle(func(h *handle) { h.World, h.Rank = 9, 0 })},
-		{"world 2^32-1", fromHandle(func(h *handle) { h.World, h.Rank = 0xffffffff, 0 })},
-		{"rank == world", fromHandle(func(h *handle) { h.World, h.Rank = 4, 4 })},
-		{"rank > world", fromHandle(func(h *handle) { h.World, h.Rank = 2, 7 })},
-		{"rank 2^32-1", fromHandle(func(h *handle) { h.Rank = 0xffffffff })},
-		{"elem bytes 0", fromHandle(func(h *handle) { h.ElemBytes = 0 })},
-		{"elem bytes 3", fromHandle(func(h *handle) { h.ElemBytes = 3 })},
-		{"elem bytes 4", fromHandle(func(h *handle) { h.ElemBytes = 4 })},
-		{"blocks 0", fromHandle(func(h *handle) { h.Blocks = 0 })},
-		{"blocks 1025", fromHandle(func(h *handle) { h.Blocks = maxBlocks + 1 })},
-		{"data bytes over limit", fromHandle(func(h *handle) { h.DataBytes = plan.MaxDataBytes + 1 })},
-		{"data bytes 2^64-1", fromHandle(func(h *handle) { h.DataBytes = ^uint64(0) })},
-		{"transport 3", fromHandle(func(h *handle) { h.Transport = TransportAuto + 1 })},
-		{"reach 16", patch(func(b []byte) { b[145] = maxReach + 1 })},
+		{"world 0", fromHandle(func(h *Handle) { h.World, h.Rank = 0, 0 })},
+		{"world 9", fromHandle(func(h *Handle) { h.World, h.Rank = 9, 0 })},
+		{"world 2^32-1", fromHandle(func(h *Handle) { h.World, h.Rank = 0xffffffff, 0 })},
+		{"rank == world", fromHandle(func(h *Handle) { h.World, h.Rank = 4, 4 })},
+		{"rank > world", fromHandle(func(h *Handle) { h.World, h.Rank = 2, 7 })},
+		{"rank 2^32-1", fromHandle(func(h *Handle) { h.Rank = 0xffffffff })},
+		{"elem bytes 0", fromHandle(func(h *Handle) { h.ElemBytes = 0 })},
+		{"elem bytes 3", fromHandle(func(h *Handle) { h.ElemBytes = 3 })},
+		{"elem bytes 4", fromHandle(func(h *Handle) { h.ElemBytes = 4 })},
+		{"blocks 0", fromHandle(func(h *Handle) { h.Blocks = 0 })},
+		{"blocks 1025", fromHandle(func(h *Handle) { h.Blocks = kernelabi.MaxBlocks + 1 })},
+		{"data bytes over limit", fromHandle(func(h *Handle) { h.DataBytes = plan.MaxDataBytes + 1 })},
+		{"data bytes 2^64-1", fromHandle(func(h *Handle) { h.DataBytes = ^uint64(0) })},
+		{"transport 3", fromHandle(func(h *Handle) { h.Transport = api.TransportAuto + 1 })},
+		{"reach 16", patch(func(b []byte) { b[145] = MaxReach + 1 })},
 		{"reserved byte set", patch(func(b []byte) { b[147] = 1 })},
-		{"reach past its count", fromHandle(func(h *handle) { h.NReach = 2 })},
+		{"reach past its count", fromHandle(func(h *Handle) { h.NReach = 2 })},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := decodeHandle(c.b)
+			_, err := Decode(c.b)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrHandle)
+			assert.ErrorIs(t, err, api.ErrHandle)
 		})
 	}
 }
 
 func TestProcessNonce(t *testing.T) {
-	n := processNonce()
+	n := ProcessNonce()
 	assert.Equal(t, uint64(1), n&1, "the nonce is never zero: its low bit is set")
-	assert.Equal(t, n, processNonce(), "one value per process")
+	assert.Equal(t, n, ProcessNonce(), "one value per process")
 }
