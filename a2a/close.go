@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 )
 
 // Close waits for queued operations, then tells every peer that this rank
@@ -44,7 +45,7 @@ func (c *Comm) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	c.changed.Broadcast()
-	c.share.remove(c)
+	c.share.Remove(&c.member)
 	errs = append(errs, c.release())
 	return errors.Join(errs...)
 }
@@ -98,7 +99,7 @@ func (c *Comm) release() error {
 	}
 	if c.buf != 0 {
 		// Freed once no Comm of this process maps it any more (buffer.go).
-		if err := releaseBuffer(c.buf, true); err != nil {
+		if err := device.ReleaseBuffer(c.buf, true); err != nil {
 			errs = append(errs, err)
 		}
 		c.buf = 0
@@ -112,7 +113,7 @@ func (c *Comm) release() error {
 		c.stream = 0
 	}
 	keep("releasing the device", c.dev.Close())
-	if err := c.share.put(); err != nil {
+	if err := c.share.Put(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
@@ -50,7 +51,8 @@ type Comm struct {
 
 	cfg    Config
 	dev    *Device
-	share  *deviceShare // what the process's Comms on this device share
+	share  *device.Share // what the process's Comms on this device share
+	member device.Member // this Comm in share: its stream and tail, for the graveyard
 	stream driver.Stream
 	// The stream of the last operation (stream, or one passed to On), and
 	// an event marking the end of the last operation on a caller's stream.
@@ -100,13 +102,14 @@ func New(cfg Config) (*Comm, error) {
 		c.release()
 		return nil, err
 	}
-	c.share.add(c)
+	c.member = device.Member{Stream: c.stream, Tail: c.tail, Owner: c}
+	c.share.Add(&c.member)
 	return c, nil
 }
 
 func (c *Comm) init() error {
 	var err error
-	if c.share, err = acquireShare(c.dev.drv, c.dev.info.Ordinal); err != nil {
+	if c.share, err = device.Acquire(c.dev.drv, c.dev.info.Ordinal); err != nil {
 		return err
 	}
 	ctx := c.dev.ctx
@@ -121,7 +124,7 @@ func (c *Comm) init() error {
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.Total)); err != nil {
 		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.Total), err)
 	}
-	registerBuffer(c.buf, c.share, c.cfg.Rank, c.layout.DataBytes)
+	device.RegisterBuffer(c.buf, c.share, c.cfg.Rank, c.layout.DataBytes)
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
 	zeroWords := uint64(c.layout.Total-c.layout.SignalOff) / 4

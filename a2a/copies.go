@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
@@ -54,14 +55,14 @@ func newCopyFan(ctx *driver.Context, world int) (*copyFan, error) {
 }
 
 // releases is what destroying f takes, for the share's graveyard.
-func (f *copyFan) releases(ctx *driver.Context) []release {
-	var rs []release
+func (f *copyFan) releases(ctx *driver.Context) []device.Release {
+	var rs []device.Release
 	for _, s := range f.sides {
-		rs = append(rs, release{"destroying a copy stream", func() error { return ctx.StreamDestroy(s) }})
+		rs = append(rs, device.Release{What: "destroying a copy stream", Do: func() error { return ctx.StreamDestroy(s) }})
 	}
 	for _, e := range slices.Concat(f.joins, []driver.Event{f.fork}) {
 		if e != 0 {
-			rs = append(rs, release{"destroying a copy stream's event", func() error { return ctx.EventDestroy(e) }})
+			rs = append(rs, device.Release{What: "destroying a copy stream's event", Do: func() error { return ctx.EventDestroy(e) }})
 		}
 	}
 	return rs
@@ -83,7 +84,7 @@ func planBytes(cs []plan.Box) int64 {
 func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
 	t.args.Active, t.args.Sig = 1, p.Sig
 	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.start, 1, farewellThreads, ls.stream); err != nil {
+		if err := t.launch(t.k.Start, 1, farewellThreads, ls.stream); err != nil {
 			return err
 		}
 	}
@@ -95,25 +96,25 @@ func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
 		}
 	}
 	used := 0 // side streams that waited on the fork
-	t.share.gate.RLock()
+	t.share.Gate.RLock()
 	for _, c := range p.Copies {
 		s := ls.stream
 		if fan {
 			k := c.Peer % len(t.fan.sides)
 			for ; used <= k; used++ {
 				if err := ctx.StreamWaitEvent(t.fan.sides[used], t.fan.fork); err != nil {
-					t.share.gate.RUnlock()
+					t.share.Gate.RUnlock()
 					return api.WrapDriver("forking the copy streams", err)
 				}
 			}
 			s = t.fan.sides[k]
 		}
 		if err := t.copyBox(p.Inputs[c.Tensor], c, ls.half, s); err != nil {
-			t.share.gate.RUnlock()
+			t.share.Gate.RUnlock()
 			return err
 		}
 	}
-	t.share.gate.RUnlock()
+	t.share.Gate.RUnlock()
 	for k := range used {
 		if err := ctx.EventRecord(t.fan.joins[k], t.fan.sides[k]); err != nil {
 			return api.WrapDriver("joining the copy streams", err)
@@ -122,7 +123,7 @@ func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
 			return api.WrapDriver("joining the copy streams", err)
 		}
 	}
-	return t.launch(t.k.sync, 1, farewellThreads, ls.stream)
+	return t.launch(t.k.Sync, 1, farewellThreads, ls.stream)
 }
 
 // copyBox enqueues c, from input on s into data half half of its peer.

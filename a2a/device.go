@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -148,9 +149,9 @@ func (d *Device) Free(t Tensor) error {
 		return nil
 	}
 	p := driver.DevicePtr(t.Ptr)
-	if s := liveShare(d.info.Ordinal); s != nil {
-		s.bury(release{"freeing", func() error { return s.ctx.MemFree(p) }})
-		return s.put()
+	if s := device.Live(d.info.Ordinal); s != nil {
+		s.Bury(device.Release{What: "freeing", Do: func() error { return s.Ctx.MemFree(p) }})
+		return s.Put()
 	}
 	if err := d.ctx.MemFree(p); err != nil {
 		return api.WrapDriver("freeing", err)

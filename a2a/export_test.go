@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/nccl"
@@ -35,11 +36,7 @@ func UseDriver(tb testing.TB, d *driver.Driver, err error) {
 }
 
 // liveShares counts the devices where the process has Comms.
-func liveShares() int {
-	shares.mu.Lock()
-	defer shares.mu.Unlock()
-	return len(shares.m)
-}
+func liveShares() int { return device.LiveShares() }
 
 // DebugDump describes the Comm's device-side protocol state for a test
 // that failed: the epoch, the arrival count, the claim, the end flags its
@@ -95,7 +92,7 @@ func DebugOccupancy(c *Comm) string {
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "blocks %d x %d threads:", sm.nblocks, sm.threads)
-	for op, fs := range sm.k.ops {
+	for op, fs := range sm.k.Ops {
 		for w, f := range fs {
 			regs, _ := c.dev.ctx.FuncAttribute(f, driver.FuncAttrNumRegs)
 			n, err := c.dev.ctx.MaxActiveBlocks(f, sm.threads)

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -201,12 +202,12 @@ func (g *Graph) Launch(s Stream) error {
 			return err
 		}
 	}
-	var gated []*deviceShare
+	var gated []*device.Share
 	for _, c := range g.comms {
 		if !slices.Contains(gated, c.share) {
 			gated = append(gated, c.share)
-			c.share.gate.RLock() // as every launch: no graveyard release starts meanwhile
-			defer c.share.gate.RUnlock()
+			c.share.Gate.RLock() // as every launch: no graveyard release starts meanwhile
+			defer c.share.Gate.RUnlock()
 		}
 	}
 	for i, c := range g.comms {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/nccl"
@@ -24,7 +25,7 @@ import (
 // Operations cannot be captured into CUDA graphs.
 type ncclTransport struct {
 	dev    *Device
-	share  *deviceShare
+	share  *device.Share
 	stream driver.Stream // the Comm's
 	vecs   []int         // the kernels' vector widths, which planning picks from
 	lib    *nccl.Library
@@ -61,7 +62,7 @@ const (
 // newNCCLTransport prepares the NCCL transport of c with rank 0's id;
 // connect joins the communicator.
 func newNCCLTransport(c *Comm, lib *nccl.Library, id NCCLID) *ncclTransport {
-	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, vecs: c.share.kernels[c.cfg.DType.Size()].widths, lib: lib, id: nccl.UniqueID(id),
+	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, vecs: c.share.Kernels[c.cfg.DType.Size()].Widths, lib: lib, id: nccl.UniqueID(id),
 		rank: c.cfg.Rank, world: c.cfg.WorldSize, buf: c.buf, layout: c.layout, stageBytes: c.layout.DataBytes}
 	t.timeout.Store(int64(c.cfg.timeout()))
 	return t
@@ -169,8 +170,8 @@ func (t *ncclTransport) release() {
 	}
 	t.mu.Unlock()
 	if p := t.stage; p != 0 {
-		ctx := t.share.ctx
-		t.share.bury(release{"freeing the NCCL staging", func() error { return ctx.MemFree(p) }})
+		ctx := t.share.Ctx
+		t.share.Bury(device.Release{What: "freeing the NCCL staging", Do: func() error { return ctx.MemFree(p) }})
 		t.stage = 0
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 )
@@ -21,7 +22,7 @@ type peerMapping struct {
 // Transports that write into the peers' memory share it.
 type ipcPeers struct {
 	dev   *Device
-	share *deviceShare
+	share *device.Share
 	m     [MaxWorldSize]peerMapping
 }
 
@@ -90,7 +91,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	// rank sees its peers'): the pointer must be the buffer of a Comm of
 	// this process, of that rank and size, whose owner still holds it.
 	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
-	if !retainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
+	if !device.RetainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
 		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
 	}
 	if h.Bus() == p.dev.info.BusID {
@@ -98,7 +99,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	}
 	pc, err := p.peerContext(h)
 	if err != nil {
-		p.share.deferError(releaseBuffer(m.ptr, false))
+		p.share.DeferError(device.ReleaseBuffer(m.ptr, false))
 		return peerMapping{}, err
 	}
 	m.peerCtx = pc
@@ -139,22 +140,22 @@ func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 			h.Rank, size, ptr, base, need, ErrHandle)
 	}
 	if err != nil {
-		p.share.bury(p.unmap(ptr))
+		p.share.Bury(p.unmap(ptr))
 		return peerMapping{}, err
 	}
 	return peerMapping{ptr: ptr, ipcOpened: true}, nil
 }
 
 // unmap is the deferred release of an IPC mapping at ptr.
-func (p *ipcPeers) unmap(ptr driver.DevicePtr) release {
-	ctx := p.share.ctx
-	return release{"closing an IPC mapping", func() error { return ctx.IpcCloseMemHandle(ptr) }}
+func (p *ipcPeers) unmap(ptr driver.DevicePtr) device.Release {
+	ctx := p.share.Ctx
+	return device.Release{What: "closing an IPC mapping", Do: func() error { return ctx.IpcCloseMemHandle(ptr) }}
 }
 
 // bury forgets the mappings, handing what unmaps them to the share's
 // graveyard.
 func (p *ipcPeers) bury() {
-	var graves []release
+	var graves []device.Release
 	var retained []driver.DevicePtr
 	for i := range p.m {
 		m := p.m[i]
@@ -165,14 +166,14 @@ func (p *ipcPeers) bury() {
 			graves = append(graves, p.unmap(m.ptr))
 		}
 		if m.peerCtx != nil {
-			graves = append(graves, release{"releasing a peer context", m.peerCtx.Release})
+			graves = append(graves, device.Release{What: "releasing a peer context", Do: m.peerCtx.Release})
 		}
 		p.m[i] = peerMapping{}
 	}
-	p.share.bury(graves...)
+	p.share.Bury(graves...)
 	// After the peer context's release is buried: freeing the buffer may
 	// tear its device's share down.
 	for _, ptr := range retained {
-		p.share.deferError(releaseBuffer(ptr, false))
+		p.share.DeferError(device.ReleaseBuffer(ptr, false))
 	}
 }

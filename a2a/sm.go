@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -25,9 +26,9 @@ const farewellThreads = 32
 // status word the kernels report failures in, and the peer mappings.
 type smTransport struct {
 	dev    *Device
-	share  *deviceShare
+	share  *device.Share
 	stream driver.Stream // the Comm's
-	k      *kernelSet
+	k      *device.Kernels
 	peers  ipcPeers
 
 	buf        driver.DevicePtr
@@ -58,8 +59,8 @@ type smTransport struct {
 // layout l, on stream, running blocks blocks (its wish: connect takes the
 // group's least): it allocates the status word and the staging of the
 // live token table (pinned host memory, which waits for nothing).
-func newSMTransport(dev *Device, share *deviceShare, stream driver.Stream, buf driver.DevicePtr, l plan.Layout, cfg Config, blocks int) (*smTransport, error) {
-	t := &smTransport{dev: dev, share: share, stream: stream, k: share.kernels[cfg.DType.Size()],
+func newSMTransport(dev *Device, share *device.Share, stream driver.Stream, buf driver.DevicePtr, l plan.Layout, cfg Config, blocks int) (*smTransport, error) {
+	t := &smTransport{dev: dev, share: share, stream: stream, k: share.Kernels[cfg.DType.Size()],
 		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l, nblocks: blocks,
 		mover: cfg.Mover, es: int64(cfg.DType.Size())}
 	host, status, err := dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
@@ -191,7 +192,7 @@ func (t *smTransport) refreshCaptured() error {
 
 func (t *smTransport) setTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
 
-func (t *smTransport) widths() []int { return t.k.widths }
+func (t *smTransport) widths() []int { return t.k.Widths }
 
 // enqueue launches the operation's kernel (after the start barrier's with
 // a single buffer) on ls.stream. A captured one reads the token counts
@@ -218,12 +219,12 @@ func (t *smTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) e
 	}
 	if p.General {
 		t.setGeneral(p)
-		return t.launchOp(t.k.general[op][p.Width], ls.stream)
+		return t.launchOp(t.k.General[op][p.Width], ls.stream)
 	}
 	if ls.captured {
-		return t.launchOp(t.k.captured[op][p.Width], ls.stream)
+		return t.launchOp(t.k.Captured[op][p.Width], ls.stream)
 	}
-	return t.launchOp(t.k.ops[op][p.Width], ls.stream)
+	return t.launchOp(t.k.Ops[op][p.Width], ls.stream)
 }
 
 // setGeneral fills in the general entries' part of the argument.
@@ -248,7 +249,7 @@ func (t *smTransport) setGeneral(p plan.Plan) {
 // active blocks when it runs, so it launches all.
 func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.start, 1, farewellThreads, s); err != nil {
+		if err := t.launch(t.k.Start, 1, farewellThreads, s); err != nil {
 			return err
 		}
 	}
@@ -262,11 +263,11 @@ func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 // pad launches the narrowest AllGather with no batch: one block that
 // signals its peers and waits for theirs, writing nothing.
 func (t *smTransport) pad(ls launchSpec) error {
-	narrowest := t.k.widths[len(t.k.widths)-1]
+	narrowest := t.k.Widths[len(t.k.Widths)-1]
 	t.args.Input, t.args.Batch, t.args.Units = 0, 0, 1
 	t.args.Half, t.args.Live, t.args.GroupRow = ls.half, 0, 0
 	t.args.Active, t.args.Sig = 1, plan.PadSignature
-	return t.launchOp(t.k.ops[ptx.OpAllGather][narrowest], ls.stream)
+	return t.launchOp(t.k.Ops[ptx.OpAllGather][narrowest], ls.stream)
 }
 
 // failure decodes the status word a failed kernel wrote, or nil.
@@ -303,7 +304,7 @@ func (t *smTransport) goodbye(wait bool) error {
 	if wait {
 		t.args.Active = 1
 	}
-	return t.launch(t.k.close, 1, farewellThreads, t.stream)
+	return t.launch(t.k.Close, 1, farewellThreads, t.stream)
 }
 
 // abort sets the status word's abort word: every wait of a kernel queued
@@ -318,17 +319,17 @@ func (t *smTransport) abort(byClose bool) {
 
 func (t *smTransport) release() {
 	t.peers.bury()
-	ctx := t.share.ctx
+	ctx := t.share.Ctx
 	if host := t.statusHost; host != nil {
-		t.share.bury(release{"freeing the status word", func() error { return ctx.HostFree(host) }})
+		t.share.Bury(device.Release{What: "freeing the status word", Do: func() error { return ctx.HostFree(host) }})
 		t.statusHost = nil
 	}
 	if host := t.liveHost; host != nil {
-		t.share.bury(release{"freeing the token table", func() error { return ctx.HostFree(host) }})
+		t.share.Bury(device.Release{What: "freeing the token table", Do: func() error { return ctx.HostFree(host) }})
 		t.liveHost = nil
 	}
 	if t.fan != nil {
-		t.share.bury(t.fan.releases(ctx)...)
+		t.share.Bury(t.fan.releases(ctx)...)
 		t.fan = nil
 	}
 }
@@ -337,9 +338,9 @@ func (t *smTransport) release() {
 // share's launch gate so that no graveyard release starts while it may
 // run.
 func (t *smTransport) launch(f driver.Function, grid, threads int, s driver.Stream) error {
-	t.share.gate.RLock()
+	t.share.Gate.RLock()
 	err := t.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
-	t.share.gate.RUnlock()
+	t.share.Gate.RUnlock()
 	if err != nil {
 		return api.WrapDriver("launching kernel", err)
 	}

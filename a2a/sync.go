@@ -105,7 +105,7 @@ func (c *Comm) wait(forSync bool) error {
 		return err
 	}
 	if forSync && !c.closing {
-		c.share.tryDrainLater()
+		c.share.TryDrainLater()
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package a2a
+package device
 
 import (
 	"sync"
@@ -21,11 +21,11 @@ import (
 
 // ownedBuffer is one Comm's buffer and who holds it.
 type ownedBuffer struct {
-	share     *deviceShare // the owner's device, referenced until the buffer is freed
-	rank      int          // the owner's rank
-	dataBytes int64        // the owner's data half
-	refs      int          // the owner and each Comm of this process that maps it
-	ownerGone bool         // the owner let go: no new mapping
+	share     *Share // the owner's device, referenced until the buffer is freed
+	rank      int    // the owner's rank
+	dataBytes int64  // the owner's data half
+	refs      int    // the owner and each Comm of this process that maps it
+	ownerGone bool   // the owner let go: no new mapping
 }
 
 var buffers = struct {
@@ -33,21 +33,21 @@ var buffers = struct {
 	m  map[driver.DevicePtr]*ownedBuffer
 }{m: map[driver.DevicePtr]*ownedBuffer{}}
 
-// registerBuffer records the new buffer at ptr of rank's Comm on share,
+// RegisterBuffer records the new buffer at ptr of rank's Comm on share,
 // with a data half of dataBytes, the owner's reference, and takes a
 // reference of share for the buffer.
-func registerBuffer(ptr driver.DevicePtr, share *deviceShare, rank int, dataBytes int64) {
-	share.hold()
+func RegisterBuffer(ptr driver.DevicePtr, share *Share, rank int, dataBytes int64) {
+	share.Hold()
 	buffers.mu.Lock()
 	buffers.m[ptr] = &ownedBuffer{share: share, rank: rank, dataBytes: dataBytes, refs: 1}
 	buffers.mu.Unlock()
 }
 
-// retainBuffer takes a peer's reference to the buffer at ptr, or reports
+// RetainBuffer takes a peer's reference to the buffer at ptr, or reports
 // false when ptr is no buffer of a Comm of this process of that rank and
 // data half, or its owner has let go of it: a handle's pointer is used
 // only when it passes.
-func retainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
+func RetainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
 	buffers.mu.Lock()
 	defer buffers.mu.Unlock()
 	b := buffers.m[ptr]
@@ -58,10 +58,10 @@ func retainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
 	return true
 }
 
-// releaseBuffer drops the owner's reference (owner) or a peer's. The last
+// ReleaseBuffer drops the owner's reference (owner) or a peer's. The last
 // one hands the free to the owner's share's graveyard and drops the
 // buffer's reference of the share, which runs the graveyard when it can.
-func releaseBuffer(ptr driver.DevicePtr, owner bool) error {
+func ReleaseBuffer(ptr driver.DevicePtr, owner bool) error {
 	buffers.mu.Lock()
 	b := buffers.m[ptr]
 	if b == nil {
@@ -78,7 +78,7 @@ func releaseBuffer(ptr driver.DevicePtr, owner bool) error {
 	if !last {
 		return nil
 	}
-	ctx := b.share.ctx
-	b.share.bury(release{"freeing the buffer", func() error { return ctx.MemFree(ptr) }})
-	return b.share.put()
+	ctx := b.share.Ctx
+	b.share.Bury(Release{What: "freeing the buffer", Do: func() error { return ctx.MemFree(ptr) }})
+	return b.share.Put()
 }

@@ -1,0 +1,9 @@
+// Package device is what every Comm of the process shares on one GPU
+// (Share): its primary context, the kernels of both element widths
+// (loaded once, with the first Comm there), the launch gate, and the
+// graveyard of the driver calls that wait for the whole device, which run
+// only when no Comm there has work queued. And the registry of the Comms'
+// buffers (buffers.go), which keeps a buffer until its owner and every
+// Comm of the process that maps it have let go. Why: docs/DESIGN.md,
+// "What waits for what". It knows nothing of collectives.
+package device

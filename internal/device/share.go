@@ -1,0 +1,279 @@
+package device
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// Some driver calls wait for every kernel running on the device, and hold
+// a driver lock while they wait that stalls every launch of the process
+// (measured: docs/DESIGN.md, "What waits for what"). Made while one of our
+// kernels waits for a peer, such a call waits for that peer, and the peer
+// may be stalled the same way: a deadlock that only the timeout breaks.
+// So no Comm makes one while another Comm of the process may be running:
+//
+//   - the kernels of both element widths are loaded once per device, when
+//     the first Comm of the process is made there, and unloaded when the
+//     last one closes;
+//   - what Close must free or unmap goes to a graveyard, released when no
+//     Comm of the process on the device has a kernel queued (checked under
+//     the launch gate, so none can start meanwhile) or when the last one
+//     closes.
+
+// Share is what every Comm of this process on one device shares.
+type Share struct {
+	Ordinal int
+	Ctx     *driver.Context
+	Kernels map[int]*Kernels // by element width
+
+	// Gate is held shared by every launch of a Comm kernel and alone by a
+	// graveyard release, which runs only when no Comm stream has work.
+	Gate sync.RWMutex
+
+	mu        sync.Mutex
+	refs      int
+	members   map[*Member]struct{}
+	graveyard []Release
+	deferred  []error // from releases run by tryDrainLater, for the next put
+}
+
+// Release is one deferred driver call.
+type Release struct {
+	What string
+	Do   func() error
+}
+
+var shares = struct {
+	mu sync.Mutex
+	m  map[int]*Share
+}{m: map[int]*Share{}}
+
+// Acquire returns device ordinal's share with a reference for the
+// caller, making it (retaining the context, loading the kernels) if this
+// is the process's first Comm there.
+func Acquire(drv *driver.Driver, ordinal int) (*Share, error) {
+	shares.mu.Lock()
+	defer shares.mu.Unlock()
+	if s := shares.m[ordinal]; s != nil {
+		s.mu.Lock()
+		s.refs++
+		s.mu.Unlock()
+		return s, nil
+	}
+	ctx, err := drv.RetainPrimaryContext(ordinal)
+	if err != nil {
+		return nil, api.WrapDriver("retaining the primary context", err)
+	}
+	s := &Share{Ordinal: ordinal, Ctx: ctx, Kernels: map[int]*Kernels{}, refs: 1, members: map[*Member]struct{}{}}
+	for _, elem := range []int{1, 2} {
+		k, err := loadKernels(ctx, elem)
+		if err != nil {
+			s.teardown()
+			return nil, err
+		}
+		s.Kernels[elem] = k
+	}
+	shares.m[ordinal] = s
+	return s, nil
+}
+
+// Hold takes another reference of s for a caller that already holds one
+// (a buffer of one of its Comms: see buffer.go); put drops it.
+func (s *Share) Hold() {
+	s.mu.Lock()
+	s.refs++
+	s.mu.Unlock()
+}
+
+// Live returns device ordinal's share with a reference for the
+// caller (to drop with put), or nil if the process has no Comm there.
+func Live(ordinal int) *Share {
+	shares.mu.Lock()
+	defer shares.mu.Unlock()
+	s := shares.m[ordinal]
+	if s != nil {
+		s.mu.Lock()
+		s.refs++
+		s.mu.Unlock()
+	}
+	return s
+}
+
+// Put drops the caller's reference; the last one releases the graveyard,
+// the kernels and the context. Those calls may wait for the device, but no
+// Comm of the process is left to be waited for. A caller that is not last
+// runs what it can of the graveyard first, while its reference still keeps
+// the context: a teardown never overlaps a drain.
+func (s *Share) Put() error {
+	errs := []error{s.TryDrain()}
+	shares.mu.Lock()
+	s.mu.Lock()
+	s.refs--
+	last := s.refs == 0
+	if last {
+		delete(shares.m, s.Ordinal)
+	}
+	s.mu.Unlock()
+	shares.mu.Unlock()
+	errs = append(errs, s.takeDeferred()...)
+	if last {
+		errs = append(errs, s.teardown())
+	}
+	return errors.Join(errs...)
+}
+
+// TryDrainLater is tryDrain for callers with nothing to report to (Sync):
+// errors wait for the next Close.
+func (s *Share) TryDrainLater() { s.DeferError(s.TryDrain()) }
+
+// DeferError keeps err, if any, for the next put to return.
+func (s *Share) DeferError(err error) {
+	if err != nil {
+		s.mu.Lock()
+		s.deferred = append(s.deferred, err)
+		s.mu.Unlock()
+	}
+}
+
+func (s *Share) takeDeferred() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	errs := s.deferred
+	s.deferred = nil
+	return errs
+}
+
+func (s *Share) teardown() error {
+	errs := s.runGraveyard()
+	for _, k := range s.Kernels {
+		if err := s.Ctx.UnloadModule(k.Module); err != nil {
+			errs = append(errs, api.WrapDriver("unloading kernels", err))
+		}
+	}
+	s.Kernels = nil
+	if err := s.Ctx.Release(); err != nil {
+		errs = append(errs, api.WrapDriver("releasing the context", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Member is a user of the share whose queued work the graveyard waits
+// for (a Comm): its stream, and the event after its last operation on
+// another stream. Both must stay valid while it is a member.
+type Member struct {
+	Stream driver.Stream
+	Tail   driver.Event
+	Owner  any // what the member stands for, for Members' callers
+}
+
+// Add and Remove keep the set of live members.
+func (s *Share) Add(m *Member) {
+	s.mu.Lock()
+	s.members[m] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Share) Remove(m *Member) {
+	s.mu.Lock()
+	delete(s.members, m)
+	s.mu.Unlock()
+}
+
+// Bury defers calls that may wait for the device until tryDrain or the
+// last put runs them.
+func (s *Share) Bury(rs ...Release) {
+	s.mu.Lock()
+	s.graveyard = append(s.graveyard, rs...)
+	s.mu.Unlock()
+}
+
+// hasGraves reports whether anything waits in the graveyard.
+func (s *Share) hasGraves() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.graveyard) > 0
+}
+
+// TryDrain runs the graveyard if no live Comm has work queued. It holds
+// the launch gate, so no Comm kernel can start while the calls run.
+func (s *Share) TryDrain() error {
+	if !s.hasGraves() {
+		return nil
+	}
+	s.Gate.Lock()
+	defer s.Gate.Unlock()
+	// The streams are queried under s.mu: a closing Comm destroys its
+	// stream only after leaving the set (Remove), so none is destroyed
+	// while queried here.
+	s.mu.Lock()
+	idle := true
+	for m := range s.members {
+		if !s.idle(m) {
+			idle = false // busy (or broken, which Sync reports): try again later
+			break
+		}
+	}
+	s.mu.Unlock()
+	if !idle {
+		return nil
+	}
+	return errors.Join(s.runGraveyard()...)
+}
+
+// idle reports whether m has no work queued: on its stream, and up to the
+// end of its last operation on another stream (its tail; done if never
+// recorded). Called with s.mu held, while m cannot release either.
+func (s *Share) idle(m *Member) bool {
+	done, err := s.Ctx.StreamDone(m.Stream)
+	if err != nil || !done {
+		return false
+	}
+	done, err = s.Ctx.EventDone(m.Tail)
+	return err == nil && done
+}
+
+func (s *Share) runGraveyard() []error {
+	s.mu.Lock()
+	rs := s.graveyard
+	s.graveyard = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, r := range rs {
+		if err := r.Do(); err != nil {
+			errs = append(errs, api.WrapDriver(r.What, err))
+		}
+	}
+	return errs
+}
+
+// Members returns the live members of the process, on any device, for
+// which match holds. match runs with the member's share locked.
+func Members(match func(*Member) bool) []*Member {
+	shares.mu.Lock()
+	all := make([]*Share, 0, len(shares.m))
+	for _, s := range shares.m {
+		all = append(all, s)
+	}
+	shares.mu.Unlock()
+	var out []*Member
+	for _, s := range all {
+		s.mu.Lock()
+		for m := range s.members {
+			if match(m) {
+				out = append(out, m)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return out
+}
+
+// LiveShares counts the devices where the process holds a share.
+func LiveShares() int {
+	shares.mu.Lock()
+	defer shares.mu.Unlock()
+	return len(shares.m)
+}
