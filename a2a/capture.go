@@ -3,6 +3,8 @@ package a2a
 import (
 	"fmt"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -57,11 +59,11 @@ func (c *Comm) withTokens(r plan.Request, ts plan.Tokens) (plan.Request, error) 
 
 // enqueueCaptured records a captured operation: it is not run now, and
 // orders nothing on other streams (the graph does, when launched).
-func (c *Comm) enqueueCaptured(r plan.Request, p plan.Plan, planned plan.Request, views []Tensor, ls launchSpec, out driver.DevicePtr) (Tensor, error) {
-	if err := c.t.refreshCaptured(); err != nil {
+func (c *Comm) enqueueCaptured(r plan.Request, p plan.Plan, planned plan.Request, views []Tensor, ls tp.LaunchSpec, out driver.DevicePtr) (Tensor, error) {
+	if err := c.t.RefreshCaptured(); err != nil {
 		return Tensor{}, err
 	}
-	if err := c.t.enqueue(r.Op, p, planned.Xs[0], ls); err != nil {
+	if err := c.t.Enqueue(r.Op, p, planned.Xs[0], ls); err != nil {
 		return Tensor{}, api.Wrap(err, "capturing %s", r.Op) // the capture fails, not the Comm
 	}
 	c.launches++

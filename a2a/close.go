@@ -34,7 +34,7 @@ func (c *Comm) Close() error {
 	c.closing = true
 	aborted := c.waiting > 0 && c.t != nil
 	if aborted {
-		c.t.abort(true)
+		c.t.Abort(true)
 	}
 	for c.waiting > 0 {
 		c.changed.Wait()
@@ -65,7 +65,7 @@ func (c *Comm) farewell(aborted bool) []error {
 		// peer that may be gone.
 		var te *TimeoutError
 		wait := !aborted && !errors.As(c.failure, &te) && !errors.As(onDevice, &te)
-		if err := c.t.goodbye(wait); err != nil {
+		if err := c.t.Goodbye(wait); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -95,7 +95,7 @@ func (c *Comm) release() error {
 		return errors.Join(errs...)
 	}
 	if c.t != nil {
-		c.t.release()
+		c.t.Release()
 	}
 	if c.buf != 0 {
 		// Freed once no Comm of this process maps it any more (buffer.go).

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"unsafe"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -58,8 +60,8 @@ type Comm struct {
 	// an event marking the end of the last operation on a caller's stream.
 	lastStream driver.Stream
 	tail       driver.Event
-	t          transport // chosen and built by Connect; nil before
-	blocks     int       // this rank's wish of blocks, in its handle
+	t          tp.Transport // chosen and built by Connect; nil before
+	blocks     int          // this rank's wish of blocks, in its handle
 
 	layout    plan.Layout
 	buf       driver.DevicePtr
@@ -192,7 +194,7 @@ func (c *Comm) Blocks() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.t != nil {
-		return c.t.blocks()
+		return c.t.Blocks()
 	}
 	return c.blocks
 }

@@ -58,12 +58,12 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if err != nil {
 		return err
 	}
-	if err := t.connect(hs); err != nil {
-		t.release()
+	if err := t.Connect(hs); err != nil {
+		t.Release()
 		return err
 	}
 	if c.tokens.Counts != nil {
-		t.setTokens(c.tokens)
+		t.SetTokens(c.tokens)
 	}
 	c.t, c.connected = t, true
 	return nil

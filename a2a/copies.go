@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -81,24 +83,24 @@ func planBytes(cs []plan.Box) int64 {
 // with a single buffer, every copy of p into the peers' data half
 // ls.half (spread over the side streams, see copyFan), then ulysses_sync
 // (one block: signal, wait, advance the epoch). Allocation-free.
-func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
+func (t *smTransport) enqueueCopies(p plan.Plan, ls tp.LaunchSpec) error {
 	t.args.Active, t.args.Sig = 1, p.Sig
 	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.Start, 1, farewellThreads, ls.stream); err != nil {
+		if err := t.launch(t.k.Start, 1, farewellThreads, ls.Stream); err != nil {
 			return err
 		}
 	}
-	ctx := t.dev.ctx
+	ctx := t.env.Ctx
 	fan := t.fan != nil && len(p.Copies) > 1 && planBytes(p.Copies) >= fanMinBytes
 	if fan {
-		if err := ctx.EventRecord(t.fan.fork, ls.stream); err != nil {
+		if err := ctx.EventRecord(t.fan.fork, ls.Stream); err != nil {
 			return api.WrapDriver("forking the copy streams", err)
 		}
 	}
 	used := 0 // side streams that waited on the fork
 	t.share.Gate.RLock()
 	for _, c := range p.Copies {
-		s := ls.stream
+		s := ls.Stream
 		if fan {
 			k := c.Peer % len(t.fan.sides)
 			for ; used <= k; used++ {
@@ -109,7 +111,7 @@ func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
 			}
 			s = t.fan.sides[k]
 		}
-		if err := t.copyBox(p.Inputs[c.Tensor], c, ls.half, s); err != nil {
+		if err := t.copyBox(p.Inputs[c.Tensor], c, ls.Half, s); err != nil {
 			t.share.Gate.RUnlock()
 			return err
 		}
@@ -119,11 +121,11 @@ func (t *smTransport) enqueueCopies(p plan.Plan, ls launchSpec) error {
 		if err := ctx.EventRecord(t.fan.joins[k], t.fan.sides[k]); err != nil {
 			return api.WrapDriver("joining the copy streams", err)
 		}
-		if err := ctx.StreamWaitEvent(ls.stream, t.fan.joins[k]); err != nil {
+		if err := ctx.StreamWaitEvent(ls.Stream, t.fan.joins[k]); err != nil {
 			return api.WrapDriver("joining the copy streams", err)
 		}
 	}
-	return t.launch(t.k.Sync, 1, farewellThreads, ls.stream)
+	return t.launch(t.k.Sync, 1, farewellThreads, ls.Stream)
 }
 
 // copyBox enqueues c, from input on s into data half half of its peer.
@@ -131,7 +133,7 @@ func (t *smTransport) copyBox(input uint64, c plan.Box, half uint32, s driver.St
 	at := uint64(half) * t.args.HalfBytes
 	from := driver.DevicePtr(input + uint64(c.Src.Off))
 	to := driver.DevicePtr(t.args.Data[c.Peer] + at + uint64(c.Dst.Off))
-	if err := copyBoxAsync(t.dev.ctx, to, c.Dst, from, c.Src, c, s); err != nil {
+	if err := copyBoxAsync(t.env.Ctx, to, c.Dst, from, c.Src, c, s); err != nil {
 		return api.WrapDriver("copying to rank "+strconv.Itoa(c.Peer), err)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
@@ -99,21 +98,6 @@ func (d *Device) finish(what string, err error) error {
 		return api.WrapDriver(what, err)
 	}
 	return nil
-}
-
-// ordinalOfBusID finds the local ordinal of a PCI bus id, or -1.
-func (d *Device) ordinalOfBusID(bus string) int {
-	n, err := d.drv.DeviceCount()
-	if err != nil || bus == "" {
-		return -1
-	}
-	for i := 0; i < n; i++ {
-		b, err := d.drv.DevicePCIBusID(i)
-		if err == nil && strings.EqualFold(b, bus) {
-			return i
-		}
-	}
-	return -1
 }
 
 // Alloc allocates an uninitialised tensor on the device (cuMemAlloc,

@@ -60,7 +60,7 @@ func DebugDump(c *Comm, blocks int) string {
 	state := c.layout.StateOff - c.layout.SignalOff
 	blocksRun := c.blocks
 	if c.t != nil {
-		blocksRun = c.t.blocks()
+		blocksRun = c.t.Blocks()
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "rank %d launches %d blocks %d epoch %d arrived %d claimed %d bye",

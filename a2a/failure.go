@@ -52,5 +52,5 @@ func (c *Comm) failureFromDevice() error {
 	if c.t == nil {
 		return nil
 	}
-	return c.t.failure()
+	return c.t.Failure()
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"unsafe"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -174,7 +176,7 @@ type turn struct {
 // (CaptureGraph). Called with c's lock held, s ordered after c's work.
 func (c *Comm) takeTurn(s driver.Stream, t turn) error {
 	if c.layout.HalfBytes != 0 && (c.launches-t.start)%2 == 1 {
-		if err := c.t.pad(launchSpec{stream: s, half: c.halfOf(c.launches + 1)}); err != nil {
+		if err := c.t.Pad(tp.LaunchSpec{Stream: s, Half: c.halfOf(c.launches + 1)}); err != nil {
 			return c.fail(api.Wrap(err, "aligning the graph's halves"))
 		}
 		c.launches++

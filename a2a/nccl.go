@@ -12,6 +12,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
+	tp "github.com/ulysses-go/ulysses/internal/transport"
 )
 
 // ncclTransport moves the bytes of the copy plans (copyplan.go) with
@@ -24,7 +25,7 @@ import (
 // against a deadline and abort the communicator past it (nccl_wait.go).
 // Operations cannot be captured into CUDA graphs.
 type ncclTransport struct {
-	dev    *Device
+	env    *tp.Env
 	share  *device.Share
 	stream driver.Stream // the Comm's
 	vecs   []int         // the kernels' vector widths, which planning picks from
@@ -61,28 +62,28 @@ const (
 
 // newNCCLTransport prepares the NCCL transport of c with rank 0's id;
 // connect joins the communicator.
-func newNCCLTransport(c *Comm, lib *nccl.Library, id NCCLID) *ncclTransport {
-	t := &ncclTransport{dev: c.dev, share: c.share, stream: c.stream, vecs: c.share.Kernels[c.cfg.DType.Size()].Widths, lib: lib, id: nccl.UniqueID(id),
-		rank: c.cfg.Rank, world: c.cfg.WorldSize, buf: c.buf, layout: c.layout, stageBytes: c.layout.DataBytes}
-	t.timeout.Store(int64(c.cfg.timeout()))
+func newNCCLTransport(env *tp.Env, lib *nccl.Library, id nccl.UniqueID) *ncclTransport {
+	t := &ncclTransport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
+		rank: env.Rank, world: env.World, buf: env.Buf, layout: env.Layout, stageBytes: env.Layout.DataBytes}
+	t.timeout.Store(int64(env.Timeout))
 	return t
 }
 
-// connect allocates the staging area (cuMemAlloc, which waits for
+// Connect allocates the staging area (cuMemAlloc, which waits for
 // nothing) and starts joining the communicator without waiting for the
 // other ranks (a non-blocking NCCL communicator): the first operation, or
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
-// may so connect one after another from one goroutine.
-func (t *ncclTransport) connect(hs []handle.Handle) error {
+// may so Connect one after another from one goroutine.
+func (t *ncclTransport) Connect(hs []handle.Handle) error {
 	if t.world > 1 && t.stageBytes > 0 {
-		p, err := t.dev.ctx.MemAlloc(uint64(2 * t.stageBytes))
+		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {
 			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
 		}
 		t.stage = p
 	}
 	var comm *nccl.Comm
-	err := t.dev.ctx.Do(func() error {
+	err := t.env.Ctx.Do(func() error {
 		var err error
 		comm, err = t.lib.InitRank(t.world, t.rank, t.id)
 		return err
@@ -97,58 +98,58 @@ func (t *ncclTransport) connect(hs []handle.Handle) error {
 	return nil
 }
 
-// setTokens has nothing to carry: planBoxes plans each operation with the
+// SetTokens has nothing to carry: planBoxes plans each operation with the
 // Comm's counts.
-func (t *ncclTransport) setTokens(plan.Tokens) {}
+func (t *ncclTransport) SetTokens(plan.Tokens) {}
 
-func (t *ncclTransport) setTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
+func (t *ncclTransport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
 
-// refreshCaptured has nothing to refresh: no operation is captured.
-func (t *ncclTransport) refreshCaptured() error { return nil }
+// RefreshCaptured has nothing to refresh: no operation is captured.
+func (t *ncclTransport) RefreshCaptured() error { return nil }
 
-// widths are the kernels': planning picks one, which this transport
+// Widths are the kernels': planning picks one, which this transport
 // ignores (NCCL and the copies take any alignment).
-func (t *ncclTransport) widths() []int { return t.vecs }
+func (t *ncclTransport) Widths() []int { return t.vecs }
 
-func (t *ncclTransport) kind() Transport { return TransportNCCL }
+func (t *ncclTransport) Kind() Transport { return TransportNCCL }
 
-// blocks is 0: NCCL's kernels move the bytes.
-func (t *ncclTransport) blocks() int { return 0 }
+// Blocks is 0: NCCL's kernels move the bytes.
+func (t *ncclTransport) Blocks() int { return 0 }
 
-// planMover plans the boxes every rank sends and receives (planBoxes).
-func (t *ncclTransport) planMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
+// PlanMover plans the boxes every rank sends and receives (planBoxes).
+func (t *ncclTransport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
 	err := t.planBoxes(r, &p, ts)
 	return p, err
 }
 
-// pad is only asked for by CaptureGraph, which this transport cannot serve.
-func (t *ncclTransport) pad(launchSpec) error {
+// Pad is only asked for by CaptureGraph, which this transport cannot serve.
+func (t *ncclTransport) Pad(tp.LaunchSpec) error {
 	return fmt.Errorf("a2a: operations over NCCL cannot be captured into a CUDA graph: %w", ErrNotSupported)
 }
 
-// failure is what broke the communicator, or nil.
-func (t *ncclTransport) failure() error {
+// Failure is what broke the communicator, or nil.
+func (t *ncclTransport) Failure() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.failed
 }
 
-// goodbye has no one to tell: NCCL writes only into receives this rank
+// Goodbye has no one to tell: NCCL writes only into receives this rank
 // posted, so peers need no word before it frees its buffer. With wait it
 // waits for the queued operations as a Sync does (bounded, aborting past
 // the deadline), so that Close's own wait for the stream that follows
 // cannot hang on a peer that never came.
-func (t *ncclTransport) goodbye(wait bool) error {
+func (t *ncclTransport) Goodbye(wait bool) error {
 	if !wait {
 		return nil
 	}
-	return t.wait(false, 0)
+	return t.Wait(false, 0)
 }
 
-// abort asks the next poll (or release) to abort the communicator; the
+// Abort asks the next poll (or release) to Abort the communicator; the
 // waits of the queued operations end with an *api.AbortedError. It cannot be
 // undone.
-func (t *ncclTransport) abort(byClose bool) {
+func (t *ncclTransport) Abort(byClose bool) {
 	how := int32(abortByContext)
 	if byClose {
 		how = abortByClose
@@ -156,9 +157,9 @@ func (t *ncclTransport) abort(byClose bool) {
 	t.abortAsk.CompareAndSwap(0, how)
 }
 
-// release ends the communicator (ncclCommDestroy when healthy and idle,
+// Release ends the communicator (ncclCommDestroy when healthy and idle,
 // ncclCommAbort otherwise) and hands the staging area to the graveyard.
-func (t *ncclTransport) release() {
+func (t *ncclTransport) Release() {
 	t.mu.Lock()
 	if t.comm != nil {
 		if t.failed != nil || t.abortAsk.Load() != 0 {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/nccl"
@@ -12,30 +14,30 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// enqueue runs the plan planBoxes made for this operation on ls.stream,
+// Enqueue runs the plan planBoxes made for this operation on ls.stream,
 // on a locked OS thread with the device's context current (NCCL's groups
 // are per thread): the copies of this rank's own boxes, then per round
 // the packs of staged sends, one NCCL group of sends and receives, and
 // the unpacks of staged receives. It waits only for NCCL to have set up
 // the previous group (settle), never for a peer's data.
-func (t *ncclTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) error {
-	if ls.captured {
+func (t *ncclTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSpec) error {
+	if ls.Captured {
 		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, ErrNotSupported)
 	}
-	half := t.buf + driver.DevicePtr(int64(ls.half)*t.layout.HalfBytes)
+	half := t.buf + driver.DevicePtr(int64(ls.Half)*t.layout.HalfBytes)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	err := t.dev.ctx.Do(func() error {
+	err := t.env.Ctx.Do(func() error {
 		if err := t.settle(); err != nil {
 			return err
 		}
 		for _, o := range t.plan.own {
-			if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.stream); err != nil {
+			if err := copyBoxAsync(t.env.Ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.Stream); err != nil {
 				return api.WrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
 			}
 		}
 		for round := range t.plan.rounds {
-			if err := t.round(round, half, ls.stream); err != nil {
+			if err := t.round(round, half, ls.Stream); err != nil {
 				return err
 			}
 		}
@@ -58,7 +60,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		}
 		c := x.box
 		packed := plan.BoxSide{Pitch: c.Width, Height: c.Rows}
-		if err := copyBoxAsync(t.dev.ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.Src.Off)), c.Src, c, s); err != nil {
+		if err := copyBoxAsync(t.env.Ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.Src.Off)), c.Src, c, s); err != nil {
 			return api.WrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -73,7 +75,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		}
 		c := x.box
 		packed := plan.BoxSide{Pitch: c.Width, Height: c.Rows}
-		if err := copyBoxAsync(t.dev.ctx, half+driver.DevicePtr(c.Dst.Off), c.Dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
+		if err := copyBoxAsync(t.env.Ctx, half+driver.DevicePtr(c.Dst.Off), c.Dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
 			return api.WrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
 		}
 	}

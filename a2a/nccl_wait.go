@@ -44,15 +44,15 @@ func (b *backoff) pause(unlock, lock func()) {
 	time.Sleep(b.sleep)
 }
 
-// wait polls until the work is done and the communicator has nothing in
-// progress (NCCL has no timeout of its own to bound a blocking wait),
+// Wait polls until the work is done and the communicator has nothing in
+// progress (NCCL has no timeout of its own to bound a blocking Wait),
 // against a deadline: the last operation's enqueue
 // time plus the timeout (a later enqueue moves it). Past the deadline,
 // or when abort was asked, or when NCCL reports a failure, it aborts the
 // communicator (ncclCommAbort, which ends its kernels and leaves the
 // CUDA context usable) and records the failure: a *TimeoutError, an
 // *api.AbortedError or NCCL's error.
-func (t *ncclTransport) wait(onCaller bool, tail driver.Event) error {
+func (t *ncclTransport) Wait(onCaller bool, tail driver.Event) error {
 	b := newBackoff()
 	for {
 		if how := t.abortAsk.Load(); how != 0 {
@@ -62,9 +62,9 @@ func (t *ncclTransport) wait(onCaller bool, tail driver.Event) error {
 		var done bool
 		var err error
 		if onCaller {
-			done, err = t.dev.ctx.EventDone(tail)
+			done, err = t.env.Ctx.EventDone(tail)
 		} else {
-			done, err = t.dev.ctx.StreamDone(t.stream)
+			done, err = t.env.Ctx.StreamDone(t.stream)
 		}
 		if err != nil {
 			return err

@@ -4,13 +4,18 @@ import (
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/nccl"
+	tp "github.com/ulysses-go/ulysses/internal/transport"
 )
 
 // newTransport builds the transport of kind for this Comm, unconnected.
 // NCCL needs rank 0's id, and NCCL (ErrNoNCCL where it cannot be loaded).
-func (c *Comm) newTransport(kind Transport, id *NCCLID) (transport, error) {
+func (c *Comm) newTransport(kind Transport, id *NCCLID) (tp.Transport, error) {
+	env := &tp.Env{Driver: c.dev.drv, Ctx: c.dev.ctx, Share: c.share, SMs: c.dev.info.SMs, BusID: c.dev.info.BusID,
+		Helpers: c.dev.copies, Stream: c.stream, Buf: c.buf, Layout: c.layout, Rank: c.cfg.Rank, World: c.cfg.WorldSize,
+		DType: c.cfg.DType, Mover: c.cfg.Mover, Timeout: c.cfg.timeout(), Blocks: c.blocks}
 	if kind == TransportIPC {
-		return newSMTransport(c.dev, c.share, c.stream, c.buf, c.layout, c.cfg, c.blocks)
+		return newSMTransport(env)
 	}
 	if id == nil {
 		return nil, fmt.Errorf("a2a: rank %d's group uses NCCL: pass rank 0's NewNCCLID to ConnectNCCL, or use Join: %w", c.cfg.Rank, ErrConfig)
@@ -19,5 +24,5 @@ func (c *Comm) newTransport(kind Transport, id *NCCLID) (transport, error) {
 	if err != nil {
 		return nil, api.WrapNCCL("loading NCCL", err)
 	}
-	return newNCCLTransport(c, lib, *id), nil
+	return newNCCLTransport(env, lib, nccl.UniqueID(*id)), nil
 }

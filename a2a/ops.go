@@ -3,6 +3,8 @@ package a2a
 import (
 	"fmt"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -163,7 +165,7 @@ func (c *Comm) run(r plan.Request, dsts, views []Tensor, s driver.Stream) (Tenso
 	if err != nil {
 		return Tensor{}, err
 	}
-	if p, err = c.t.planMover(p, planned, c.tokens, captured); err != nil {
+	if p, err = c.t.PlanMover(p, planned, c.tokens, captured); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
 	half := c.halfOf(c.launches + 1)
@@ -172,12 +174,12 @@ func (c *Comm) run(r plan.Request, dsts, views []Tensor, s driver.Stream) (Tenso
 		return Tensor{}, err
 	}
 	if captured {
-		return c.enqueueCaptured(r, p, planned, views, launchSpec{stream: s, half: half, captured: true}, out)
+		return c.enqueueCaptured(r, p, planned, views, tp.LaunchSpec{Stream: s, Half: half, Captured: true}, out)
 	}
 	if err := c.orderBefore(s); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}
-	if err := c.t.enqueue(r.Op, p, planned.Xs[0], launchSpec{stream: s, half: half}); err != nil {
+	if err := c.t.Enqueue(r.Op, p, planned.Xs[0], tp.LaunchSpec{Stream: s, Half: half}); err != nil {
 		return Tensor{}, c.fail(err)
 	}
 	c.launches++
@@ -211,9 +213,9 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p plan.Plan, s driver.
 // can run it, else the general ones.
 func (c *Comm) plan(r plan.Request, ts plan.Tokens) (plan.Plan, error) {
 	if r.NeedsGeneral(c.cfg.WorldSize) {
-		return plan.General(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.widths())
+		return plan.General(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
 	}
-	return plan.Plain(r.Op, r.Xs[0], c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.widths())
+	return plan.Plain(r.Op, r.Xs[0], c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
 }
 
 // outputViews stores the view of each tensor's output (at out, region

@@ -7,6 +7,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
+	tp "github.com/ulysses-go/ulysses/internal/transport"
 )
 
 // peerMapping is how this process reaches one peer's buffer.
@@ -21,7 +22,7 @@ type peerMapping struct {
 // CUDA IPC from other processes, directly (with peer access) from this one.
 // Transports that write into the peers' memory share it.
 type ipcPeers struct {
-	dev   *Device
+	env   *tp.Env
 	share *device.Share
 	m     [MaxWorldSize]peerMapping
 }
@@ -32,7 +33,7 @@ type ipcPeers struct {
 func (p *ipcPeers) checkAccess(hs []handle.Handle) error {
 	ordinals := make([]int, len(hs))
 	for i, h := range hs {
-		ordinals[i] = p.dev.ordinalOfBusID(h.Bus())
+		ordinals[i] = p.env.OrdinalOfBus(h.Bus())
 	}
 	for i := range hs {
 		for j := i + 1; j < len(hs); j++ {
@@ -40,11 +41,11 @@ func (p *ipcPeers) checkAccess(hs []handle.Handle) error {
 			if a < 0 || b < 0 || a == b {
 				continue
 			}
-			ok, err := p.dev.drv.CanAccessPeer(a, b)
+			ok, err := p.env.Driver.CanAccessPeer(a, b)
 			if err != nil {
 				return api.WrapDriver("checking peer access", err)
 			}
-			ok2, err := p.dev.drv.CanAccessPeer(b, a)
+			ok2, err := p.env.Driver.CanAccessPeer(b, a)
 			if err != nil {
 				return api.WrapDriver("checking peer access", err)
 			}
@@ -94,7 +95,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	if !device.RetainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
 		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
 	}
-	if h.Bus() == p.dev.info.BusID {
+	if h.Bus() == p.env.BusID {
 		return m, nil
 	}
 	pc, err := p.peerContext(h)
@@ -109,15 +110,15 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 // peerContext retains the primary context of the device of h's buffer
 // and enables this context's access to it.
 func (p *ipcPeers) peerContext(h handle.Handle) (*driver.Context, error) {
-	ord := p.dev.ordinalOfBusID(h.Bus())
+	ord := p.env.OrdinalOfBus(h.Bus())
 	if ord < 0 {
 		return nil, fmt.Errorf("a2a: device %s not visible: %w", h.Bus(), ErrNoPeerAccess)
 	}
-	pc, err := p.dev.drv.RetainPrimaryContext(ord)
+	pc, err := p.env.Driver.RetainPrimaryContext(ord)
 	if err != nil {
 		return nil, api.WrapDriver("retaining peer context", err)
 	}
-	if err := p.dev.ctx.EnablePeerAccess(pc); err != nil {
+	if err := p.env.Ctx.EnablePeerAccess(pc); err != nil {
 		pc.Release()
 		return nil, api.WrapDriver("enabling peer access", err)
 	}
@@ -128,11 +129,11 @@ func (p *ipcPeers) peerContext(h handle.Handle) (*driver.Context, error) {
 // whole allocation of at least need bytes: the handle's claims are not
 // trusted, and this rank's kernels write need bytes into it.
 func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
-	ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
+	ptr, err := p.env.Ctx.IpcOpenMemHandle(h.IPC)
 	if err != nil {
 		return peerMapping{}, api.WrapDriver("opening IPC handle", err)
 	}
-	base, size, err := p.dev.ctx.MemAddressRange(ptr)
+	base, size, err := p.env.Ctx.MemAddressRange(ptr)
 	if err != nil {
 		err = api.WrapDriver("reading the mapped range", err)
 	} else if base != ptr || size < uint64(need) {

@@ -11,6 +11,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
+	tp "github.com/ulysses-go/ulysses/internal/transport"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -25,7 +26,7 @@ const farewellThreads = 32
 // kernels of the element width, the by-value kernel argument, the pinned
 // status word the kernels report failures in, and the peer mappings.
 type smTransport struct {
-	dev    *Device
+	env    *tp.Env
 	share  *device.Share
 	stream driver.Stream // the Comm's
 	k      *device.Kernels
@@ -59,42 +60,43 @@ type smTransport struct {
 // layout l, on stream, running blocks blocks (its wish: connect takes the
 // group's least): it allocates the status word and the staging of the
 // live token table (pinned host memory, which waits for nothing).
-func newSMTransport(dev *Device, share *device.Share, stream driver.Stream, buf driver.DevicePtr, l plan.Layout, cfg Config, blocks int) (*smTransport, error) {
-	t := &smTransport{dev: dev, share: share, stream: stream, k: share.Kernels[cfg.DType.Size()],
-		peers: ipcPeers{dev: dev, share: share}, buf: buf, layout: l, nblocks: blocks,
-		mover: cfg.Mover, es: int64(cfg.DType.Size())}
-	host, status, err := dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
+func newSMTransport(env *tp.Env) (*smTransport, error) {
+	buf, l := env.Buf, env.Layout
+	t := &smTransport{env: env, share: env.Share, stream: env.Stream, k: env.Share.Kernels[env.DType.Size()],
+		peers: ipcPeers{env: env, share: env.Share}, buf: buf, layout: l, nblocks: env.Blocks,
+		mover: env.Mover, es: int64(env.DType.Size())}
+	host, status, err := env.Ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
 	if err != nil {
 		return nil, api.WrapDriver("allocating the status word", err)
 	}
 	t.statusHost = host
 	*(*statusWord)(host) = statusWord{}
-	if t.liveHost, _, err = dev.ctx.HostAllocMapped(uint64(unsafe.Sizeof(liveTable{}))); err != nil {
-		t.release()
+	if t.liveHost, _, err = env.Ctx.HostAllocMapped(uint64(unsafe.Sizeof(liveTable{}))); err != nil {
+		t.Release()
 		return nil, api.WrapDriver("allocating the token table", err)
 	}
 	*(*liveTable)(t.liveHost) = liveTable{}
 	t.liveDev = buf + driver.DevicePtr(l.StateOff+plan.LiveOff)
-	if cfg.Mover != MoverKernels {
-		fan, err := newCopyFan(dev.ctx, cfg.WorldSize)
+	if env.Mover != MoverKernels {
+		fan, err := newCopyFan(env.Ctx, env.World)
 		t.fan = fan
 		if err != nil {
-			t.release()
+			t.Release()
 			return nil, err
 		}
 	}
-	t.args.Rank = uint32(cfg.Rank)
-	t.args.World = uint32(cfg.WorldSize)
+	t.args.Rank = uint32(env.Rank)
+	t.args.World = uint32(env.World)
 	t.args.State = uint64(buf) + uint64(l.StateOff)
 	t.args.Status = uint64(status)
-	t.args.TimeoutNs = uint64(cfg.timeout().Nanoseconds())
+	t.args.TimeoutNs = uint64(env.Timeout.Nanoseconds())
 	t.args.HalfBytes = uint64(l.HalfBytes)
 	t.args.Capacity = uint64(l.DataBytes)
 	t.params[0] = unsafe.Pointer(&t.args)
 	return t, nil
 }
 
-func (t *smTransport) connect(hs []handle.Handle) error {
+func (t *smTransport) Connect(hs []handle.Handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
 	}
@@ -109,18 +111,18 @@ func (t *smTransport) connect(hs []handle.Handle) error {
 		t.nblocks = min(t.nblocks, int(h.Blocks))
 		t.oneProcess = t.oneProcess && fromThisProcess(h)
 	}
-	t.threads = plan.ThreadsFor(t.nblocks, t.dev.info.SMs)
+	t.threads = plan.ThreadsFor(t.nblocks, t.env.SMs)
 	return nil
 }
 
-func (t *smTransport) kind() Transport { return TransportIPC }
+func (t *smTransport) Kind() Transport { return TransportIPC }
 
-func (t *smTransport) blocks() int { return t.nblocks }
+func (t *smTransport) Blocks() int { return t.nblocks }
 
-// planMover adds the copy-engine mode's part to p when the copy engines
+// PlanMover adds the copy-engine mode's part to p when the copy engines
 // move it (moverFor): the copies into the scratch, every input's address,
 // the mover in the signature. The kernels need nothing more.
-func (t *smTransport) planMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
+func (t *smTransport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
 	if t.moverFor(r.Op, p.GroupBytes, captured) != MoverCopyEngines {
 		return p, nil
 	}
@@ -133,12 +135,12 @@ func (t *smTransport) planMover(p plan.Plan, r plan.Request, ts plan.Tokens, cap
 	return p, nil
 }
 
-// wait blocks in the driver: the kernels bound their own waits.
-func (t *smTransport) wait(onCaller bool, tail driver.Event) error {
+// Wait blocks in the driver: the kernels bound their own waits.
+func (t *smTransport) Wait(onCaller bool, tail driver.Event) error {
 	if onCaller {
-		return t.dev.ctx.EventSynchronize(tail)
+		return t.env.Ctx.EventSynchronize(tail)
 	}
-	return t.dev.ctx.StreamSynchronize(t.stream)
+	return t.env.Ctx.StreamSynchronize(t.stream)
 }
 
 // mostOnOneGPU is the most ranks of hs on one GPU (by PCI bus id): a
@@ -157,9 +159,9 @@ func mostOnOneGPU(hs []handle.Handle) int {
 	return most
 }
 
-// setTokens puts the counts in the argument of later launches and stages
+// SetTokens puts the counts in the argument of later launches and stages
 // them for the live table (refreshCaptured).
-func (t *smTransport) setTokens(ts plan.Tokens) {
+func (t *smTransport) SetTokens(ts plan.Tokens) {
 	t.args.Tokens = [MaxWorldSize]int32{}
 	t.args.Prefix = [MaxWorldSize + 1]int32{}
 	for i, n := range ts.Counts {
@@ -173,36 +175,36 @@ func (t *smTransport) setTokens(ts plan.Tokens) {
 	t.liveFresh = false
 }
 
-// refreshCaptured copies the staged counts into the buffer's live table,
+// RefreshCaptured copies the staged counts into the buffer's live table,
 // on the Device's copy stream, and waits for that copy alone (tens of
 // microseconds). Captured kernels read the table from device memory: all
 // their blocks reading pinned host memory at once cost hundreds of
 // microseconds per operation (run 19).
-func (t *smTransport) refreshCaptured() error {
+func (t *smTransport) RefreshCaptured() error {
 	if t.liveFresh {
 		return nil
 	}
-	err := t.dev.ctx.MemcpyHtoDAsync(t.liveDev, t.liveHost, uint64(unsafe.Sizeof(liveTable{})), t.dev.copies)
-	if err := t.dev.finish("writing the token table", err); err != nil {
+	err := t.env.Ctx.MemcpyHtoDAsync(t.liveDev, t.liveHost, uint64(unsafe.Sizeof(liveTable{})), t.env.Helpers)
+	if err := t.env.Finish("writing the token table", err); err != nil {
 		return err
 	}
 	t.liveFresh = true
 	return nil
 }
 
-func (t *smTransport) setTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
+func (t *smTransport) SetTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
 
-func (t *smTransport) widths() []int { return t.k.Widths }
+func (t *smTransport) Widths() []int { return t.k.Widths }
 
-// enqueue launches the operation's kernel (after the start barrier's with
+// Enqueue launches the operation's kernel (after the start barrier's with
 // a single buffer) on ls.stream. A captured one reads the token counts
 // from the live table when it runs, and computes its active blocks and
 // signature from them. Allocation-free.
-func (t *smTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) error {
+func (t *smTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSpec) error {
 	t.args.Input = uint64(x.Ptr)
 	t.args.Batch = uint32(x.Shape[0])
 	t.args.Units = uint32(p.Chunk / int64(p.Width))
-	t.args.Half = ls.half
+	t.args.Half = ls.Half
 	t.args.Live, t.args.GroupRow = 0, 0
 	spread := int64(1)
 	if p.Spread {
@@ -210,7 +212,7 @@ func (t *smTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) e
 	}
 	t.args.Active = uint32(plan.ActiveBlocks(p.GroupBytes*spread, t.nblocks))
 	t.args.Sig = p.Sig
-	if ls.captured {
+	if ls.Captured {
 		t.args.Live, t.args.GroupRow = uint64(t.liveDev), uint64(p.GroupRow*spread)
 		t.args.Active, t.args.Sig = 0, p.ShapeSig
 	}
@@ -219,12 +221,12 @@ func (t *smTransport) enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) e
 	}
 	if p.General {
 		t.setGeneral(p)
-		return t.launchOp(t.k.General[op][p.Width], ls.stream)
+		return t.launchOp(t.k.General[op][p.Width], ls.Stream)
 	}
-	if ls.captured {
-		return t.launchOp(t.k.Captured[op][p.Width], ls.stream)
+	if ls.Captured {
+		return t.launchOp(t.k.Captured[op][p.Width], ls.Stream)
 	}
-	return t.launchOp(t.k.Ops[op][p.Width], ls.stream)
+	return t.launchOp(t.k.Ops[op][p.Width], ls.Stream)
 }
 
 // setGeneral fills in the general entries' part of the argument.
@@ -260,18 +262,18 @@ func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 	return t.launch(f, grid, t.threads, s)
 }
 
-// pad launches the narrowest AllGather with no batch: one block that
+// Pad launches the narrowest AllGather with no batch: one block that
 // signals its peers and waits for theirs, writing nothing.
-func (t *smTransport) pad(ls launchSpec) error {
+func (t *smTransport) Pad(ls tp.LaunchSpec) error {
 	narrowest := t.k.Widths[len(t.k.Widths)-1]
 	t.args.Input, t.args.Batch, t.args.Units = 0, 0, 1
-	t.args.Half, t.args.Live, t.args.GroupRow = ls.half, 0, 0
+	t.args.Half, t.args.Live, t.args.GroupRow = ls.Half, 0, 0
 	t.args.Active, t.args.Sig = 1, plan.PadSignature
-	return t.launchOp(t.k.Ops[ptx.OpAllGather][narrowest], ls.stream)
+	return t.launchOp(t.k.Ops[ptx.OpAllGather][narrowest], ls.Stream)
 }
 
-// failure decodes the status word a failed kernel wrote, or nil.
-func (t *smTransport) failure() error {
+// Failure decodes the status word a failed kernel wrote, or nil.
+func (t *smTransport) Failure() error {
 	if t.statusHost == nil {
 		return nil // released
 	}
@@ -297,9 +299,9 @@ func (t *smTransport) failure() error {
 	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
 }
 
-// goodbye launches ulysses_close: the bye words, and with wait the wait
+// Goodbye launches ulysses_close: the bye words, and with wait the wait
 // for the peers'.
-func (t *smTransport) goodbye(wait bool) error {
+func (t *smTransport) Goodbye(wait bool) error {
 	t.args.Active = 0
 	if wait {
 		t.args.Active = 1
@@ -307,17 +309,17 @@ func (t *smTransport) goodbye(wait bool) error {
 	return t.launch(t.k.Close, 1, farewellThreads, t.stream)
 }
 
-// abort sets the status word's abort word: every wait of a kernel queued
+// Abort sets the status word's Abort word: every wait of a kernel queued
 // so far or later ends within about 1 ms (ABORT_POLL_NS) with
 // STATUS_ABORTED. It cannot be undone; the first caller names the cause.
-func (t *smTransport) abort(byClose bool) {
+func (t *smTransport) Abort(byClose bool) {
 	if t.statusHost != nil && atomic.LoadUint32(&(*statusWord)(t.statusHost).Abort) == 0 {
 		t.abortedByClose = byClose
 		atomic.StoreUint32(&(*statusWord)(t.statusHost).Abort, 1)
 	}
 }
 
-func (t *smTransport) release() {
+func (t *smTransport) Release() {
 	t.peers.bury()
 	ctx := t.share.Ctx
 	if host := t.statusHost; host != nil {
@@ -339,7 +341,7 @@ func (t *smTransport) release() {
 // run.
 func (t *smTransport) launch(f driver.Function, grid, threads int, s driver.Stream) error {
 	t.share.Gate.RLock()
-	err := t.dev.ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
+	err := t.env.Ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
 	t.share.Gate.RUnlock()
 	if err != nil {
 		return api.WrapDriver("launching kernel", err)

@@ -15,28 +15,28 @@ func TestSMFailureFromStatus(t *testing.T) {
 	var st statusWord
 	c := &smTransport{statusHost: unsafe.Pointer(&st)}
 	c.args.TimeoutNs = 2e9
-	assert.NoError(t, c.failure())
+	assert.NoError(t, c.Failure())
 
 	st = statusWord{Code: statusTimeout, Phase: uint32(PhaseEnd), Peer: 1, Epoch: 9, Block: 3, Rank: 0}
 	var te *TimeoutError
-	require.ErrorAs(t, c.failure(), &te)
+	require.ErrorAs(t, c.Failure(), &te)
 	assert.Equal(t, TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 9, Block: 3, Timeout: 2e9}, *te)
 	assert.ErrorIs(t, te, ErrTimeout)
 
 	st = statusWord{Code: statusTimeout, Phase: uint32(PhaseClose), Peer: 2, Rank: 1}
-	require.ErrorAs(t, c.failure(), &te)
+	require.ErrorAs(t, c.Failure(), &te)
 	assert.Contains(t, te.Error(), "in Close for rank 2")
 
 	st = statusWord{Code: statusPeerClosed, Phase: uint32(PhaseStart), Peer: 2, Epoch: 4, Rank: 1}
 	var pe *PeerClosedError
-	require.ErrorAs(t, c.failure(), &pe)
+	require.ErrorAs(t, c.Failure(), &pe)
 	assert.Equal(t, PeerClosedError{Rank: 1, Peer: 2, Phase: PhaseStart, Epoch: 4}, *pe)
 	assert.ErrorIs(t, pe, ErrPeerClosed)
 	assert.False(t, errors.Is(pe, ErrTimeout))
 
 	st = statusWord{Code: statusMismatch, Phase: uint32(PhaseEnd), Peer: 1, Epoch: 7, Block: 5, Sig: 0xabc, PeerSig: 0xdef}
 	var me *MismatchError
-	require.ErrorAs(t, c.failure(), &me)
+	require.ErrorAs(t, c.Failure(), &me)
 	assert.Equal(t, MismatchError{Rank: 0, Peer: 1, Epoch: 7, Block: 5, Signature: 0xabc, PeerSignature: 0xdef}, *me)
 	assert.ErrorIs(t, me, ErrOpMismatch)
 }

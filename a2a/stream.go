@@ -3,6 +3,8 @@ package a2a
 import (
 	"fmt"
 
+	tp "github.com/ulysses-go/ulysses/internal/transport"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -101,11 +103,11 @@ func (c *Comm) orderAfter(s driver.Stream) error {
 // (the earlier ones are ordered before it). onCaller is lastStream !=
 // stream as read under the lock, and t the transport, read there too: one
 // without a timeout of its own (NCCL) polls.
-func (c *Comm) waitDevice(onCaller bool, t transport) error {
+func (c *Comm) waitDevice(onCaller bool, t tp.Transport) error {
 	if t == nil {
 		return nil // not connected: nothing was enqueued
 	}
-	return t.wait(onCaller, c.tail)
+	return t.Wait(onCaller, c.tail)
 }
 
 // joinOwnStream orders the Comm's own stream after an operation on a

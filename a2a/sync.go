@@ -21,7 +21,7 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 	}
 	c.cfg.Timeout = d
 	if c.t != nil {
-		c.t.setTimeout(d)
+		c.t.SetTimeout(d)
 	}
 	return nil
 }
@@ -52,7 +52,7 @@ func (c *Comm) SyncContext(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	if !c.closing && c.t != nil {
-		c.t.abort(false)
+		c.t.Abort(false)
 	}
 	c.mu.Unlock()
 	err := <-done

@@ -23,12 +23,12 @@ func (c *Comm) SetRankTokens(counts []int) error {
 		return err
 	}
 	if c.t != nil {
-		c.t.setTokens(ts)
+		c.t.SetTokens(ts)
 	}
 	c.tokens = ts
 	if len(c.captured) > 0 {
 		// Replays read the counts from the buffer: copy them there now.
-		if err := c.t.refreshCaptured(); err != nil {
+		if err := c.t.RefreshCaptured(); err != nil {
 			return c.fail(err)
 		}
 	}

@@ -9,5 +9,5 @@ func (c *Comm) Transport() Transport {
 	if !c.connected {
 		return c.cfg.Transport
 	}
-	return c.t.kind()
+	return c.t.Kind()
 }

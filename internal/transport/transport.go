@@ -1,8 +1,9 @@
-package a2a
+package transport
 
 import (
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -10,16 +11,16 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// launchSpec is how the Comm wants one operation enqueued.
-type launchSpec struct {
-	stream driver.Stream
-	half   uint32 // the data half it writes: consecutive operations alternate
-	// captured: into a CUDA graph, so the token counts (and what follows
+// LaunchSpec is how the Comm wants one operation enqueued.
+type LaunchSpec struct {
+	Stream driver.Stream
+	Half   uint32 // the data half it writes: consecutive operations alternate
+	// Captured: into a CUDA graph, so the token counts (and what follows
 	// from them) are read when it replays, not frozen now.
-	captured bool
+	Captured bool
 }
 
-// transport moves the bytes of planned operations between the ranks of a
+// Transport moves the bytes of planned operations between the ranks of a
 // group. The Comm owns everything else, and the same for every transport:
 // validation, the plan of each operation (shapes, token counts, capacity,
 // the verdict every rank shares), the buffer's data halves and the views
@@ -28,55 +29,55 @@ type launchSpec struct {
 // kernels or copy engines writing into the peers over CUDA IPC) or
 // ncclTransport (NCCL's sends and receives). Calls come with the Comm's
 // lock held, but wait's.
-type transport interface {
-	// connect joins the group: hs are every rank's validated handles, in
-	// rank order, the same on every rank. A transport whose connect
+type Transport interface {
+	// Connect joins the group: hs are every rank's validated handles, in
+	// rank order, the same on every rank. A transport whose Connect
 	// failed is released and dropped.
-	connect(hs []handle.Handle) error
-	// kind is TransportIPC or TransportNCCL.
-	kind() Transport
-	// blocks is the number of thread blocks each kernel runs (0 where no
+	Connect(hs []handle.Handle) error
+	// Kind is TransportIPC or TransportNCCL.
+	Kind() api.Transport
+	// Blocks is the number of thread Blocks each kernel runs (0 where no
 	// kernel of the package moves the bytes).
-	blocks() int
-	// planMover adds what this transport needs to move p (the Comm's plan
+	Blocks() int
+	// PlanMover adds what this transport needs to move p (the Comm's plan
 	// of r under the counts ts; captured: into a graph) and may refuse it;
 	// nothing is enqueued yet. By value: a pointer through an interface
 	// would move each plan to the heap.
-	planMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error)
-	// setTokens and setTimeout change what the operations enqueued after
+	PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error)
+	// SetTokens and setTimeout change what the operations enqueued after
 	// them carry; they touch no device memory.
-	setTokens(ts plan.Tokens)
-	setTimeout(d time.Duration)
-	// refreshCaptured makes what captured operations read when they
+	SetTokens(ts plan.Tokens)
+	SetTimeout(d time.Duration)
+	// RefreshCaptured makes what captured operations read when they
 	// replay hold the counts setTokens set last; it waits for that alone.
-	refreshCaptured() error
-	// widths lists the vector widths in bytes the transport copies with,
+	RefreshCaptured() error
+	// Widths lists the vector Widths in bytes the transport copies with,
 	// widest first; planning picks the widest the operation allows.
-	widths() []int
-	// enqueue moves the bytes of the planned operation p on input x into
+	Widths() []int
+	// Enqueue moves the bytes of the planned operation p on input x into
 	// every rank's data half ls.half, on ls.stream (the Comm's or the
 	// caller's, already ordered after the Comm's previous operation),
 	// without waiting for anything.
-	enqueue(op ptx.Op, p plan.Plan, x Tensor, ls launchSpec) error
-	// pad enqueues an operation that moves nothing but takes its turn
+	Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls LaunchSpec) error
+	// Pad enqueues an operation that moves nothing but takes its turn
 	// like any other (a barrier with the peers): Graph.Launch puts one
 	// before a replay that would start on the other data half.
-	pad(ls launchSpec) error
-	// wait waits, without the Comm's lock, for the Comm's operations: its
+	Pad(ls LaunchSpec) error
+	// Wait waits, without the Comm's lock, for the Comm's operations: its
 	// stream, or the event tail when the last ran on a caller's stream.
 	// It returns a driver error; a failure the transport reports itself
 	// (timeout, abort) is left for failure.
-	wait(onCaller bool, tail driver.Event) error
-	// failure returns what the device reported (a *TimeoutError,
+	Wait(onCaller bool, tail driver.Event) error
+	// Failure returns what the device reported (a *TimeoutError,
 	// *PeerClosedError or *MismatchError), or nil.
-	failure() error
-	// goodbye enqueues telling the peers that this rank leaves and, with
+	Failure() error
+	// Goodbye enqueues telling the peers that this rank leaves and, with
 	// wait, waiting (bounded by the timeout) until each has said the same.
-	goodbye(wait bool) error
-	// abort ends, promptly, every wait of the operations queued so far
+	Goodbye(wait bool) error
+	// Abort ends, promptly, every wait of the operations queued so far
 	// and later: they fail with an *api.AbortedError (byClose says who asked).
 	// It cannot be undone: the Comm is broken after it.
-	abort(byClose bool)
-	// release hands what the transport holds to the share's graveyard.
-	release()
+	Abort(byClose bool)
+	// Release hands what the transport holds to the share's graveyard.
+	Release()
 }
