@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"unsafe"
 
 	tp "github.com/ulysses-go/ulysses/internal/transport"
 
@@ -35,9 +34,6 @@ const (
 	fewBlocks    = kernelabi.FewBlocks
 	largeGranule = kernelabi.LargeGranule
 )
-
-// argsBytes is the size of the kernels' single parameter.
-const argsBytes = unsafe.Sizeof(kernelArgs{})
 
 // Comm is one rank's endpoint of a group: a device buffer shared with the
 // peers over CUDA IPC, the kernels, and a stream the operations run on.

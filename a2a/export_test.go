@@ -9,6 +9,10 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
+	"github.com/ulysses-go/ulysses/internal/transport/ipc"
+	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
+
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
@@ -86,33 +90,19 @@ func DebugDump(c *Comm, blocks int) string {
 func DebugOccupancy(c *Comm) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sm, ok := c.t.(*smTransport)
-	if !ok {
-		return "not connected over IPC"
+	if t, ok := c.t.(*ipc.Transport); ok {
+		return t.Occupancy()
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "blocks %d x %d threads:", sm.nblocks, sm.threads)
-	for op, fs := range sm.k.Ops {
-		for w, f := range fs {
-			regs, _ := c.dev.ctx.FuncAttribute(f, driver.FuncAttrNumRegs)
-			n, err := c.dev.ctx.MaxActiveBlocks(f, sm.threads)
-			if err != nil {
-				fmt.Fprintf(&sb, " %s/v%d: %v", op, w, err)
-				continue
-			}
-			fmt.Fprintf(&sb, " %s/v%d %d regs %d/SM;", op, w, regs, n)
-		}
-	}
-	return sb.String()
+	return "not connected over IPC"
 }
 
 // ForceIPC makes Connect IPC-open the buffers of peers in this process too,
 // as it does for other processes' (the stub driver opens them), until the
 // test ends.
 func ForceIPC(tb testing.TB) {
-	saved := fromThisProcess
-	fromThisProcess = func(handle.Handle) bool { return false }
-	tb.Cleanup(func() { fromThisProcess = saved })
+	saved := ipc.FromThisProcess
+	ipc.FromThisProcess = func(handle.Handle) bool { return false }
+	tb.Cleanup(func() { ipc.FromThisProcess = saved })
 }
 
 // HandleWithIPCOf returns h with the IPC payload of other: a handle whose
@@ -127,9 +117,9 @@ func HandleWithIPCOf(h, other []byte) []byte {
 // kernels behave as the real ones do while a peer never comes: they wait
 // until Close sets the status word's abort word, then report the abort.
 func FakeHang() string {
-	var s statusWord
-	return fmt.Sprintf("%d,%d,%d,%d", unsafe.Offsetof(kernelArgs{}.Status),
-		unsafe.Offsetof(s.Abort), unsafe.Offsetof(s.Code), statusAborted)
+	var s kernelabi.Status
+	return fmt.Sprintf("%d,%d,%d,%d", unsafe.Offsetof(kernelabi.Args{}.Status),
+		unsafe.Offsetof(s.Abort), unsafe.Offsetof(s.Code), kernelabi.StatusAborted)
 }
 
 // TestStream is a stream of a test's own on a Comm's device, as a caller
@@ -330,8 +320,8 @@ func UseNCCL(tb testing.TB, path string) {
 func NCCLRounds(c *Comm) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.t.(*ncclTransport); ok {
-		return t.plan.rounds
+	if t, ok := c.t.(*nccltransport.Transport); ok {
+		return t.Rounds()
 	}
 	return 0
 }

@@ -5,25 +5,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/internal/plan"
-	"github.com/ulysses-go/ulysses/ptx"
 )
-
-// The kernels' argument and shared structures are generated with the
-// kernels' header from one description: internal/kernelabi tests them.
-// What is left here is how a2a uses them.
-func TestKernelArgsAsLoaded(t *testing.T) {
-	files := ptx.Files()
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		assert.Equal(t, int(argsBytes), f.ArgsBytes, f.Name)
-	}
-	assert.Equal(t, int64(131072), plan.SignalByeOff)
-	assert.Equal(t, int64(131104), plan.SignalAreaBytes)
-	assert.Equal(t, int64(16), plan.StateBytes)
-}
 
 // The Comm's layout follows Config.SingleBuffer.
 func TestConfigLayout(t *testing.T) {

@@ -3,6 +3,9 @@ package a2a
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/transport/ipc"
+	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/nccl"
 	tp "github.com/ulysses-go/ulysses/internal/transport"
@@ -15,7 +18,7 @@ func (c *Comm) newTransport(kind Transport, id *NCCLID) (tp.Transport, error) {
 		Helpers: c.dev.copies, Stream: c.stream, Buf: c.buf, Layout: c.layout, Rank: c.cfg.Rank, World: c.cfg.WorldSize,
 		DType: c.cfg.DType, Mover: c.cfg.Mover, Timeout: c.cfg.timeout(), Blocks: c.blocks}
 	if kind == TransportIPC {
-		return newSMTransport(env)
+		return ipc.New(env)
 	}
 	if id == nil {
 		return nil, fmt.Errorf("a2a: rank %d's group uses NCCL: pass rank 0's NewNCCLID to ConnectNCCL, or use Join: %w", c.cfg.Rank, ErrConfig)
@@ -24,5 +27,5 @@ func (c *Comm) newTransport(kind Transport, id *NCCLID) (tp.Transport, error) {
 	if err != nil {
 		return nil, api.WrapNCCL("loading NCCL", err)
 	}
-	return newNCCLTransport(env, lib, nccl.UniqueID(*id)), nil
+	return nccltransport.New(env, lib, nccl.UniqueID(*id)), nil
 }

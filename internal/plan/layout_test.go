@@ -514,3 +514,11 @@ func TestCheckTokenCounts(t *testing.T) {
 		}
 	}
 }
+
+// The offsets of the signal area and the state, as the kernels' ABI lays
+// them out (internal/kernelabi tests the ABI itself).
+func TestLayoutOffsets(t *testing.T) {
+	assert.Equal(t, int64(131072), SignalByeOff)
+	assert.Equal(t, int64(131104), SignalAreaBytes)
+	assert.Equal(t, int64(16), StateBytes)
+}

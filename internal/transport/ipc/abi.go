@@ -1,4 +1,4 @@
-package a2a
+package ipc
 
 import (
 	"github.com/ulysses-go/ulysses/internal/kernelabi"

@@ -1,15 +1,15 @@
-package a2a
+package nccl
 
 import (
 	"fmt"
 	"strconv"
 	"time"
 
-	tp "github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/internal/transport"
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/internal/nccl"
+	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -20,9 +20,9 @@ import (
 // the packs of staged sends, one NCCL group of sends and receives, and
 // the unpacks of staged receives. It waits only for NCCL to have set up
 // the previous group (settle), never for a peer's data.
-func (t *ncclTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSpec) error {
+func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.LaunchSpec) error {
 	if ls.Captured {
-		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, ErrNotSupported)
+		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, api.ErrNotSupported)
 	}
 	half := t.buf + driver.DevicePtr(int64(ls.Half)*t.layout.HalfBytes)
 	t.mu.Lock()
@@ -32,7 +32,7 @@ func (t *ncclTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSp
 			return err
 		}
 		for _, o := range t.plan.own {
-			if err := copyBoxAsync(t.env.Ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.Stream); err != nil {
+			if err := transport.CopyBox(t.env.Ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.Stream); err != nil {
 				return api.WrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
 			}
 		}
@@ -52,7 +52,7 @@ func (t *ncclTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSp
 }
 
 // round enqueues one round: packs, the group, unpacks.
-func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream) error {
+func (t *Transport) round(round int, half driver.DevicePtr, s driver.Stream) error {
 	sendStage, recvStage := t.stage, t.stage+driver.DevicePtr(t.stageBytes)
 	for _, x := range t.plan.sends {
 		if x.round != round || x.stage < 0 {
@@ -60,7 +60,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		}
 		c := x.box
 		packed := plan.BoxSide{Pitch: c.Width, Height: c.Rows}
-		if err := copyBoxAsync(t.env.Ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.Src.Off)), c.Src, c, s); err != nil {
+		if err := transport.CopyBox(t.env.Ctx, sendStage+driver.DevicePtr(x.stage), packed, driver.DevicePtr(x.input+uint64(c.Src.Off)), c.Src, c, s); err != nil {
 			return api.WrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -75,7 +75,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 		}
 		c := x.box
 		packed := plan.BoxSide{Pitch: c.Width, Height: c.Rows}
-		if err := copyBoxAsync(t.env.Ctx, half+driver.DevicePtr(c.Dst.Off), c.Dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
+		if err := transport.CopyBox(t.env.Ctx, half+driver.DevicePtr(c.Dst.Off), c.Dst, recvStage+driver.DevicePtr(x.stage), packed, c, s); err != nil {
 			return api.WrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -89,7 +89,7 @@ func (t *ncclTransport) round(round int, half driver.DevicePtr, s driver.Stream)
 // what is enqueued after it (the unpacks, the Into copy, the event a
 // caller's stream waits on) would run before the data has come (run 57:
 // half of every two-rank output wrong without this).
-func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
+func (t *Transport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
 	if err := t.lib.GroupStart(); err != nil {
 		return api.WrapNCCL("starting an NCCL group", err)
 	}
@@ -102,7 +102,7 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		if x.stage >= 0 {
 			from = uintptr(sendStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Send(from, uint64(x.box.Bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = t.comm.Send(from, uint64(x.box.Bytes()), binding.Uint8, x.peer, uintptr(s)); err != nil {
 			err = api.WrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -114,12 +114,12 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 		if x.stage >= 0 {
 			into = uintptr(recvStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Recv(into, uint64(x.box.Bytes()), nccl.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = t.comm.Recv(into, uint64(x.box.Bytes()), binding.Uint8, x.peer, uintptr(s)); err != nil {
 			err = api.WrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
 	end := t.lib.GroupEnd() // always: the thread's group must close
-	if end != nil && !nccl.IsCode(end, nccl.InProgress) && err == nil {
+	if end != nil && !binding.IsCode(end, binding.InProgress) && err == nil {
 		err = api.WrapNCCL("ending an NCCL group", end)
 	}
 	t.settling = true
@@ -130,7 +130,7 @@ func (t *ncclTransport) group(round int, half, sendStage, recvStage driver.Devic
 }
 
 // inRound reports whether this rank sends or receives anything in round.
-func (t *ncclTransport) inRound(round int) bool {
+func (t *Transport) inRound(round int) bool {
 	for _, xs := range [2][]ncclXfer{t.plan.sends, t.plan.recvs} {
 		for _, x := range xs {
 			if x.round == round {

@@ -1,4 +1,4 @@
-package a2a
+package ipc
 
 import (
 	"fmt"
@@ -7,7 +7,8 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
-	tp "github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
+	"github.com/ulysses-go/ulysses/internal/transport"
 )
 
 // peerMapping is how this process reaches one peer's buffer.
@@ -22,9 +23,9 @@ type peerMapping struct {
 // CUDA IPC from other processes, directly (with peer access) from this one.
 // Transports that write into the peers' memory share it.
 type ipcPeers struct {
-	env   *tp.Env
+	env   *transport.Env
 	share *device.Share
-	m     [MaxWorldSize]peerMapping
+	m     [kernelabi.MaxRanks]peerMapping
 }
 
 // checkAccess decides for the whole group: every pair of distinct GPUs
@@ -51,17 +52,17 @@ func (p *ipcPeers) checkAccess(hs []handle.Handle) error {
 			}
 			if !ok || !ok2 {
 				return fmt.Errorf("a2a: rank %d (GPU %s) and rank %d (GPU %s) cannot access each other's memory: %w",
-					i, hs[i].Bus(), j, hs[j].Bus(), ErrNoPeerAccess)
+					i, hs[i].Bus(), j, hs[j].Bus(), api.ErrNoPeerAccess)
 			}
 		}
 	}
 	return nil
 }
 
-// fromThisProcess says whether a handle was made by this process (its
+// FromThisProcess says whether a handle was made by this process (its
 // buffer is used directly, not IPC-opened). A variable so that the tests
 // can take the IPC path within one process.
-var fromThisProcess = func(h handle.Handle) bool { return h.Nonce == handle.ProcessNonce() }
+var FromThisProcess = func(h handle.Handle) bool { return h.Nonce == handle.ProcessNonce() }
 
 // mapAll maps every rank's buffer; self is this rank, whose own buffer is
 // own, and each peer's must hold at least need bytes (what this rank
@@ -83,7 +84,7 @@ func (p *ipcPeers) mapAll(hs []handle.Handle, self int, own driver.DevicePtr, ne
 }
 
 func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
-	if !fromThisProcess(h) {
+	if !FromThisProcess(h) {
 		return p.openIPC(h, need)
 	}
 	// The same process: CUDA refuses to IPC-open its own allocations, but
@@ -93,7 +94,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	// this process, of that rank and size, whose owner still holds it.
 	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
 	if !device.RetainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
-		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
+		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, api.ErrHandle)
 	}
 	if h.Bus() == p.env.BusID {
 		return m, nil
@@ -112,7 +113,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 func (p *ipcPeers) peerContext(h handle.Handle) (*driver.Context, error) {
 	ord := p.env.OrdinalOfBus(h.Bus())
 	if ord < 0 {
-		return nil, fmt.Errorf("a2a: device %s not visible: %w", h.Bus(), ErrNoPeerAccess)
+		return nil, fmt.Errorf("a2a: device %s not visible: %w", h.Bus(), api.ErrNoPeerAccess)
 	}
 	pc, err := p.env.Driver.RetainPrimaryContext(ord)
 	if err != nil {
@@ -138,7 +139,7 @@ func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 		err = api.WrapDriver("reading the mapped range", err)
 	} else if base != ptr || size < uint64(need) {
 		err = fmt.Errorf("a2a: rank %d's buffer maps %d bytes at %#x of an allocation at %#x, this rank writes %d: %w",
-			h.Rank, size, ptr, base, need, ErrHandle)
+			h.Rank, size, ptr, base, need, api.ErrHandle)
 	}
 	if err != nil {
 		p.share.Bury(p.unmap(ptr))

@@ -1,4 +1,4 @@
-package a2a
+package nccl
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
-	"github.com/ulysses-go/ulysses/internal/nccl"
+	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
-	tp "github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/internal/transport"
 )
 
 // ncclTransport moves the bytes of the copy plans (copyplan.go) with
@@ -24,13 +24,13 @@ import (
 // has no timeout: the Comm's waits poll the stream and the communicator
 // against a deadline and abort the communicator past it (nccl_wait.go).
 // Operations cannot be captured into CUDA graphs.
-type ncclTransport struct {
-	env    *tp.Env
+type Transport struct {
+	env    *transport.Env
 	share  *device.Share
 	stream driver.Stream // the Comm's
 	vecs   []int         // the kernels' vector widths, which planning picks from
-	lib    *nccl.Library
-	id     nccl.UniqueID
+	lib    *binding.Library
+	id     binding.UniqueID
 
 	rank, world int
 	buf         driver.DevicePtr // the Comm's buffer
@@ -46,9 +46,9 @@ type ncclTransport struct {
 	// mu guards comm and every NCCL call on it: the Comm's waits poll
 	// without the Comm's lock while operations may be enqueued.
 	mu       sync.Mutex
-	comm     *nccl.Comm // nil once aborted or destroyed
-	settling bool       // init or the last group may still be in progress (NCCL's non-blocking mode)
-	failed   error      // what broke the communicator: a *TimeoutError, *api.AbortedError or NCCL's failure
+	comm     *binding.Comm // nil once aborted or destroyed
+	settling bool          // init or the last group may still be in progress (NCCL's non-blocking mode)
+	failed   error         // what broke the communicator: a *TimeoutError, *api.AbortedError or NCCL's failure
 
 	ops         atomic.Uint32 // operations enqueued, for the errors' epoch
 	lastEnqueue atomic.Int64  // time.Now().UnixNano() of the last enqueue (or connect)
@@ -62,8 +62,8 @@ const (
 
 // newNCCLTransport prepares the NCCL transport of c with rank 0's id;
 // connect joins the communicator.
-func newNCCLTransport(env *tp.Env, lib *nccl.Library, id nccl.UniqueID) *ncclTransport {
-	t := &ncclTransport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
+func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
+	t := &Transport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
 		rank: env.Rank, world: env.World, buf: env.Buf, layout: env.Layout, stageBytes: env.Layout.DataBytes}
 	t.timeout.Store(int64(env.Timeout))
 	return t
@@ -74,7 +74,7 @@ func newNCCLTransport(env *tp.Env, lib *nccl.Library, id nccl.UniqueID) *ncclTra
 // other ranks (a non-blocking NCCL communicator): the first operation, or
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
 // may so Connect one after another from one goroutine.
-func (t *ncclTransport) Connect(hs []handle.Handle) error {
+func (t *Transport) Connect(hs []handle.Handle) error {
 	if t.world > 1 && t.stageBytes > 0 {
 		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {
@@ -82,7 +82,7 @@ func (t *ncclTransport) Connect(hs []handle.Handle) error {
 		}
 		t.stage = p
 	}
-	var comm *nccl.Comm
+	var comm *binding.Comm
 	err := t.env.Ctx.Do(func() error {
 		var err error
 		comm, err = t.lib.InitRank(t.world, t.rank, t.id)
@@ -100,35 +100,35 @@ func (t *ncclTransport) Connect(hs []handle.Handle) error {
 
 // SetTokens has nothing to carry: planBoxes plans each operation with the
 // Comm's counts.
-func (t *ncclTransport) SetTokens(plan.Tokens) {}
+func (t *Transport) SetTokens(plan.Tokens) {}
 
-func (t *ncclTransport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
+func (t *Transport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
 
 // RefreshCaptured has nothing to refresh: no operation is captured.
-func (t *ncclTransport) RefreshCaptured() error { return nil }
+func (t *Transport) RefreshCaptured() error { return nil }
 
 // Widths are the kernels': planning picks one, which this transport
 // ignores (NCCL and the copies take any alignment).
-func (t *ncclTransport) Widths() []int { return t.vecs }
+func (t *Transport) Widths() []int { return t.vecs }
 
-func (t *ncclTransport) Kind() Transport { return TransportNCCL }
+func (t *Transport) Kind() api.Transport { return api.TransportNCCL }
 
 // Blocks is 0: NCCL's kernels move the bytes.
-func (t *ncclTransport) Blocks() int { return 0 }
+func (t *Transport) Blocks() int { return 0 }
 
 // PlanMover plans the boxes every rank sends and receives (planBoxes).
-func (t *ncclTransport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
+func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
 	err := t.planBoxes(r, &p, ts)
 	return p, err
 }
 
 // Pad is only asked for by CaptureGraph, which this transport cannot serve.
-func (t *ncclTransport) Pad(tp.LaunchSpec) error {
-	return fmt.Errorf("a2a: operations over NCCL cannot be captured into a CUDA graph: %w", ErrNotSupported)
+func (t *Transport) Pad(transport.LaunchSpec) error {
+	return fmt.Errorf("a2a: operations over NCCL cannot be captured into a CUDA graph: %w", api.ErrNotSupported)
 }
 
 // Failure is what broke the communicator, or nil.
-func (t *ncclTransport) Failure() error {
+func (t *Transport) Failure() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.failed
@@ -139,7 +139,7 @@ func (t *ncclTransport) Failure() error {
 // waits for the queued operations as a Sync does (bounded, aborting past
 // the deadline), so that Close's own wait for the stream that follows
 // cannot hang on a peer that never came.
-func (t *ncclTransport) Goodbye(wait bool) error {
+func (t *Transport) Goodbye(wait bool) error {
 	if !wait {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (t *ncclTransport) Goodbye(wait bool) error {
 // Abort asks the next poll (or release) to Abort the communicator; the
 // waits of the queued operations end with an *api.AbortedError. It cannot be
 // undone.
-func (t *ncclTransport) Abort(byClose bool) {
+func (t *Transport) Abort(byClose bool) {
 	how := int32(abortByContext)
 	if byClose {
 		how = abortByClose
@@ -159,7 +159,7 @@ func (t *ncclTransport) Abort(byClose bool) {
 
 // Release ends the communicator (ncclCommDestroy when healthy and idle,
 // ncclCommAbort otherwise) and hands the staging area to the graveyard.
-func (t *ncclTransport) Release() {
+func (t *Transport) Release() {
 	t.mu.Lock()
 	if t.comm != nil {
 		if t.failed != nil || t.abortAsk.Load() != 0 {
@@ -176,3 +176,7 @@ func (t *ncclTransport) Release() {
 		t.stage = 0
 	}
 }
+
+// Rounds is how many NCCL groups the last operation was split into (for
+// tests).
+func (t *Transport) Rounds() int { return t.plan.rounds }

@@ -1,4 +1,4 @@
-package a2a
+package ipc
 
 import (
 	"errors"
@@ -7,38 +7,39 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/handle"
 )
 
 // failure turns each status code the kernels write into its error.
 func TestSMFailureFromStatus(t *testing.T) {
 	var st statusWord
-	c := &smTransport{statusHost: unsafe.Pointer(&st)}
+	c := &Transport{statusHost: unsafe.Pointer(&st)}
 	c.args.TimeoutNs = 2e9
 	assert.NoError(t, c.Failure())
 
-	st = statusWord{Code: statusTimeout, Phase: uint32(PhaseEnd), Peer: 1, Epoch: 9, Block: 3, Rank: 0}
-	var te *TimeoutError
+	st = statusWord{Code: statusTimeout, Phase: uint32(api.PhaseEnd), Peer: 1, Epoch: 9, Block: 3, Rank: 0}
+	var te *api.TimeoutError
 	require.ErrorAs(t, c.Failure(), &te)
-	assert.Equal(t, TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 9, Block: 3, Timeout: 2e9}, *te)
-	assert.ErrorIs(t, te, ErrTimeout)
+	assert.Equal(t, api.TimeoutError{Rank: 0, Peer: 1, Phase: api.PhaseEnd, Epoch: 9, Block: 3, Timeout: 2e9}, *te)
+	assert.ErrorIs(t, te, api.ErrTimeout)
 
-	st = statusWord{Code: statusTimeout, Phase: uint32(PhaseClose), Peer: 2, Rank: 1}
+	st = statusWord{Code: statusTimeout, Phase: uint32(api.PhaseClose), Peer: 2, Rank: 1}
 	require.ErrorAs(t, c.Failure(), &te)
 	assert.Contains(t, te.Error(), "in Close for rank 2")
 
-	st = statusWord{Code: statusPeerClosed, Phase: uint32(PhaseStart), Peer: 2, Epoch: 4, Rank: 1}
-	var pe *PeerClosedError
+	st = statusWord{Code: statusPeerClosed, Phase: uint32(api.PhaseStart), Peer: 2, Epoch: 4, Rank: 1}
+	var pe *api.PeerClosedError
 	require.ErrorAs(t, c.Failure(), &pe)
-	assert.Equal(t, PeerClosedError{Rank: 1, Peer: 2, Phase: PhaseStart, Epoch: 4}, *pe)
-	assert.ErrorIs(t, pe, ErrPeerClosed)
-	assert.False(t, errors.Is(pe, ErrTimeout))
+	assert.Equal(t, api.PeerClosedError{Rank: 1, Peer: 2, Phase: api.PhaseStart, Epoch: 4}, *pe)
+	assert.ErrorIs(t, pe, api.ErrPeerClosed)
+	assert.False(t, errors.Is(pe, api.ErrTimeout))
 
-	st = statusWord{Code: statusMismatch, Phase: uint32(PhaseEnd), Peer: 1, Epoch: 7, Block: 5, Sig: 0xabc, PeerSig: 0xdef}
-	var me *MismatchError
+	st = statusWord{Code: statusMismatch, Phase: uint32(api.PhaseEnd), Peer: 1, Epoch: 7, Block: 5, Sig: 0xabc, PeerSig: 0xdef}
+	var me *api.MismatchError
 	require.ErrorAs(t, c.Failure(), &me)
-	assert.Equal(t, MismatchError{Rank: 0, Peer: 1, Epoch: 7, Block: 5, Signature: 0xabc, PeerSignature: 0xdef}, *me)
-	assert.ErrorIs(t, me, ErrOpMismatch)
+	assert.Equal(t, api.MismatchError{Rank: 0, Peer: 1, Epoch: 7, Block: 5, Signature: 0xabc, PeerSignature: 0xdef}, *me)
+	assert.ErrorIs(t, me, api.ErrOpMismatch)
 }
 
 // TestMostOnOneGPU: the ranks on the busiest GPU, counted alike on every

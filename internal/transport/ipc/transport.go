@@ -1,7 +1,8 @@
-package a2a
+package ipc
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -10,8 +11,9 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
-	tp "github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/internal/transport"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -25,8 +27,8 @@ const farewellThreads = 32
 // protocol: docs/DESIGN.md). What it holds besides the Comm's buffer: the
 // kernels of the element width, the by-value kernel argument, the pinned
 // status word the kernels report failures in, and the peer mappings.
-type smTransport struct {
-	env    *tp.Env
+type Transport struct {
+	env    *transport.Env
 	share  *device.Share
 	stream driver.Stream // the Comm's
 	k      *device.Kernels
@@ -48,7 +50,7 @@ type smTransport struct {
 	fan       *copyFan          // the copy-engine mode's side streams, or nil
 
 	// The copy-engine mode's choice and scratch.
-	mover      Mover
+	mover      api.Mover
 	oneProcess bool       // every rank of the group is in this process (MoverAuto), from connect
 	es         int64      // element bytes
 	copies     []plan.Box // the last plan's boxes (opPlan.copies)
@@ -60,9 +62,9 @@ type smTransport struct {
 // layout l, on stream, running blocks blocks (its wish: connect takes the
 // group's least): it allocates the status word and the staging of the
 // live token table (pinned host memory, which waits for nothing).
-func newSMTransport(env *tp.Env) (*smTransport, error) {
+func New(env *transport.Env) (*Transport, error) {
 	buf, l := env.Buf, env.Layout
-	t := &smTransport{env: env, share: env.Share, stream: env.Stream, k: env.Share.Kernels[env.DType.Size()],
+	t := &Transport{env: env, share: env.Share, stream: env.Stream, k: env.Share.Kernels[env.DType.Size()],
 		peers: ipcPeers{env: env, share: env.Share}, buf: buf, layout: l, nblocks: env.Blocks,
 		mover: env.Mover, es: int64(env.DType.Size())}
 	host, status, err := env.Ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
@@ -77,7 +79,7 @@ func newSMTransport(env *tp.Env) (*smTransport, error) {
 	}
 	*(*liveTable)(t.liveHost) = liveTable{}
 	t.liveDev = buf + driver.DevicePtr(l.StateOff+plan.LiveOff)
-	if env.Mover != MoverKernels {
+	if env.Mover != api.MoverKernels {
 		fan, err := newCopyFan(env.Ctx, env.World)
 		t.fan = fan
 		if err != nil {
@@ -96,7 +98,7 @@ func newSMTransport(env *tp.Env) (*smTransport, error) {
 	return t, nil
 }
 
-func (t *smTransport) Connect(hs []handle.Handle) error {
+func (t *Transport) Connect(hs []handle.Handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
 	}
@@ -109,21 +111,21 @@ func (t *smTransport) Connect(hs []handle.Handle) error {
 		t.args.Data[i] = uint64(t.peers.m[i].ptr)
 		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.SignalOff)
 		t.nblocks = min(t.nblocks, int(h.Blocks))
-		t.oneProcess = t.oneProcess && fromThisProcess(h)
+		t.oneProcess = t.oneProcess && FromThisProcess(h)
 	}
 	t.threads = plan.ThreadsFor(t.nblocks, t.env.SMs)
 	return nil
 }
 
-func (t *smTransport) Kind() Transport { return TransportIPC }
+func (t *Transport) Kind() api.Transport { return api.TransportIPC }
 
-func (t *smTransport) Blocks() int { return t.nblocks }
+func (t *Transport) Blocks() int { return t.nblocks }
 
 // PlanMover adds the copy-engine mode's part to p when the copy engines
 // move it (moverFor): the copies into the scratch, every input's address,
 // the mover in the signature. The kernels need nothing more.
-func (t *smTransport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
-	if t.moverFor(r.Op, p.GroupBytes, captured) != MoverCopyEngines {
+func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
+	if t.moverFor(r.Op, p.GroupBytes, captured) != api.MoverCopyEngines {
 		return p, nil
 	}
 	t.copies = plan.Boxes(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, t.es)
@@ -131,12 +133,12 @@ func (t *smTransport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, cap
 	for k := range r.N {
 		p.Inputs[k] = uint64(r.Xs[k].Ptr)
 	}
-	p.Sig = plan.MoverSignature(p.Sig, MoverCopyEngines)
+	p.Sig = plan.MoverSignature(p.Sig, api.MoverCopyEngines)
 	return p, nil
 }
 
 // Wait blocks in the driver: the kernels bound their own waits.
-func (t *smTransport) Wait(onCaller bool, tail driver.Event) error {
+func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 	if onCaller {
 		return t.env.Ctx.EventSynchronize(tail)
 	}
@@ -161,9 +163,9 @@ func mostOnOneGPU(hs []handle.Handle) int {
 
 // SetTokens puts the counts in the argument of later launches and stages
 // them for the live table (refreshCaptured).
-func (t *smTransport) SetTokens(ts plan.Tokens) {
-	t.args.Tokens = [MaxWorldSize]int32{}
-	t.args.Prefix = [MaxWorldSize + 1]int32{}
+func (t *Transport) SetTokens(ts plan.Tokens) {
+	t.args.Tokens = [kernelabi.MaxRanks]int32{}
+	t.args.Prefix = [kernelabi.MaxRanks + 1]int32{}
 	for i, n := range ts.Counts {
 		t.args.Tokens[i] = int32(n)
 	}
@@ -180,7 +182,7 @@ func (t *smTransport) SetTokens(ts plan.Tokens) {
 // microseconds). Captured kernels read the table from device memory: all
 // their blocks reading pinned host memory at once cost hundreds of
 // microseconds per operation (run 19).
-func (t *smTransport) RefreshCaptured() error {
+func (t *Transport) RefreshCaptured() error {
 	if t.liveFresh {
 		return nil
 	}
@@ -192,15 +194,15 @@ func (t *smTransport) RefreshCaptured() error {
 	return nil
 }
 
-func (t *smTransport) SetTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
+func (t *Transport) SetTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
 
-func (t *smTransport) Widths() []int { return t.k.Widths }
+func (t *Transport) Widths() []int { return t.k.Widths }
 
 // Enqueue launches the operation's kernel (after the start barrier's with
 // a single buffer) on ls.stream. A captured one reads the token counts
 // from the live table when it runs, and computes its active blocks and
 // signature from them. Allocation-free.
-func (t *smTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSpec) error {
+func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.LaunchSpec) error {
 	t.args.Input = uint64(x.Ptr)
 	t.args.Batch = uint32(x.Shape[0])
 	t.args.Units = uint32(p.Chunk / int64(p.Width))
@@ -230,7 +232,7 @@ func (t *smTransport) Enqueue(op ptx.Op, p plan.Plan, x Tensor, ls tp.LaunchSpec
 }
 
 // setGeneral fills in the general entries' part of the argument.
-func (t *smTransport) setGeneral(p plan.Plan) {
+func (t *Transport) setGeneral(p plan.Plan) {
 	t.args.Units = uint32(p.Units)
 	t.args.Inputs = p.Inputs
 	t.args.Region = uint64(p.Region)
@@ -249,7 +251,7 @@ func (t *smTransport) setGeneral(p plan.Plan) {
 // return at once; launching them cost 0.1-0.4 us of the medians at 128
 // KiB-1 MiB (GPU-RUNS.md run 45). A captured operation computes its
 // active blocks when it runs, so it launches all.
-func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
+func (t *Transport) launchOp(f driver.Function, s driver.Stream) error {
 	if t.args.HalfBytes == 0 {
 		if err := t.launch(t.k.Start, 1, farewellThreads, s); err != nil {
 			return err
@@ -264,7 +266,7 @@ func (t *smTransport) launchOp(f driver.Function, s driver.Stream) error {
 
 // Pad launches the narrowest AllGather with no batch: one block that
 // signals its peers and waits for theirs, writing nothing.
-func (t *smTransport) Pad(ls tp.LaunchSpec) error {
+func (t *Transport) Pad(ls transport.LaunchSpec) error {
 	narrowest := t.k.Widths[len(t.k.Widths)-1]
 	t.args.Input, t.args.Batch, t.args.Units = 0, 0, 1
 	t.args.Half, t.args.Live, t.args.GroupRow = ls.Half, 0, 0
@@ -273,7 +275,7 @@ func (t *smTransport) Pad(ls tp.LaunchSpec) error {
 }
 
 // Failure decodes the status word a failed kernel wrote, or nil.
-func (t *smTransport) Failure() error {
+func (t *Transport) Failure() error {
 	if t.statusHost == nil {
 		return nil // released
 	}
@@ -283,25 +285,25 @@ func (t *smTransport) Failure() error {
 		return nil
 	}
 	rank, peer := int(atomic.LoadUint32(&st.Rank)), int(atomic.LoadUint32(&st.Peer))
-	phase, epoch := Phase(atomic.LoadUint32(&st.Phase)), atomic.LoadUint32(&st.Epoch)
+	phase, epoch := api.Phase(atomic.LoadUint32(&st.Phase)), atomic.LoadUint32(&st.Epoch)
 	block := int(atomic.LoadUint32(&st.Block))
 	switch code {
 	case statusPeerClosed:
-		return &PeerClosedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
+		return &api.PeerClosedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch}
 	case statusMismatch:
-		return &MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
+		return &api.MismatchError{Rank: rank, Peer: peer, Epoch: epoch, Block: block,
 			Signature: atomic.LoadUint32(&st.Sig), PeerSignature: atomic.LoadUint32(&st.PeerSig)}
 	case statusHalfReused:
-		return fmt.Errorf("a2a: rank %d's operation %d would write the data half its previous operation wrote (capture with CaptureGraph, whose Launch keeps the halves in turn): %w", rank, epoch, ErrOddGraph)
+		return fmt.Errorf("a2a: rank %d's operation %d would write the data half its previous operation wrote (capture with CaptureGraph, whose Launch keeps the halves in turn): %w", rank, epoch, api.ErrOddGraph)
 	case statusAborted:
 		return &api.AbortedError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, ByClose: t.abortedByClose}
 	}
-	return &TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
+	return &api.TimeoutError{Rank: rank, Peer: peer, Phase: phase, Epoch: epoch, Block: block, Timeout: time.Duration(t.args.TimeoutNs)}
 }
 
 // Goodbye launches ulysses_close: the bye words, and with wait the wait
 // for the peers'.
-func (t *smTransport) Goodbye(wait bool) error {
+func (t *Transport) Goodbye(wait bool) error {
 	t.args.Active = 0
 	if wait {
 		t.args.Active = 1
@@ -312,14 +314,14 @@ func (t *smTransport) Goodbye(wait bool) error {
 // Abort sets the status word's Abort word: every wait of a kernel queued
 // so far or later ends within about 1 ms (ABORT_POLL_NS) with
 // STATUS_ABORTED. It cannot be undone; the first caller names the cause.
-func (t *smTransport) Abort(byClose bool) {
+func (t *Transport) Abort(byClose bool) {
 	if t.statusHost != nil && atomic.LoadUint32(&(*statusWord)(t.statusHost).Abort) == 0 {
 		t.abortedByClose = byClose
 		atomic.StoreUint32(&(*statusWord)(t.statusHost).Abort, 1)
 	}
 }
 
-func (t *smTransport) Release() {
+func (t *Transport) Release() {
 	t.peers.bury()
 	ctx := t.share.Ctx
 	if host := t.statusHost; host != nil {
@@ -339,7 +341,7 @@ func (t *smTransport) Release() {
 // launch enqueues one kernel with the current args on s, holding the
 // share's launch gate so that no graveyard release starts while it may
 // run.
-func (t *smTransport) launch(f driver.Function, grid, threads int, s driver.Stream) error {
+func (t *Transport) launch(f driver.Function, grid, threads int, s driver.Stream) error {
 	t.share.Gate.RLock()
 	err := t.env.Ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
 	t.share.Gate.RUnlock()
@@ -347,4 +349,24 @@ func (t *smTransport) launch(f driver.Function, grid, threads int, s driver.Stre
 		return api.WrapDriver("launching kernel", err)
 	}
 	return nil
+}
+
+// Occupancy lists, for every kernel of the transport, its registers and
+// how many of its blocks one SM holds at its block size: a debugging aid
+// for tests that fail on a GPU.
+func (t *Transport) Occupancy() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "blocks %d x %d threads:", t.nblocks, t.threads)
+	for op, fs := range t.k.Ops {
+		for w, f := range fs {
+			regs, _ := t.env.Ctx.FuncAttribute(f, driver.FuncAttrNumRegs)
+			n, err := t.env.Ctx.MaxActiveBlocks(f, t.threads)
+			if err != nil {
+				fmt.Fprintf(&sb, " %s/v%d: %v", op, w, err)
+				continue
+			}
+			fmt.Fprintf(&sb, " %s/v%d %d regs %d/SM;", op, w, regs, n)
+		}
+	}
+	return sb.String()
 }

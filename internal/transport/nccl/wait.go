@@ -1,4 +1,4 @@
-package a2a
+package nccl
 
 import (
 	"runtime"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/internal/nccl"
+	binding "github.com/ulysses-go/ulysses/internal/nccl"
 )
 
 // Polling: for spinFor a poller polls back to back (yielding the
@@ -52,11 +52,11 @@ func (b *backoff) pause(unlock, lock func()) {
 // communicator (ncclCommAbort, which ends its kernels and leaves the
 // CUDA context usable) and records the failure: a *TimeoutError, an
 // *api.AbortedError or NCCL's error.
-func (t *ncclTransport) Wait(onCaller bool, tail driver.Event) error {
+func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 	b := newBackoff()
 	for {
 		if how := t.abortAsk.Load(); how != 0 {
-			t.fail(&api.AbortedError{Rank: t.rank, Peer: -1, Phase: PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
+			t.fail(&api.AbortedError{Rank: t.rank, Peer: -1, Phase: api.PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
 			return nil
 		}
 		var done bool
@@ -73,10 +73,10 @@ func (t *ncclTransport) Wait(onCaller bool, tail driver.Event) error {
 		switch {
 		case broken:
 			return nil
-		case done && state == nccl.Success:
+		case done && state == binding.Success:
 			return nil
 		case time.Now().UnixNano() > t.lastEnqueue.Load()+t.timeout.Load():
-			t.fail(&TimeoutError{Rank: t.rank, Peer: -1, Phase: PhaseEnd, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
+			t.fail(&api.TimeoutError{Rank: t.rank, Peer: -1, Phase: api.PhaseEnd, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 			return nil
 		}
 		b.pause(nil, nil)
@@ -86,7 +86,7 @@ func (t *ncclTransport) Wait(onCaller bool, tail driver.Event) error {
 // state is the communicator's asynchronous state, and whether it is
 // broken (aborted, failed or released, or failing now: the failure is
 // recorded): then there is nothing to wait for.
-func (t *ncclTransport) state() (nccl.Result, bool) {
+func (t *Transport) state() (binding.Result, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.comm == nil || t.failed != nil {
@@ -98,9 +98,9 @@ func (t *ncclTransport) state() (nccl.Result, bool) {
 		return 0, true
 	}
 	switch r {
-	case nccl.Success:
+	case binding.Success:
 		t.settling = false
-	case nccl.InProgress:
+	case binding.InProgress:
 	default:
 		t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
 		return r, true
@@ -110,13 +110,13 @@ func (t *ncclTransport) state() (nccl.Result, bool) {
 
 // fail records err as the transport's failure, if it is the first, and
 // aborts the communicator.
-func (t *ncclTransport) fail(err error) {
+func (t *Transport) fail(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.failLocked(err)
 }
 
-func (t *ncclTransport) failLocked(err error) {
+func (t *Transport) failLocked(err error) {
 	if t.failed == nil {
 		t.failed = err
 	}
@@ -130,7 +130,7 @@ func (t *ncclTransport) failLocked(err error) {
 // group has finished setting up (NCCL's rule before the next call on the
 // communicator), bounded by the timeout from now; past it, or on NCCL's
 // error, the communicator fails as poll says. It returns the failure.
-func (t *ncclTransport) settle() error {
+func (t *Transport) settle() error {
 	deadline := time.Now().Add(time.Duration(t.timeout.Load()))
 	b := newBackoff()
 	for t.settling {
@@ -141,18 +141,18 @@ func (t *ncclTransport) settle() error {
 		switch {
 		case err != nil:
 			t.failLocked(api.WrapNCCL("asking the NCCL communicator's state", err))
-		case r == nccl.Success:
+		case r == binding.Success:
 			t.settling = false
-		case r != nccl.InProgress:
+		case r != binding.InProgress:
 			t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
 		case time.Now().After(deadline):
-			t.failLocked(&TimeoutError{Rank: t.rank, Peer: -1, Phase: PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
+			t.failLocked(&api.TimeoutError{Rank: t.rank, Peer: -1, Phase: api.PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 		default:
 			b.pause(t.mu.Unlock, t.mu.Lock)
 		}
 	}
 	if t.failed == nil && t.comm == nil {
-		return api.Prefixed(ErrClosed)
+		return api.Prefixed(api.ErrClosed)
 	}
 	return t.failed
 }

@@ -1,8 +1,9 @@
-package a2a
+package nccl
 
 import (
 	"fmt"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
@@ -41,7 +42,7 @@ type ncclPlan struct {
 // disjoint parts of this rank's output, so they fit in one region too.
 // Its refusals are invariant checks: no operation that planning let
 // through reaches them.
-func (t *ncclTransport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
+func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
 	for k := range r.N {
@@ -61,7 +62,7 @@ func (t *ncclTransport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) 
 			}
 			n := c.Bytes()
 			if n > t.stageBytes {
-				return fmt.Errorf("a2a: a box of %d bytes from rank %d to %d is over the %d-byte staging region: %w", n, q, c.Peer, t.stageBytes, ErrCapacity)
+				return fmt.Errorf("a2a: a box of %d bytes from rank %d to %d is over the %d-byte staging region: %w", n, q, c.Peer, t.stageBytes, api.ErrCapacity)
 			}
 			if used+n > t.stageBytes {
 				round, used = round+1, 0
@@ -78,7 +79,7 @@ func (t *ncclTransport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) 
 				x.peer = q
 				if !c.Contiguous(c.Dst) {
 					if recvUsed+n > t.stageBytes {
-						return fmt.Errorf("a2a: %d bytes to unpack, over the %d-byte staging region: %w", recvUsed+n, t.stageBytes, ErrCapacity)
+						return fmt.Errorf("a2a: %d bytes to unpack, over the %d-byte staging region: %w", recvUsed+n, t.stageBytes, api.ErrCapacity)
 					}
 					x.stage, recvUsed = recvUsed, recvUsed+n
 				}

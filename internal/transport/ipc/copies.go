@@ -1,10 +1,10 @@
-package a2a
+package ipc
 
 import (
 	"slices"
 	"strconv"
 
-	tp "github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/internal/transport"
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
@@ -83,7 +83,7 @@ func planBytes(cs []plan.Box) int64 {
 // with a single buffer, every copy of p into the peers' data half
 // ls.half (spread over the side streams, see copyFan), then ulysses_sync
 // (one block: signal, wait, advance the epoch). Allocation-free.
-func (t *smTransport) enqueueCopies(p plan.Plan, ls tp.LaunchSpec) error {
+func (t *Transport) enqueueCopies(p plan.Plan, ls transport.LaunchSpec) error {
 	t.args.Active, t.args.Sig = 1, p.Sig
 	if t.args.HalfBytes == 0 {
 		if err := t.launch(t.k.Start, 1, farewellThreads, ls.Stream); err != nil {
@@ -129,26 +129,12 @@ func (t *smTransport) enqueueCopies(p plan.Plan, ls tp.LaunchSpec) error {
 }
 
 // copyBox enqueues c, from input on s into data half half of its peer.
-func (t *smTransport) copyBox(input uint64, c plan.Box, half uint32, s driver.Stream) error {
+func (t *Transport) copyBox(input uint64, c plan.Box, half uint32, s driver.Stream) error {
 	at := uint64(half) * t.args.HalfBytes
 	from := driver.DevicePtr(input + uint64(c.Src.Off))
 	to := driver.DevicePtr(t.args.Data[c.Peer] + at + uint64(c.Dst.Off))
-	if err := copyBoxAsync(t.env.Ctx, to, c.Dst, from, c.Src, c, s); err != nil {
+	if err := transport.CopyBox(t.env.Ctx, to, c.Dst, from, c.Src, c, s); err != nil {
 		return api.WrapDriver("copying to rank "+strconv.Itoa(c.Peer), err)
 	}
 	return nil
-}
-
-// copyBoxAsync enqueues on s the copy of box c's shape from src, whose
-// geometry is from, to dst, whose geometry is to: one linear copy when
-// both are contiguous, else one pitched 3D copy. The copy-engine mode
-// and the NCCL transport's packs and unpacks share it.
-func copyBoxAsync(ctx *driver.Context, dst driver.DevicePtr, to plan.BoxSide, src driver.DevicePtr, from plan.BoxSide, c plan.Box, s driver.Stream) error {
-	if c.Contiguous(to) && c.Contiguous(from) {
-		return ctx.MemcpyDtoDAsync(dst, src, uint64(c.Bytes()), s)
-	}
-	return ctx.MemcpyBoxAsync(
-		driver.Box{Ptr: dst, Pitch: uint64(to.Pitch), Height: uint64(to.Height)},
-		driver.Box{Ptr: src, Pitch: uint64(from.Pitch), Height: uint64(from.Height)},
-		uint64(c.Width), uint64(c.Rows), uint64(c.Depth), s)
 }

@@ -1,6 +1,7 @@
-package a2a
+package ipc
 
 import (
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
@@ -8,15 +9,15 @@ import (
 // moverFor is what moves an operation of op whose largest rank walks
 // groupBytes: the kernels when captured, else the Config's choice, with
 // MoverAuto resolved as autoCopyBytes says.
-func (t *smTransport) moverFor(op ptx.Op, groupBytes int64, captured bool) Mover {
+func (t *Transport) moverFor(op ptx.Op, groupBytes int64, captured bool) api.Mover {
 	switch {
 	case captured:
-		return MoverKernels
-	case t.mover != MoverAuto:
+		return api.MoverKernels
+	case t.mover != api.MoverAuto:
 		return t.mover
 	}
 	if least := plan.AutoCopyBytes(op); t.oneProcess && least > 0 && groupBytes >= least {
-		return MoverCopyEngines
+		return api.MoverCopyEngines
 	}
-	return MoverKernels
+	return api.MoverKernels
 }
