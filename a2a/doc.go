@@ -8,13 +8,18 @@
 // # Operations
 //
 // Rank r of P holds T_r tokens (any count, zero included); T is their sum.
+// H_r is the rank's share of the H heads: H/P, or where P does not divide
+// H one more on the first H mod P ranks (HeadRange).
 //
-//	SendRecvHeads  [B, T_r, H, D]    -> [B, T, H/P, D]  this rank's heads of every token
-//	GatherHeads    [B, T, H/P, D]    -> [B, T_r, H, D]  the inverse
-//	AllGather      [B, T_r, H, D]    -> [B, T, H, D]    the same on every rank
+//	SendRecvHeads  [B, T_r, H, D]  -> [B, T, H_r, D]  this rank's heads of every token
+//	GatherHeads    [B, T, H_r, D]  -> [B, T_r, H, D]  the inverse
+//	AllGather      [B, T_r, H, D]  -> [B, T, H, D]    the same on every rank
+//	HeadAllGather  [B, T, H_r, D]  -> [B, T, H, D]    the same on every rank
 //
-// They only move bytes: bf16, fp16 and both fp8 formats, bit-exact.
-// Package a2a/ref is the CPU reference of all three.
+// SendRecvHeadsPacked and GatherHeadsPacked move q, k and v (up to four
+// tensors) in one launch, and inputs may be strided views of a fused
+// projection (Tensor.RowStride). They only move bytes: bf16, fp16 and both
+// fp8 formats, bit-exact. Package a2a/ref is the CPU reference of all four.
 //
 // # Lifecycle
 //
@@ -47,8 +52,10 @@
 //
 // An operation returns a view: a Tensor inside the Comm's buffer, valid
 // until the next operation on the Comm is enqueued; on the device, work
-// queued on the operation's stream before the next operation may read it. It may be passed to
-// the next operation directly (GatherHeads(SendRecvHeads(x)) needs no
+// queued on the operation's stream before the next operation may read it
+// (after a graph replay, the view of each Comm's last captured operation
+// holds until its next operation or replay). It may be passed to the next
+// operation directly (GatherHeads(SendRecvHeads(x)) needs no
 // copy). The Into forms copy the result to a tensor of the caller's.
 //
 // # Errors
@@ -61,6 +68,14 @@
 // the Comm is then broken and returns ErrBroken until closed. No wait is
 // unbounded: Config.Timeout bounds every one.
 //
+// # Memory helpers
+//
+// Device (Comm.Device, OpenDevice) has Alloc, Free, Upload, Download,
+// Fill and streams, for callers with no other CUDA binding: each waits for
+// its own work on the device, so they are for setup and tests, not the hot
+// path. Callers with a binding of their own pass its device pointers and
+// streams instead (cuinterop does it for gorgonia.org/cu).
+//
 // # Concurrency
 //
 // A Comm's methods are safe for concurrent use. Sync and Close wait
@@ -71,4 +86,12 @@
 // no call on one waits for another's kernels. The memory helpers of
 // Device wait for their own copies and for the Comm whose buffer they
 // touch, nothing else. docs/RELIABILITY.md lists what each call waits for.
+//
+// # Layers
+//
+// This package is the face: it validates, orders the Comm's operations
+// across streams and graphs, and keeps the failures. Planning is
+// internal/plan (no driver), the transports internal/transport/ipc and
+// internal/transport/nccl, what a process shares per GPU internal/device;
+// docs/DESIGN.md draws them.
 package a2a
