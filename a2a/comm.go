@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"crypto/rand"
 	"fmt"
 	"os"
 	"sync"
@@ -122,7 +123,11 @@ func (c *Comm) init() error {
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.Total)); err != nil {
 		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.Total), err)
 	}
-	device.RegisterBuffer(c.buf, c.share, c.cfg.Rank, c.layout.DataBytes)
+	var id [16]byte // the buffer's ID in the handle: only the group sees it
+	if _, err := rand.Read(id[:]); err != nil {
+		return fmt.Errorf("a2a: making the buffer's ID: %w", err)
+	}
+	device.RegisterBuffer(c.buf, c.share, c.cfg.Rank, c.layout.DataBytes, id)
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
 	zeroWords := uint64(c.layout.Total-c.layout.SignalOff) / 4
@@ -138,16 +143,16 @@ func (c *Comm) init() error {
 		return api.WrapDriver("exporting the buffer", err)
 	}
 	c.blocks = c.cfg.blocks(c.dev.info.SMs)
-	c.initHandle(ipc)
+	c.initHandle(ipc, id)
 	return nil
 }
 
 // initHandle fills the handle peers need to map the buffer.
-func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
+func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
 	c.self = handle.Handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.DataBytes),
-		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
+		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer, ID: id,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
 	c.self.Host, c.self.Transport = handle.HostIdentity(), c.cfg.Transport

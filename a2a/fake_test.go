@@ -233,6 +233,57 @@ func TestFakeForgedHandle(t *testing.T) {
 	requireReleased(t, lib)
 }
 
+// TestFakeHandleOfAnotherGroup: a peer of group A, which holds the group's
+// secret and so sees its handles, names with this process's nonce the
+// buffer of a Comm of another group B of the same rank and size in this
+// process. Connect refuses it (ErrHandle) before it maps or launches
+// anything: the buffer was registered with B's handle ID, which A's peers
+// never see. The honest handles still connect.
+func TestFakeHandleOfAnotherGroup(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	groupA, handlesA, _ := fakeGroup(t)
+	groupB, _, _ := fakeGroup(t)
+	forged := append([]byte(nil), handlesA[1]...)
+	binary.LittleEndian.PutUint64(forged[40:], uint64(groupB[1].Buffer().Ptr)) // B's rank 1, same size
+	before := fakeCounters(t, lib)
+	err := groupA[0].Connect([][]byte{handlesA[0], forged, handlesA[2]})
+	require.ErrorIs(t, err, a2a.ErrHandle)
+	require.Contains(t, err.Error(), "no buffer of a Comm of this process")
+	after := fakeCounters(t, lib)
+	assert.Equal(t, before.Launches, after.Launches, "nothing launched")
+	assert.Equal(t, before.IPCMappings, after.IPCMappings, "nothing mapped")
+	for r, c := range groupA {
+		require.NoError(t, c.Connect(handlesA), "rank %d", r)
+	}
+	for _, c := range append(groupA, groupB...) {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+}
+
+// TestFakeGarbageIPCHandle: random bytes as a peer's IPC handle, which the
+// driver will not open, give ErrHandle naming the rank (and the driver's
+// own error), not a bare driver error.
+func TestFakeGarbageIPCHandle(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	a2a.ForceIPC(t)
+	comms, handles, _ := fakeGroup(t)
+	garbage := make([]byte, a2a.HandleSize)
+	for i := range garbage {
+		garbage[i] = byte(i*7 + 3)
+	}
+	forged := a2a.HandleWithIPCOf(handles[1], garbage)
+	err := comms[0].Connect([][]byte{handles[0], forged, handles[2]})
+	t.Log(err)
+	require.ErrorIs(t, err, a2a.ErrHandle)
+	require.Contains(t, err.Error(), "rank 1's IPC handle does not open here")
+	require.NoError(t, comms[0].Sync())
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+}
+
 // A handle's IPC payload that maps less memory than the group writes into
 // each peer (here another, smaller Comm's buffer) is refused after the
 // open, and the mapping is released; honest handles map over IPC.
@@ -530,7 +581,7 @@ func checkLifecycle(t *testing.T, lib string) {
 	}{
 		{"count", [][]byte{h0}, "1 handles for world size 2"},
 		{"count-3", [][]byte{h0, h1, h1}, "3 handles for world size 2"},
-		{"size", [][]byte{h0, h1[:a2a.HandleSize-1]}, "207 bytes"},
+		{"size", [][]byte{h0, h1[:a2a.HandleSize-1]}, fmt.Sprintf("%d bytes", a2a.HandleSize-1)},
 		{"magic", [][]byte{h0, garbage}, "does not start with"},
 		{"order", [][]byte{h1, h0}, "comes from rank 1"},
 		{"not-own", [][]byte{other0.Handle(), h1}, "not this rank's own"},

@@ -21,11 +21,12 @@ import (
 
 // ownedBuffer is one Comm's buffer and who holds it.
 type ownedBuffer struct {
-	share     *Share // the owner's device, referenced until the buffer is freed
-	rank      int    // the owner's rank
-	dataBytes int64  // the owner's data half
-	refs      int    // the owner and each Comm of this process that maps it
-	ownerGone bool   // the owner let go: no new mapping
+	share     *Share   // the owner's device, referenced until the buffer is freed
+	rank      int      // the owner's rank
+	dataBytes int64    // the owner's data half
+	id        [16]byte // the owner's handle ID (handle.Handle.ID)
+	refs      int      // the owner and each Comm of this process that maps it
+	ownerGone bool     // the owner let go: no new mapping
 }
 
 var buffers = struct {
@@ -34,24 +35,24 @@ var buffers = struct {
 }{m: map[driver.DevicePtr]*ownedBuffer{}}
 
 // RegisterBuffer records the new buffer at ptr of rank's Comm on share,
-// with a data half of dataBytes, the owner's reference, and takes a
-// reference of share for the buffer.
-func RegisterBuffer(ptr driver.DevicePtr, share *Share, rank int, dataBytes int64) {
+// with a data half of dataBytes and the ID of the Comm's handle, the
+// owner's reference, and takes a reference of share for the buffer.
+func RegisterBuffer(ptr driver.DevicePtr, share *Share, rank int, dataBytes int64, id [16]byte) {
 	share.Hold()
 	buffers.mu.Lock()
-	buffers.m[ptr] = &ownedBuffer{share: share, rank: rank, dataBytes: dataBytes, refs: 1}
+	buffers.m[ptr] = &ownedBuffer{share: share, rank: rank, dataBytes: dataBytes, id: id, refs: 1}
 	buffers.mu.Unlock()
 }
 
 // RetainBuffer takes a peer's reference to the buffer at ptr, or reports
-// false when ptr is no buffer of a Comm of this process of that rank and
-// data half, or its owner has let go of it: a handle's pointer is used
-// only when it passes.
-func RetainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
+// false when ptr is no buffer of a Comm of this process of that rank,
+// data half and handle ID, or its owner has let go of it: a handle's
+// pointer is used only when it passes.
+func RetainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64, id [16]byte) bool {
 	buffers.mu.Lock()
 	defer buffers.mu.Unlock()
 	b := buffers.m[ptr]
-	if b == nil || b.ownerGone || b.rank != rank || b.dataBytes != dataBytes {
+	if b == nil || b.ownerGone || b.rank != rank || b.dataBytes != dataBytes || b.id != id {
 		return false
 	}
 	b.refs++

@@ -3,6 +3,7 @@ package handle
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,7 +34,7 @@ func handleSeeds() [][]byte {
 		valid,
 		minimal.Encode(),
 		mod(func(b []byte) { copy(b, "XLYH") }), // wrong magic
-		mod(func(b []byte) { b[4] = 3 }),        // wrong version
+		mod(func(b []byte) { b[4] = 4 }),        // wrong version
 		mod(func(b []byte) { b[7] = 2 }),        // unknown flag
 		valid[:Size/2],                          // truncated
 		rankTooBig.Encode(),                     // rank >= world
@@ -101,4 +102,17 @@ func TestDecodeHandleCorpus(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "truncated"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "ULYH", "truncated is a prefix of a valid handle")
+}
+
+// TestWriteHandleCorpus rewrites testdata/fuzz/FuzzDecodeHandle from
+// handleSeeds when ULYSSES_WRITE_CORPUS is set (after a format change).
+func TestWriteHandleCorpus(t *testing.T) {
+	if os.Getenv("ULYSSES_WRITE_CORPUS") == "" {
+		t.Skip("set ULYSSES_WRITE_CORPUS=1 to rewrite the corpus")
+	}
+	names := []string{"valid", "valid_minimal", "wrong_magic", "wrong_version", "unknown_flags", "truncated", "rank_ge_world"}
+	for i, name := range names {
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", handleSeeds()[i])
+		require.NoError(t, os.WriteFile(filepath.Join("testdata", "fuzz", "FuzzDecodeHandle", name), []byte(body), 0o644))
+	}
 }

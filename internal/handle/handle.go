@@ -14,11 +14,11 @@ import (
 )
 
 // Size is the length of an encoded handle.
-const Size = 208
+const Size = 224
 
 const (
 	handleMagic   = "ULYH"
-	handleVersion = 2 // 2: the host, transport and reach after the IPC handle
+	handleVersion = 3 // 2: the host, transport and reach after the IPC handle; 3: the buffer's ID
 )
 
 // MaxReach is the most GPUs a handle lists as reachable from its own.
@@ -47,6 +47,11 @@ type Handle struct {
 	// are set, the rest zero.
 	NReach uint8
 	Reach  [MaxReach]uint32
+	// ID is random per Comm, and travels only in its group's handles: a
+	// handle that names a buffer of this process must carry the ID that
+	// buffer was registered with, so a peer of one group cannot point a
+	// rank at the buffer of another group's Comm.
+	ID [16]byte
 }
 
 // handleFlagSingleBuffer is bit 0 of the flags byte.
@@ -62,6 +67,7 @@ var ProcessNonce = sync.OnceValue(func() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 })
 
+// Encode writes h in the wire format Decode reads (Size bytes).
 func (h *Handle) Encode() []byte {
 	b := make([]byte, Size)
 	copy(b, handleMagic)
@@ -86,6 +92,7 @@ func (h *Handle) Encode() []byte {
 	for i, r := range h.Reach {
 		le.PutUint32(b[148+4*i:], r)
 	}
+	copy(b[208:224], h.ID[:])
 	return b
 }
 
@@ -121,6 +128,7 @@ func Decode(b []byte) (Handle, error) {
 	for i := range h.Reach {
 		h.Reach[i] = le.Uint32(b[148+4*i:])
 	}
+	copy(h.ID[:], b[208:224])
 	if err := h.checkV2(b); err != nil {
 		return h, err
 	}
@@ -139,6 +147,7 @@ func Decode(b []byte) (Handle, error) {
 	return h, nil
 }
 
+// Bus is the PCI bus id of the handle's device.
 func (h Handle) Bus() string {
 	n := bytes.IndexByte(h.BusID[:], 0)
 	if n < 0 {

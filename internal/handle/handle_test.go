@@ -35,6 +35,9 @@ func filledHandle() Handle {
 	for i := range h.IPC {
 		h.IPC[i] = byte(0xc0 + i)
 	}
+	for i := range h.ID {
+		h.ID[i] = byte(0x10 + i)
+	}
 	return h
 }
 
@@ -81,7 +84,7 @@ func TestHandleWireFormat(t *testing.T) {
 	b := h.Encode()
 	le := binary.LittleEndian
 	assert.Equal(t, "ULYH", string(b[0:4]))
-	assert.Equal(t, uint16(2), le.Uint16(b[4:]))
+	assert.Equal(t, uint16(3), le.Uint16(b[4:]))
 	assert.Equal(t, byte(2), b[6])
 	assert.Equal(t, byte(1), b[7], "flags: bit 0 is SingleBuffer")
 	h.SingleBuffer = false
@@ -100,7 +103,9 @@ func TestHandleWireFormat(t *testing.T) {
 	assert.Equal(t, byte(MaxReach), b[145])
 	assert.Equal(t, []byte{0, 0}, b[146:148], "reserved")
 	assert.Equal(t, uint32(0xa0b0c000), le.Uint32(b[148:]))
-	assert.Equal(t, uint32(0xa0b0c000+MaxReach-1), le.Uint32(b[Size-4:]))
+	assert.Equal(t, uint32(0xa0b0c000+MaxReach-1), le.Uint32(b[148+4*(MaxReach-1):]))
+	assert.Equal(t, h.ID[:], b[208:224], "the buffer's ID")
+	assert.Len(t, b, Size)
 }
 
 func TestHandleFlags(t *testing.T) {
@@ -172,7 +177,8 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"lower-case magic", patch(func(b []byte) { copy(b, "ulyh") })},
 		{"version 0", patch(func(b []byte) { le.PutUint16(b[4:], 0) })},
 		{"version 1", patch(func(b []byte) { le.PutUint16(b[4:], 1) })},
-		{"version 3", patch(func(b []byte) { le.PutUint16(b[4:], 3) })},
+		{"version 2", patch(func(b []byte) { le.PutUint16(b[4:], 2) })},
+		{"version 4", patch(func(b []byte) { le.PutUint16(b[4:], 4) })},
 		{"version 256", patch(func(b []byte) { le.PutUint16(b[4:], 256) })},
 		{"unknown flag 2", patch(func(b []byte) { b[7] = 2 })},
 		{"unknown flag 0x80", patch(func(b []byte) { b[7] = 0x80 })},

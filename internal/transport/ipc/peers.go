@@ -91,9 +91,10 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	// with unified addressing the pointer is valid as it is, given peer
 	// access when it lives on another device. A nonce is no proof (every
 	// rank sees its peers'): the pointer must be the buffer of a Comm of
-	// this process, of that rank and size, whose owner still holds it.
+	// this process, of that rank, size and handle ID (which only that
+	// Comm's group has seen), whose owner still holds it.
 	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
-	if !device.RetainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
+	if !device.RetainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes), h.ID) {
 		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, api.ErrHandle)
 	}
 	if h.Bus() == p.env.BusID {
@@ -132,7 +133,7 @@ func (p *ipcPeers) peerContext(h handle.Handle) (*driver.Context, error) {
 func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 	ptr, err := p.env.Ctx.IpcOpenMemHandle(h.IPC)
 	if err != nil {
-		return peerMapping{}, api.WrapDriver("opening IPC handle", err)
+		return peerMapping{}, fmt.Errorf("a2a: rank %d's IPC handle does not open here: %w: %w", h.Rank, api.ErrHandle, api.WrapDriver("opening IPC handle", err))
 	}
 	base, size, err := p.env.Ctx.MemAddressRange(ptr)
 	if err != nil {
