@@ -44,35 +44,12 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 	if each {
 		count = n + 1
 	}
-	events := make([]driver.Event, 0, count)
-	defer func() {
-		for _, e := range events {
-			ctx.EventDestroy(e)
-		}
-	}()
-	for i := 0; i < count; i++ {
-		e, err := ctx.EventCreate(true)
-		if err != nil {
-			return nil, api.WrapDriver("creating events", err)
-		}
-		events = append(events, e)
+	events, err := newEvents(ctx, count)
+	defer destroyEvents(ctx, events)
+	if err != nil {
+		return nil, err
 	}
-	record := func(e driver.Event) error {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.closing {
-			return api.Prefixed(ErrClosed)
-		}
-		on := s
-		if on == ownStream {
-			on = c.stream
-		}
-		if err := ctx.EventRecord(e, on); err != nil {
-			return api.WrapDriver("recording an event", err)
-		}
-		return nil
-	}
-	if err := record(events[0]); err != nil {
+	if err := c.recordEvent(ctx, events[0], s); err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
@@ -80,7 +57,7 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 			return nil, err
 		}
 		if each || i == n-1 {
-			if err := record(events[min(i+1, count-1)]); err != nil {
+			if err := c.recordEvent(ctx, events[min(i+1, count-1)], s); err != nil {
 				return nil, err
 			}
 		}
@@ -88,12 +65,54 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 	if err := c.Sync(); err != nil {
 		return nil, err
 	}
-	// On a caller's stream the last event comes after the Comm's last
-	// operation, which is all Sync waits for.
-	if err := ctx.EventSynchronize(events[count-1]); err != nil {
+	return elapsed(ctx, events)
+}
+
+// newEvents makes count timing events; the ones made stay in the slice
+// even on an error, for destroyEvents.
+func newEvents(ctx *driver.Context, count int) ([]driver.Event, error) {
+	events := make([]driver.Event, 0, count)
+	for range count {
+		e, err := ctx.EventCreate(true)
+		if err != nil {
+			return events, api.WrapDriver("creating events", err)
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+func destroyEvents(ctx *driver.Context, events []driver.Event) {
+	for _, e := range events {
+		ctx.EventDestroy(e)
+	}
+}
+
+// recordEvent records e on s (ownStream: the Comm's), unless the Comm is
+// closing.
+func (c *Comm) recordEvent(ctx *driver.Context, e driver.Event, s driver.Stream) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return api.Prefixed(ErrClosed)
+	}
+	if s == ownStream {
+		s = c.stream
+	}
+	if err := ctx.EventRecord(e, s); err != nil {
+		return api.WrapDriver("recording an event", err)
+	}
+	return nil
+}
+
+// elapsed waits for the last event and returns the times between
+// consecutive ones. On a caller's stream the last event comes after the
+// Comm's last operation, which is all Sync waits for.
+func elapsed(ctx *driver.Context, events []driver.Event) ([]time.Duration, error) {
+	if err := ctx.EventSynchronize(events[len(events)-1]); err != nil {
 		return nil, api.WrapDriver("waiting for the last event", err)
 	}
-	times := make([]time.Duration, count-1)
+	times := make([]time.Duration, len(events)-1)
 	for i := range times {
 		d, err := ctx.EventElapsed(events[i], events[i+1])
 		if err != nil {

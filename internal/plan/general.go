@@ -139,7 +139,6 @@ func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64
 	if err := checkInputShape(r.Op, x, dt); err != nil {
 		return Plan{}, err
 	}
-	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	if err := CheckRequest(r, dt); err != nil {
 		return Plan{}, err
 	}
@@ -147,60 +146,14 @@ func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64
 	if H < world || H > api.MaxDim {
 		return Plan{}, fmt.Errorf("a2a: %s of %d heads on %d ranks: every rank needs a head: %w", r.Op, H, world, api.ErrShape)
 	}
-	_, mine := HeadRange(H, world, rank)
-	_, most := HeadRange(H, world, 0)
 	es := int64(dt.Size())
-	T, Tr, Tmax := int64(ts.Total()), int64(ts.Counts[rank]), int64(ts.Most())
-	B, D, P, N := int64(b), int64(d), int64(world), int64(r.N)
-	p := Plan{Op: r.Op, General: true}
-	// walk: this rank's input elements per tensor; groupWalk: the most of
-	// any rank's; rowWalk: groupWalk per token of what it grows with;
-	// maxOut: the largest output of one tensor on any rank.
-	var walk, groupWalk, rowWalk, maxOut int64
-	var ok [5]bool
-	switch r.Op {
-	case ptx.OpSendRecvHeads:
-		if int64(t) != Tr {
-			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", r.Op, t, rank, Tr, api.ErrTokens)
-		}
-		p.Out = [4]int{b, int(T), mine, d}
-		walk, ok[0] = mulChecked(B, Tr, int64(H), D)
-		groupWalk, ok[1] = mulChecked(B, Tmax, int64(H), D)
-		rowWalk, ok[4] = mulChecked(B, int64(H), D)
-		maxOut, ok[2] = mulChecked(B, T, int64(most), D, es)
-	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
-		if h != mine {
-			return Plan{}, fmt.Errorf("a2a: %s input has %d heads; of %d heads on %d ranks rank %d holds %d: %w", r.Op, h, H, world, rank, mine, api.ErrShape)
-		}
-		if int64(t) != T {
-			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", r.Op, t, T, api.ErrTokens)
-		}
-		if r.Op == ptx.OpGatherHeads {
-			p.Out = [4]int{b, int(Tr), H, d}
-			walk, ok[0] = mulChecked(B, Tmax, P, int64(mine), D) // every (b, k, r) with k < the largest count
-			groupWalk, ok[1] = mulChecked(B, Tmax, P, int64(most), D)
-			rowWalk, ok[4] = mulChecked(B, P, int64(most), D)
-			maxOut, ok[2] = mulChecked(B, Tmax, int64(H), D, es)
-		} else {
-			p.Out = [4]int{b, int(T), H, d}
-			walk, ok[0] = mulChecked(B, T, int64(mine), D)
-			groupWalk, ok[1] = mulChecked(B, T, int64(most), D)
-			rowWalk, ok[4] = mulChecked(B, int64(most), D)
-			maxOut, ok[2] = mulChecked(B, T, int64(H), D, es)
-			p.WalkTotal = true
-		}
-	default:
-		return Plan{}, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
+	w, err := generalWalks(r, rank, world, H, ts, es)
+	if err != nil {
+		return Plan{}, err
 	}
-	p.Tensors = r.N
-	p.Region = AlignUp(maxOut, OutputAlign)
-	need, ok3 := mulChecked(p.Region, N-1)
-	ok[3] = ok3 && need <= math.MaxInt64-maxOut
-	if !ok[0] || !ok[1] || !ok[2] || !ok[3] || !ok[4] {
-		return Plan{}, fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.Op, r.N, x.Shape, T, api.ErrCapacity)
-	}
-	if need+maxOut > capacity {
-		return Plan{}, fmt.Errorf("a2a: %s of %d tensors needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens or MaxTensors): %w", r.Op, r.N, need+maxOut, capacity, api.ErrCapacity)
+	p := Plan{Op: r.Op, General: true, Out: w.out, WalkTotal: w.walkTotal, Tensors: r.N}
+	if err := p.fitOutputs(r, w.maxOut, capacity, ts); err != nil {
+		return Plan{}, err
 	}
 	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
 	for q := 0; q <= world; q++ {
@@ -210,30 +163,119 @@ func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64
 		}
 		p.Heads[q] = int32(first)
 	}
+	if err := p.setGeneralWalk(r, w, H, world, es, widths); err != nil {
+		return Plan{}, err
+	}
+	p.ShapeSig = generalSignature(r.Op, x.Shape[0], H, x.Shape[3], int(es), r.N)
+	p.Sig = withTokens(p.ShapeSig, ts.Hash)
+	return p, nil
+}
+
+// walks is what the general entries walk for one tensor: the output's
+// shape on this rank; the input elements this rank walks (walk), the most
+// any rank walks (group), and group per token of what it grows with
+// (row); the largest output of one tensor on any rank in bytes; and
+// whether the walk grows with all tokens (HeadAllGather).
+type walks struct {
+	out                      [4]int
+	walk, group, row, maxOut int64
+	mine                     int // this rank's heads
+	walkTotal                bool
+}
+
+// generalWalks checks r's tokens and heads on rank against the counts and
+// computes its walks, H heads in all.
+func generalWalks(r Request, rank, world, H int, ts Tokens, es int64) (walks, error) {
+	x := r.Xs[0]
+	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	_, mine := HeadRange(H, world, rank)
+	_, most := HeadRange(H, world, 0)
+	T, Tr, Tmax := int64(ts.Total()), int64(ts.Counts[rank]), int64(ts.Most())
+	B, D, P := int64(b), int64(d), int64(world)
+	w := walks{mine: mine}
+	var ok [4]bool
+	switch r.Op {
+	case ptx.OpSendRecvHeads:
+		if int64(t) != Tr {
+			return w, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", r.Op, t, rank, Tr, api.ErrTokens)
+		}
+		w.out = [4]int{b, int(T), mine, d}
+		w.walk, ok[0] = mulChecked(B, Tr, int64(H), D)
+		w.group, ok[1] = mulChecked(B, Tmax, int64(H), D)
+		w.row, ok[3] = mulChecked(B, int64(H), D)
+		w.maxOut, ok[2] = mulChecked(B, T, int64(most), D, es)
+	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
+		if h != mine {
+			return w, fmt.Errorf("a2a: %s input has %d heads; of %d heads on %d ranks rank %d holds %d: %w", r.Op, h, H, world, rank, mine, api.ErrShape)
+		}
+		if int64(t) != T {
+			return w, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", r.Op, t, T, api.ErrTokens)
+		}
+		if r.Op == ptx.OpGatherHeads {
+			w.out = [4]int{b, int(Tr), H, d}
+			w.walk, ok[0] = mulChecked(B, Tmax, P, int64(mine), D) // every (b, k, r) with k < the largest count
+			w.group, ok[1] = mulChecked(B, Tmax, P, int64(most), D)
+			w.row, ok[3] = mulChecked(B, P, int64(most), D)
+			w.maxOut, ok[2] = mulChecked(B, Tmax, int64(H), D, es)
+		} else {
+			w.out = [4]int{b, int(T), H, d}
+			w.walk, ok[0] = mulChecked(B, T, int64(mine), D)
+			w.group, ok[1] = mulChecked(B, T, int64(most), D)
+			w.row, ok[3] = mulChecked(B, int64(most), D)
+			w.maxOut, ok[2] = mulChecked(B, T, int64(H), D, es)
+			w.walkTotal = true
+		}
+	default:
+		return w, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
+	}
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return w, fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.Op, r.N, x.Shape, T, api.ErrCapacity)
+	}
+	return w, nil
+}
+
+// fitOutputs places the tensors' outputs, maxOut bytes each at most,
+// OutputAlign apart, and checks that every rank's fit in capacity.
+func (p *Plan) fitOutputs(r Request, maxOut, capacity int64, ts Tokens) error {
+	p.Region = AlignUp(maxOut, OutputAlign)
+	need, ok := mulChecked(p.Region, int64(r.N)-1)
+	if !ok || need > math.MaxInt64-maxOut {
+		return fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.Op, r.N, r.Xs[0].Shape, ts.Total(), api.ErrCapacity)
+	}
+	if need+maxOut > capacity {
+		return fmt.Errorf("a2a: %s of %d tensors needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens or MaxTensors): %w", r.Op, r.N, need+maxOut, capacity, api.ErrCapacity)
+	}
+	return nil
+}
+
+// setGeneralWalk sets what the general kernels walk: the vector width,
+// the units of a chunk, head and input row, the inputs, and the bytes
+// that set the active blocks, which the kernels index with 32 bits.
+func (p *Plan) setGeneralWalk(r Request, w walks, H, world int, es int64, widths []int) error {
+	D, N := int64(r.Xs[0].Shape[3]), int64(r.N)
 	p.Width = generalWidth(r, D*es, es, widths)
 	p.Chunk = D * es
 	p.HeadUnits = D * es / int64(p.Width)
-	p.Units = int64(mine) * p.HeadUnits // a chunk: this rank's heads of one token
+	p.Units = int64(w.mine) * p.HeadUnits // a chunk: this rank's heads of one token
 	if r.Op == ptx.OpSendRecvHeads {
 		p.Units = int64(H) * p.HeadUnits // a whole input token row
 	}
 	for k := range r.N {
 		p.Inputs[k] = uint64(r.Xs[k].Ptr)
 	}
-	p.InRow = api.RowElems(x) * es / int64(p.Width)
-	p.Vectors = walk * es / int64(p.Width)
+	p.InRow = api.RowElems(r.Xs[0]) * es / int64(p.Width)
+	p.Vectors = w.walk * es / int64(p.Width)
 	p.Spread = r.SharedGeneral(world)
-	p.GroupBytes, ok[0] = mulChecked(groupWalk, es, N)
-	p.GroupRow, ok[1] = mulChecked(rowWalk, es, N)
+	var ok [2]bool
+	p.GroupBytes, ok[0] = mulChecked(w.group, es, N)
+	p.GroupRow, ok[1] = mulChecked(w.row, es, N)
 	// The transport multiplies both by up to generalSpread.
 	ok[0] = ok[0] && p.GroupBytes <= math.MaxInt64/generalSpread
 	ok[1] = ok[1] && p.GroupRow <= math.MaxInt64/generalSpread
-	p.ShapeSig = generalSignature(r.Op, b, H, d, int(es), r.N)
-	p.Sig = withTokens(p.ShapeSig, ts.Hash)
 	if !ok[0] || !ok[1] || p.Vectors > math.MaxInt32 || p.InRow > math.MaxUint32 {
-		return Plan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes per tensor, over the kernels' 32-bit limit: %w", r.Op, p.Vectors, p.Width, api.ErrCapacity)
+		return fmt.Errorf("a2a: %s moves %d vectors of %d bytes per tensor, over the kernels' 32-bit limit: %w", r.Op, p.Vectors, p.Width, api.ErrCapacity)
 	}
-	return p, nil
+	return nil
 }
 
 // generalWidth is the widest vector width that a head (headBytes), the

@@ -71,56 +71,16 @@ func Plain(op ptx.Op, x api.Tensor, dt api.DType, rank, world int, ts Tokens, ca
 	if err := checkInputShape(op, x, dt); err != nil {
 		return Plan{}, err
 	}
-	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	if err := api.CheckTensor("input", x, dt, x.Shape); err != nil {
 		return Plan{}, err
 	}
 	es := int64(dt.Size())
-	B, T, H, D, P := int64(b), int64(ts.Total()), int64(h), int64(d), int64(world)
-	Tr, Tmax := int64(ts.Counts[rank]), int64(ts.Most())
-	p := Plan{Op: op}
-	var chunks, groupChunks, maxOut int64 // this rank's chunks, the most any rank has, the largest output
-	var ok [4]bool
-	switch op {
-	case ptx.OpSendRecvHeads, ptx.OpAllGather:
-		if int64(t) != Tr {
-			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", op, t, rank, Tr, api.ErrTokens)
-		}
-		if op == ptx.OpSendRecvHeads {
-			if h%world != 0 {
-				return Plan{}, fmt.Errorf("a2a: %d heads not divisible by world size %d: %w", h, world, api.ErrShape)
-			}
-			p.Out = [4]int{b, int(T), h / world, d}
-			p.Chunk, ok[0] = mulChecked(H/P, D, es)
-			chunks, ok[1] = mulChecked(B, Tr, P)
-			groupChunks, ok[2] = mulChecked(B, Tmax, P)
-		} else {
-			p.Out = [4]int{b, int(T), h, d}
-			p.Chunk, ok[0] = mulChecked(H, D, es)
-			chunks, ok[1] = mulChecked(B, Tr)
-			groupChunks, ok[2] = mulChecked(B, Tmax)
-		}
-		maxOut, ok[3] = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
-	case ptx.OpGatherHeads:
-		if int64(t) != T {
-			return Plan{}, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", op, t, T, api.ErrTokens)
-		}
-		p.Out = [4]int{b, int(Tr), h * world, d}
-		p.Chunk, ok[0] = mulChecked(H, D, es)
-		// The kernel walks every (b, k, r) with k < the largest count.
-		chunks, ok[1] = mulChecked(B, Tmax, P)
-		groupChunks, ok[2] = chunks, ok[1]
-		// Every rank's output must fit, or a peer would write past this
-		// rank's buffer while this rank refused the operation.
-		maxOut, ok[3] = mulChecked(B, Tmax, H*P, D, es)
-	default:
-		return Plan{}, fmt.Errorf("a2a: unknown operation %q: %w", op, api.ErrNotSupported)
+	p, c, err := plainChunks(op, x, rank, world, ts, es)
+	if err != nil {
+		return Plan{}, err
 	}
-	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
-		return Plan{}, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", op, x.Shape, T, api.ErrCapacity)
-	}
-	if maxOut > capacity {
-		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, maxOut, capacity, api.ErrCapacity)
+	if c.maxOut > capacity {
+		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, c.maxOut, capacity, api.ErrCapacity)
 	}
 	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
 	p.Width = int(es)
@@ -130,25 +90,82 @@ func Plain(op ptx.Op, x api.Tensor, dt api.DType, rank, world int, ts Tokens, ca
 			break
 		}
 	}
-	p.Vectors, ok[0] = mulChecked(chunks, p.Chunk/int64(p.Width))
-	p.GroupBytes, ok[1] = mulChecked(groupChunks, p.Chunk)
+	var ok [3]bool
+	p.Vectors, ok[0] = mulChecked(c.chunks, p.Chunk/int64(p.Width))
+	p.GroupBytes, ok[1] = mulChecked(c.group, p.Chunk)
 	// Per token of the largest rank: the walk is B*P chunks per token, B
 	// for AllGather, which moves whole rows.
-	rowChunks := B * P
+	rowChunks := int64(x.Shape[0]) * int64(world)
 	if op == ptx.OpAllGather {
-		rowChunks = B
+		rowChunks = int64(x.Shape[0])
 	}
 	p.GroupRow, ok[2] = mulChecked(rowChunks, p.Chunk)
-	fullHeads := h
+	fullHeads := x.Shape[2]
 	if op == ptx.OpGatherHeads {
-		fullHeads = h * world
+		fullHeads = x.Shape[2] * world
 	}
-	p.ShapeSig = shapeSignature(op, b, fullHeads, d, int(es))
+	p.ShapeSig = shapeSignature(op, x.Shape[0], fullHeads, x.Shape[3], int(es))
 	p.Sig = withTokens(p.ShapeSig, ts.Hash)
 	if !ok[0] || !ok[1] || !ok[2] || p.Vectors > math.MaxInt32 {
 		return Plan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.Vectors, p.Width, api.ErrCapacity)
 	}
 	return p, nil
+}
+
+// chunks counts what a plain operation walks: this rank's chunks, the
+// most any rank has, and the largest output of any rank in bytes.
+type chunks struct {
+	chunks, group, maxOut int64
+}
+
+// plainChunks checks x's tokens and heads against the counts and sets
+// the output's shape and the chunk of op on rank.
+func plainChunks(op ptx.Op, x api.Tensor, rank, world int, ts Tokens, es int64) (Plan, chunks, error) {
+	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
+	B, T, H, D, P := int64(b), int64(ts.Total()), int64(h), int64(d), int64(world)
+	Tr, Tmax := int64(ts.Counts[rank]), int64(ts.Most())
+	p := Plan{Op: op}
+	var c chunks
+	var ok [4]bool
+	switch op {
+	case ptx.OpSendRecvHeads, ptx.OpAllGather:
+		if int64(t) != Tr {
+			return p, c, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", op, t, rank, Tr, api.ErrTokens)
+		}
+		if op == ptx.OpSendRecvHeads {
+			if h%world != 0 {
+				return p, c, fmt.Errorf("a2a: %d heads not divisible by world size %d: %w", h, world, api.ErrShape)
+			}
+			p.Out = [4]int{b, int(T), h / world, d}
+			p.Chunk, ok[0] = mulChecked(H/P, D, es)
+			c.chunks, ok[1] = mulChecked(B, Tr, P)
+			c.group, ok[2] = mulChecked(B, Tmax, P)
+		} else {
+			p.Out = [4]int{b, int(T), h, d}
+			p.Chunk, ok[0] = mulChecked(H, D, es)
+			c.chunks, ok[1] = mulChecked(B, Tr)
+			c.group, ok[2] = mulChecked(B, Tmax)
+		}
+		c.maxOut, ok[3] = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
+	case ptx.OpGatherHeads:
+		if int64(t) != T {
+			return p, c, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", op, t, T, api.ErrTokens)
+		}
+		p.Out = [4]int{b, int(Tr), h * world, d}
+		p.Chunk, ok[0] = mulChecked(H, D, es)
+		// The kernel walks every (b, k, r) with k < the largest count.
+		c.chunks, ok[1] = mulChecked(B, Tmax, P)
+		c.group, ok[2] = c.chunks, ok[1]
+		// Every rank's output must fit, or a peer would write past this
+		// rank's buffer while this rank refused the operation.
+		c.maxOut, ok[3] = mulChecked(B, Tmax, H*P, D, es)
+	default:
+		return p, c, fmt.Errorf("a2a: unknown operation %q: %w", op, api.ErrNotSupported)
+	}
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return p, c, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", op, x.Shape, T, api.ErrCapacity)
+	}
+	return p, c, nil
 }
 
 // checkInputShape checks what every plan asks of an operation's first
