@@ -12,28 +12,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
-	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
-)
-
-// The largest block (THREADS of the kernels) and the vectors a thread
-// keeps in flight. A Comm on every SM launches 256-thread blocks
-// (GatherHeads 195 us against 199 us with 512 at 128 MiB); one on fewer
-// SMs launches 512, since each SM then needs more stores in flight
-// (SendRecvHeads on 32 SMs at 128 MiB: 236 us with 512 threads, 289 us
-// with 256).
-const (
-	maxThreadsPerBlock = kernelabi.Threads
-	unroll             = kernelabi.Unroll
-)
-
-// How many blocks an operation activates (activeBlocks; captured
-// operations compute the same in the kernels): one per smallGranule input
-// bytes up to fewBlocks, one per largeGranule beyond when that is more.
-const (
-	smallGranule = kernelabi.SmallGranule
-	fewBlocks    = kernelabi.FewBlocks
-	largeGranule = kernelabi.LargeGranule
 )
 
 // Comm is one rank's endpoint of a group: a device buffer shared with the

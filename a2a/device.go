@@ -91,13 +91,7 @@ func (d *Device) Close() error {
 // finish waits for the helpers' stream: what was enqueued on it is done on
 // the device, and visible to any work enqueued after this returns.
 func (d *Device) finish(what string, err error) error {
-	if err == nil {
-		err = d.ctx.StreamSynchronize(d.copies)
-	}
-	if err != nil {
-		return api.WrapDriver(what, err)
-	}
-	return nil
+	return device.SyncAfter(d.ctx, d.copies, what, err)
 }
 
 // Alloc allocates an uninitialised tensor on the device (cuMemAlloc,

@@ -277,3 +277,16 @@ func LiveShares() int {
 	defer shares.mu.Unlock()
 	return len(shares.m)
 }
+
+// SyncAfter waits for stream s after work enqueued on it that returned
+// err, and gives a failure the package's prefix: what the memory helpers
+// and the transports' short copies do before they return.
+func SyncAfter(ctx *driver.Context, s driver.Stream, what string, err error) error {
+	if err == nil {
+		err = ctx.StreamSynchronize(s)
+	}
+	if err != nil {
+		return api.WrapDriver(what, err)
+	}
+	return nil
+}

@@ -186,7 +186,10 @@ func checkInputShape(op ptx.Op, x api.Tensor, dt api.DType) error {
 	return nil
 }
 
-// ThreadsFor is the block size for a grid of blocks on a device of sms SMs.
+// ThreadsFor is the block size for a grid of blocks on a device of sms SMs:
+// 256 threads on every SM (GatherHeads 195 us against 199 us with 512 at
+// 128 MiB), 512 on fewer, where each SM needs more stores in flight
+// (SendRecvHeads on 32 SMs at 128 MiB: 236 us with 512, 289 us with 256).
 func ThreadsFor(blocks, sms int) int {
 	if blocks >= sms {
 		return 256

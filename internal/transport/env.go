@@ -34,13 +34,7 @@ type Env struct {
 // Finish waits for the helpers' stream after err-free work on it, and
 // gives a failure the package's prefix.
 func (e *Env) Finish(what string, err error) error {
-	if err == nil {
-		err = e.Ctx.StreamSynchronize(e.Helpers)
-	}
-	if err != nil {
-		return api.WrapDriver(what, err)
-	}
-	return nil
+	return device.SyncAfter(e.Ctx, e.Helpers, what, err)
 }
 
 // OrdinalOfBus finds the local ordinal of a PCI bus id, or -1.
