@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "24276fc1ee8ac92d8956ba6b4474c7a06867c73160adb3fe24de3bcd6103c456"
+const SourceHash = "05788032b82a9bfea1bd4398b3cd90ad07cdaee8468b1fb64fef34f72a0fd1ea"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -23,7 +23,7 @@ var burnPTX string
 // attention kernel that overlaps with communication must. With 512
 // threads nothing else made progress on the SMs while it ran, not even
 // the copy-engine mode's one-block sync: every exchange took 65-100%
-// longer beside it, against 1-6% with 128 (GPU-RUNS.md run 37).
+// longer beside it, against 1-6% with 128 (2 x H200).
 const burnThreads = 128
 
 // burnCalibration is the burn kernel's iteration count of its first

@@ -48,8 +48,7 @@
 // How often a waiting warp reads the host's abort word (over PCIe, so not
 // at every poll): a wait Close ends takes at most about this much longer.
 // Every 50 us cost SendRecvHeads 1.4 us (0.7%) at 128 MiB, whose waiter
-// polls for about 190 us; every 1 ms costs nothing measurable
-// (docs/GPU-RUNS.md, runs 16 and 17).
+// polls for about 190 us; every 1 ms costs nothing measurable.
 #define ABORT_POLL_NS 1000000ull
 
 // ---- memory-model primitives ------------------------------------------------
@@ -67,7 +66,7 @@ __device__ __forceinline__ void store_release_sys32(u32 *p, u32 v) {
 
 // Read a flag written by another GPU; later loads and stores of this thread
 // cannot move before it. (Polling with relaxed loads and one fence.acq_rel.sys
-// per thread after them ran slower: docs/GPU-RUNS.md, run 11.)
+// per thread after them measured slower.)
 __device__ __forceinline__ u64 load_acquire_sys(const u64 *p) {
     u64 v;
     asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -281,8 +280,7 @@ __device__ __forceinline__ void most_tokens(u32 &most, const Shared &sh, const A
 // advances it. Returns the number of active blocks, or 0 when this block
 // does not take part.
 // Captured operations have entries of their own (CAPTURED): the Live path
-// compiled into every entry cost 0.3 us per operation at 1 MiB
-// (docs/GPU-RUNS.md, runs 23-24).
+// compiled into every entry cost 0.3 us per operation at 1 MiB.
 template <bool CAPTURED>
 __device__ u32 begin(const Args &a, Shared &sh, bool count) {
     const Live *live = CAPTURED ? reinterpret_cast<const Live *>(a.live) : nullptr;
@@ -302,8 +300,8 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
         sh.tokens[p] = tokens;
         // Operation e writes half e&1, so that halves alternate in the
         // order operations run (graph replays included). Taking the
-        // half from a.half instead made GatherHeads 3 us slower at 128 MiB
-        // (runs 21-24); the host's choice is checked below.
+        // half from a.half instead made GatherHeads 3 us slower at 128 MiB;
+        // the host's choice is checked below.
         sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
         // Relaxed: a bye seen here only stops the operation.
         sh.gone[p] = p != a.rank && load_relaxed_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;

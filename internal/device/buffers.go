@@ -11,9 +11,9 @@ import (
 // of one process joined otherwise): their operations' data and signals,
 // and their goodbye when they close. Freed when its owner closes, it would
 // take a peer that closes later, or still has an operation queued, into
-// freed memory, and that kills the CUDA context (GPU-RUNS.md run 45: a
-// group of four ranks on one GPU timed out, and every later call on the
-// device failed with CUDA_ERROR_ILLEGAL_ADDRESS). So a buffer is freed
+// freed memory, and that kills the CUDA context (a group of four ranks on
+// one GPU timed out, and every later call on the device failed with
+// CUDA_ERROR_ILLEGAL_ADDRESS). So a buffer is freed
 // once its owner and every Comm of this process that maps it have let go,
 // and it keeps its device's share (context, graveyard) until then. Over
 // CUDA IPC the driver does the same: an exported allocation lives while

@@ -84,10 +84,10 @@ func (r Request) SharedGeneral(world int) bool {
 // than the plain ones for the same bytes, when every rank takes them and
 // each has a GPU of its own: they do about twice the integer arithmetic
 // per vector, which is the critical path where few blocks are active
-// (GPU-RUNS.md run 29: SendRecvHeads of 41 heads took 12.3 us at 656 KiB
-// against 10.2-10.3 us with 40 and 42). Ranks that share a GPU run their
-// kernels at once on its SMs, and spread it among themselves (runs 33-34:
-// with two ranks on a GPU, 4 cost 19% per byte, 2 nothing). Only the block
+// (SendRecvHeads of 41 heads took 12.3 us at 656 KiB against 10.2-10.3 us
+// with 40 and 42). Ranks that share a GPU run their kernels at once on its
+// SMs, and spread it among themselves (with two ranks on a GPU, 4 cost
+// 19% per byte, 2 nothing). Only the block
 // count changes; the plain entries, and a general one that stands in for
 // them because of a stride, keep theirs, so ranks agree.
 const generalSpread = 4

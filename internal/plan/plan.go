@@ -199,10 +199,10 @@ func ThreadsFor(blocks, sms int) int {
 
 // ActiveBlocks is how many of the launched blocks take part in an
 // operation that walks up to groupBytes of input on a rank: one per 4 KiB
-// (kernelabi.SmallGranule) up to 64 (kernelabi.FewBlocks), one per 64 KiB (kernelabi.LargeGranule)
-// beyond when that is more, at least one. The barrier's own cost grows
-// with the blocks that signal: with the kernel's bones (bench/lab/llprobe,
-// GPU-RUNS.md run 54, SendRecvHeads, graph replay) 64 blocks or fewer beat
+// (kernelabi.SmallGranule) up to 64 (kernelabi.FewBlocks), one per 64 KiB
+// (kernelabi.LargeGranule) beyond when that is more, at least one. The
+// barrier's own cost grows with the blocks that signal: with the kernel's
+// bones (bench/lab/llprobe, SendRecvHeads, graph replay) 64 blocks or fewer beat
 // 128 by 0.7-1.0 us from 128 KiB to 4 MiB (1 MiB: 5.9 us against 6.8;
 // 128 KiB: 32 blocks 4.4 us, 16 blocks 4.6, 8 blocks 4.8), and every
 // count from 64 up ran level at 8 MiB.

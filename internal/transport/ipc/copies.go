@@ -15,7 +15,7 @@ import (
 // The copy-engine mode spreads an operation's copies over side streams so
 // that several copy engines work at once: on one stream the copy into this
 // rank's own buffer and the one to each peer run one after another
-// (GPU-RUNS.md run 34: SendRecvHeads of 128 MiB took 335 us on one stream,
+// (SendRecvHeads of 128 MiB took 335 us on one stream,
 // 249 us with a stream per copy, and 268-280 us with copies cut in 2 or 4
 // pieces on streams of their own).
 const (

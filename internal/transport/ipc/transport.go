@@ -181,7 +181,7 @@ func (t *Transport) SetTokens(ts plan.Tokens) {
 // on the Device's copy stream, and waits for that copy alone (tens of
 // microseconds). Captured kernels read the table from device memory: all
 // their blocks reading pinned host memory at once cost hundreds of
-// microseconds per operation (run 19).
+// microseconds per operation.
 func (t *Transport) RefreshCaptured() error {
 	if t.liveFresh {
 		return nil
@@ -249,7 +249,7 @@ func (t *Transport) setGeneral(p plan.Plan) {
 // launchOp launches f with the current args, after the start barrier with
 // a single buffer. Only the active blocks are launched: the rest would
 // return at once; launching them cost 0.1-0.4 us of the medians at 128
-// KiB-1 MiB (GPU-RUNS.md run 45). A captured operation computes its
+// KiB-1 MiB. A captured operation computes its
 // active blocks when it runs, so it launches all.
 func (t *Transport) launchOp(f driver.Function, s driver.Stream) error {
 	if t.args.HalfBytes == 0 {

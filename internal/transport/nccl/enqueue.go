@@ -87,8 +87,8 @@ func (t *Transport) round(round int, half driver.DevicePtr, s driver.Stream) err
 // non-blocking communicator may return before NCCL has put the group's
 // kernel on the stream (ncclInProgress): it settles before returning, or
 // what is enqueued after it (the unpacks, the Into copy, the event a
-// caller's stream waits on) would run before the data has come (run 57:
-// half of every two-rank output wrong without this).
+// caller's stream waits on) would run before the data has come (without
+// this, half of every two-rank output was wrong).
 func (t *Transport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
 	if err := t.lib.GroupStart(); err != nil {
 		return api.WrapNCCL("starting an NCCL group", err)
