@@ -38,6 +38,11 @@ var (
 	ErrAuth = errors.New("authentication failed")
 )
 
+// errBusy is what a peer's connection gets when rank 0 closes it, before
+// it proved the secret, to make room for a newer one: the peer dials
+// again. Peers never return it.
+var errBusy = errors.New("rank 0 made room for a newer connection")
+
 // errorCode is the first byte of an error frame's payload: which sentinel
 // the error it reports matches.
 type errorCode uint8
@@ -50,6 +55,7 @@ const (
 	codeWorldSize     errorCode = 3 // ErrWorldSize
 	codeRank          errorCode = 4 // ErrRank
 	codeAuth          errorCode = 5 // ErrAuth (since version 3)
+	codeBusy          errorCode = 6 // errBusy: dial again (a receiver that does not know it fails with ErrProtocol)
 )
 
 // codeSentinels maps each known code to its sentinel; codes past its end
@@ -61,6 +67,7 @@ var codeSentinels = [...]error{
 	codeWorldSize:     ErrWorldSize,
 	codeRank:          ErrRank,
 	codeAuth:          ErrAuth,
+	codeBusy:          errBusy,
 }
 
 // maxErrorMessage caps the message of an error frame, sent or received.

@@ -37,16 +37,21 @@ func TestNewTCPValidation(t *testing.T) {
 		{"rank = world", TCPConfig{Addr: "h:1", Rank: 4, WorldSize: 4}, ErrRank, "Rank is 4, want 0..3"},
 		{"empty addr", TCPConfig{Rank: 0, WorldSize: 2}, nil, "Addr is empty"},
 		{"addr without port", TCPConfig{Addr: "localhost", Rank: 0, WorldSize: 2}, nil, `Addr "localhost" is not host:port`},
-		{"negative max payload", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxPayload: -1}, nil, "MaxPayload is -1"},
-		{"max payload too big", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 1024, MaxPayload: 4 << 20}, ErrFrameTooLarge, "too large for world size 1024"},
-		{"negative dial interval", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, DialInterval: -time.Second}, nil, "DialInterval is -1s"},
+		{"negative max payload", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxPayload: -1, Secret: testSecret}, nil, "MaxPayload is -1"},
+		{"max payload too big", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 1024, MaxPayload: 4 << 20, Secret: testSecret}, ErrFrameTooLarge, "too large for world size 1024"},
+		{"negative dial interval", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, DialInterval: -time.Second, Secret: testSecret}, nil, "DialInterval is -1s"},
 		{"not loopback without a secret", TCPConfig{Addr: "10.1.2.3:29600", WorldSize: 2}, nil, `Addr "10.1.2.3:29600" is not a loopback address`},
 		{"any interface without a secret", TCPConfig{Addr: ":0", WorldSize: 2}, nil, `Addr ":0" is not a loopback address`},
 		{"host name without a secret", TCPConfig{Addr: "gpu-box:1", WorldSize: 2}, nil, "set Secret"},
 		{"short secret", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, Secret: []byte("short")}, nil, "Secret is 5 bytes, want at least 16"},
-		{"negative max conns", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxConns: -1}, nil, "MaxConns is -1"},
-		{"max conns under the world", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 8, MaxConns: 7}, nil, "MaxConns is 7, want 0 (default) or at least the world size 8"},
-		{"negative hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, HelloTimeout: -time.Second}, nil, "HelloTimeout is -1s"},
+		{"negative max conns", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxConns: -1, Secret: testSecret}, nil, "MaxConns is -1"},
+		{"max conns under the world", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 8, MaxConns: 7, Secret: testSecret}, nil, "MaxConns is 7, want 0 (default) or at least the world size 8"},
+		{"negative hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, HelloTimeout: -time.Second, Secret: testSecret}, nil, "HelloTimeout is -1s"},
+		{"negative auth timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, AuthTimeout: -time.Second, Secret: testSecret}, nil, "AuthTimeout is -1s"},
+		{"auth timeout over hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, AuthTimeout: 2 * time.Second, HelloTimeout: time.Second, Secret: testSecret},
+			nil, "AuthTimeout is 2s, over HelloTimeout 1s"},
+		{"auth timeout over the default hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, AuthTimeout: time.Minute, Secret: testSecret},
+			nil, "AuthTimeout is 1m0s, over HelloTimeout 10s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, err := NewTCP(tc.cfg)
@@ -68,6 +73,7 @@ func TestNewTCPValidation(t *testing.T) {
 		{Addr: "10.1.2.3:29600", Rank: 1, WorldSize: 2, Secret: testSecret},
 		{Addr: "gpu-box:29600", Rank: 1, WorldSize: 2, TrustNetwork: true},
 		{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 8, MaxConns: 8, HelloTimeout: time.Millisecond},
+		{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 8, AuthTimeout: 10 * time.Second, Secret: testSecret},
 	} {
 		x, err := NewTCP(cfg)
 		require.NoError(t, err, "%+v", cfg)
@@ -84,6 +90,11 @@ func TestNewTCPValidation(t *testing.T) {
 	assert.Equal(t, DefaultHelloTimeout, x.cfg.HelloTimeout)
 	assert.Equal(t, DefaultMaxPayload, x.cfg.MaxPayload)
 	assert.Equal(t, DefaultDialInterval, x.cfg.DialInterval)
+	assert.Equal(t, DefaultAuthTimeout, x.cfg.AuthTimeout)
+	// A short HelloTimeout shortens the default AuthTimeout with it.
+	x, err = NewTCP(TCPConfig{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 5, Secret: secret, HelloTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, 300*time.Millisecond, x.cfg.AuthTimeout)
 }
 
 func TestAllGatherHappyPath(t *testing.T) {
