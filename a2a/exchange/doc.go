@@ -4,9 +4,9 @@
 // Local serves ranks that are goroutines of one process. TCP implements
 // the round over a star: rank 0 listens, ranks 1..P-1 dial it. Each peer
 // and rank 0 first prove to each other that they hold the group's secret
-// (TCPConfig.Secret), then the peer sends its blob; once rank 0 has every
-// blob it sends each peer the full list, waits until every peer has
-// acknowledged it, and then commits the round.
+// (TCPConfig.Secret, which every rank must have), then the peer sends its
+// blob; once rank 0 has every blob it sends each peer the full list,
+// waits until every peer has acknowledged it, and then commits the round.
 //
 // # Authentication
 //
@@ -43,14 +43,13 @@
 // proved the secret, and the offender, why with an error frame, so they
 // fail fast instead of waiting for their deadline.
 //
-// Without a secret the same exchange runs with an empty key, which anyone
-// can use: any process that reaches the address can join. NewTCP therefore
-// refuses an address other than loopback without a secret, unless
-// TCPConfig.TrustNetwork is set. Nothing is encrypted either way: a
-// process that can read the traffic (root on the host, or anyone on the
-// network path) sees the blobs, and so does one that relays a peer's
-// frames to rank 0 and back (which needs the peer to dial it instead of
-// rank 0).
+// NewTCP refuses a config without a secret (ErrNoSecret), on loopback
+// addresses too: with an empty key anyone who reaches the address, any
+// local user included, could join the group and read its blobs. Nothing
+// is encrypted: a process that can read the traffic (root on the host, or
+// anyone on the network path) sees the blobs, and so does one that relays
+// a peer's frames to rank 0 and back (which needs the peer to dial it
+// instead of rank 0).
 //
 // Error frames are not authenticated: they can only make a round fail.
 // A peer does not trust anything else before rank 0's proof.
@@ -112,8 +111,8 @@
 //
 // Errors read "exchange: <what happened>: <cause>", where the cause is one
 // of the sentinels (ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank,
-// ErrAuth, ErrClosed), the context's error, or an I/O error; errors.Is
-// matches it. A peer failed by rank 0's error frame matches the sentinel
+// ErrAuth, ErrClosed, ErrNoSecret), the context's error, or an I/O error;
+// errors.Is matches it. A peer failed by rank 0's error frame matches the sentinel
 // named by the frame's code (see below), whatever the message says.
 //
 // # Wire format

@@ -36,6 +36,9 @@ var (
 	// and then acknowledges the result with a bad MAC, or refuses it for
 	// one.
 	ErrAuth = errors.New("authentication failed")
+	// ErrNoSecret reports a TCPConfig without a usable secret: empty, or
+	// shorter than MinSecretSize.
+	ErrNoSecret = errors.New("no usable secret")
 )
 
 // errBusy is what a peer's connection gets when rank 0 closes it, before

@@ -22,7 +22,7 @@ var wireSentinels = map[errorCode]error{
 	codeBusy:          errBusy,
 }
 
-var allSentinels = []error{ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrAuth, ErrClosed, errBusy}
+var allSentinels = []error{ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrAuth, ErrClosed, ErrNoSecret, errBusy}
 
 // TestErrorCodesRoundTrip: every code survives encodeError/decodeError and
 // matches its own sentinel and no other; the numbers are the wire format's.

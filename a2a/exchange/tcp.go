@@ -54,8 +54,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 type TCPConfig struct {
 	// Addr is the host:port where rank 0 listens and the other ranks dial,
 	// e.g. "127.0.0.1:29600". Rank 0 may use port 0 and publish Addr()
-	// after Listen. Without a Secret it must be a loopback address
-	// ("localhost", 127.0.0.0/8 or ::1) unless TrustNetwork is set.
+	// after Listen.
 	Addr string
 	// Rank is this process's rank, 0 <= Rank < WorldSize.
 	Rank int
@@ -73,22 +72,17 @@ type TCPConfig struct {
 	DialInterval time.Duration
 
 	// Secret is the group's shared key, at least MinSecretSize bytes
-	// (e.g. 32 random bytes, as internal/launch makes); every rank needs
-	// the same. With it, a connection joins a round only after proving it
+	// (e.g. 32 random bytes from crypto/rand, as internal/launch makes);
+	// every rank needs the same, and NewTCP refuses a config without one
+	// (ErrNoSecret). A connection joins a round only after proving it
 	// (HMAC-SHA256 over fresh nonces from both ends), rank 0 proves it to
 	// each peer before the peer sends its blob, and the result and the
 	// commit are MACed: a process without the secret can neither join nor
 	// disturb a round nor learn a blob (unless it can read the traffic:
-	// nothing is encrypted). The secret never crosses the wire. Empty: no
-	// authentication (the same exchange, keyed with an empty key that
-	// anyone can use), for loopback addresses only unless TrustNetwork.
-	// Either way a round costs six HMAC-SHA256 computations per peer on
-	// each side (microseconds, plus one pass over each blob and result).
+	// nothing is encrypted). The secret never crosses the wire. A round
+	// costs six HMAC-SHA256 computations per peer on each side
+	// (microseconds, plus one pass over each blob and result).
 	Secret []byte
-	// TrustNetwork allows an Addr that is not loopback without a Secret:
-	// any process that can reach the address can then join a round, claim
-	// a rank, and read every blob.
-	TrustNetwork bool
 	// MaxConns caps the connections rank 0 holds open at once during a
 	// round, its peers' included. When a new one would exceed it, rank 0
 	// closes the oldest connection that has not proved the secret (one
@@ -151,7 +145,8 @@ type testHooks struct {
 }
 
 // NewTCP validates cfg and returns an exchanger. It performs no I/O.
-// A bad WorldSize wraps ErrWorldSize and a bad Rank ErrRank.
+// A bad WorldSize wraps ErrWorldSize, a bad Rank ErrRank, and a missing or
+// short Secret ErrNoSecret.
 func NewTCP(cfg TCPConfig) (*TCP, error) {
 	if err := checkGroup(cfg); err != nil {
 		return nil, err
@@ -179,16 +174,16 @@ func checkGroup(cfg TCPConfig) error {
 	if cfg.Addr == "" {
 		return errors.New("exchange: TCPConfig.Addr is empty, want host:port")
 	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return fmt.Errorf("exchange: TCPConfig.Addr %q is not host:port: %w", cfg.Addr, err)
 	}
-	if n := len(cfg.Secret); n > 0 && n < MinSecretSize {
-		return fmt.Errorf("exchange: TCPConfig.Secret is %d bytes, want at least %d", n, MinSecretSize)
-	}
-	if len(cfg.Secret) == 0 && !cfg.TrustNetwork && !isLoopback(host) {
-		return fmt.Errorf("exchange: TCPConfig.Addr %q is not a loopback address: without a Secret anyone who reaches it "+
-			"could join the group, so set Secret (e.g. from ULYSSES_SECRET), or TrustNetwork if the network is trusted", cfg.Addr)
+	switch n := len(cfg.Secret); {
+	case n == 0:
+		return fmt.Errorf("exchange: TCPConfig.Secret is empty: every rank needs the group's secret "+
+			"(at least %d bytes, e.g. 32 random bytes, the same on every rank), or anyone who reaches the address could join: %w",
+			MinSecretSize, ErrNoSecret)
+	case n < MinSecretSize:
+		return fmt.Errorf("exchange: TCPConfig.Secret is %d bytes, want at least %d: %w", n, MinSecretSize, ErrNoSecret)
 	}
 	return nil
 }
