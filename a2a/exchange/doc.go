@@ -36,8 +36,10 @@
 // its proof is missing or wrong, whatever rank or world size its hello
 // claims, nor keep the group from forming by holding rank 0's connection
 // slots: a full rank 0 closes the oldest connection that has not proved
-// the secret to make room for a newcomer (see Limits on rank 0). A hello
-// that proves the secret but disagrees with the group
+// the secret to make room for a newcomer (see Limits on rank 0). A peer
+// whose secret differs tells rank 0, in place of its proof, that rank 0's
+// proof is wrong, so that rank 0 can name it (ErrAuth). A hello that
+// proves the secret but disagrees with the group
 // (another world size, a rank out of range or already claimed) is a bug in
 // a rank of the group: rank 0 fails the round and tells every peer that
 // proved the secret, and the offender, why with an error frame, so they
@@ -112,7 +114,8 @@
 // Errors read "exchange: <what happened>: <cause>", where the cause is one
 // of the sentinels (ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank,
 // ErrAuth, ErrClosed, ErrNoSecret), the context's error, or an I/O error;
-// errors.Is matches it. A peer failed by rank 0's error frame matches the sentinel
+// errors.Is matches it. Rank 0's error when its context ends also matches
+// ErrAuth if a connection failed to prove the secret in that round. A peer failed by rank 0's error frame matches the sentinel
 // named by the frame's code (see below), whatever the message says.
 //
 // # Wire format
@@ -152,7 +155,9 @@
 // Rank 0 sends error frames to peers that proved the secret, to a hello
 // of another protocol version, and (code 6) to a connection that sent a
 // hello and that it evicts; a peer sends one in place of its
-// acknowledgement when it refuses the result. A receiver treats an unknown code, or an error payload too short
+// acknowledgement when it refuses the result, and one of code 5 and at
+// most 31 bytes of message in place of its proof when rank 0's proof is
+// wrong. A receiver treats an unknown code, or an error payload too short
 // for a code, as ErrProtocol (a peer of an older build that gets code 6
 // fails with ErrProtocol).
 // Version 1 had no code (the message was the whole payload) and version 2

@@ -32,9 +32,11 @@ var (
 	// is not rank 0 of the group (a stranger listening on the address, or
 	// a rank 0 with another secret). Rank 0 does not fail a round for a
 	// connection that does not prove the secret: it drops it and goes on
-	// waiting. It reports ErrAuth only for a peer that proved the secret
-	// and then acknowledges the result with a bad MAC, or refuses it for
-	// one.
+	// waiting; if the round then fails (its context ends), the error
+	// wraps ErrAuth too and names the last such connection (a peer whose
+	// secret differs says so). It fails a round with ErrAuth for a peer
+	// that proved the secret and then acknowledges the result with a bad
+	// MAC, or refuses it for one.
 	ErrAuth = errors.New("authentication failed")
 	// ErrNoSecret reports a TCPConfig without a usable secret: empty, or
 	// shorter than MinSecretSize.

@@ -165,7 +165,9 @@ func isBusy(f frame) bool {
 
 // greet sends the hello on conn and reads and checks rank 0's challenge.
 // If rank 0 closed conn before answering, or evicted it, greet returns
-// the error that says so as refused, and a nil err.
+// the error that says so as refused, and a nil err. If rank 0's proof of
+// the secret is wrong it tells rank 0 (refuseProof) and fails with
+// ErrAuth.
 func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, err error) {
 	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
 	s = &session{key: x.cfg.Secret, rank: uint32(r), world: uint32(P), nonce: newNonce()}
@@ -196,10 +198,24 @@ func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, er
 	}
 	copy(s.challenge[:], f.payload)
 	if !s.verify(labelProof, nil, f.payload[nonceSize:]) {
+		refuseProof(conn, s)
 		return nil, nil, fmt.Errorf("exchange: rank %d: the process at %s does not prove the group secret "+
 			"(not rank 0 of this group, or its secret differs): %w", r, addr, ErrAuth)
 	}
 	return s, nil, nil
+}
+
+// proofRefusal is the message of the error frame refuseProof sends: short
+// enough for the 32-byte payload rank 0 reads in place of a proof.
+const proofRefusal = "rank 0's proof is wrong"
+
+// refuseProof tells the process at the other end of conn, in place of this
+// rank's proof, that its proof of the secret is wrong: rank 0 of the group
+// can then say that a peer's secret differs (ErrAuth). It says nothing a
+// stranger could use, and failures are ignored.
+func refuseProof(conn net.Conn, s *session) {
+	_ = conn.SetWriteDeadline(time.Now().Add(notifyTimeout))
+	_ = encodeFrame(conn, frame{kind: kindError, rank: s.rank, world: s.world, payload: encodeError(ErrAuth, proofRefusal)})
 }
 
 // isRefusal reports whether err, from the first I/O on a connection, says

@@ -61,7 +61,8 @@ type rootRound struct {
 	byRank   []net.Conn // the connection each peer's blob came on
 	sessions []*session // and its session
 	have     int        // ranks whose blob is in, rank 0 included
-	lastErr  error      // why the last connection was dropped, if any
+	lastErr  error      // why the last connection was dropped, if any, but for authErr
+	authErr  error      // why the last connection that failed to prove the secret was dropped
 }
 
 // event is what a serve goroutine (or the accept loop, for transient
@@ -276,6 +277,8 @@ func (rr *rootRound) handshake(c net.Conn) event {
 
 // authenticate reads c's hello, answers with a challenge (rank 0's proof
 // of the secret) and reads and checks c's proof, returning c's session.
+// A peer whose secret differs says so with an error frame in place of
+// its proof: that is ErrAuth too.
 func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 	s, err := rr.readHello(c)
 	if err != nil {
@@ -289,6 +292,8 @@ func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("reading proof of the secret: %w", err)
+	case f.kind == kindError:
+		return nil, fmt.Errorf("the peer claiming rank %d found rank 0's proof of the secret wrong (its secret differs): %w", s.rank, ErrAuth)
 	case f.kind != kindAuth || !s.verify(labelAuth, nil, f.payload):
 		return nil, fmt.Errorf("rank %d: frame kind %d does not prove the group secret: %w", f.rank, f.kind, ErrAuth)
 	}
@@ -433,7 +438,8 @@ func (rr *rootRound) collect() error {
 // giveUp fails the round because ctx ended: it tells the peers, and
 // returns an error naming the missing ranks, the last dropped
 // connection's fault and the connections evicted or refused over
-// MaxConns, wrapping ctx's error.
+// MaxConns, wrapping ctx's error and, if a connection failed to prove the
+// secret, ErrAuth with the last such connection's fault.
 func (rr *rootRound) giveUp() error {
 	cerr := rr.ctx.Err()
 	missing := rr.missing()
@@ -450,6 +456,10 @@ func (rr *rootRound) giveUp() error {
 		last += fmt.Sprintf("; %d connections refused over the limit of %d open", n, rr.x.cfg.MaxConns)
 	}
 	rr.mu.Unlock()
+	if rr.authErr != nil {
+		return fmt.Errorf("exchange: rank 0 at %s: missing ranks %s (%d of %d present%s; a connection failed authentication: %w): %w",
+			rr.addr, missing, rr.have, rr.world, last, rr.authErr, cerr)
+	}
 	return fmt.Errorf("exchange: rank 0 at %s: missing ranks %s (%d of %d present%s): %w",
 		rr.addr, missing, rr.have, rr.world, last, cerr)
 }
@@ -467,7 +477,12 @@ func (rr *rootRound) take(ev event) error {
 	case ev.conn == nil: // transient accept error
 		rr.lastErr = ev.err
 	case ev.err != nil:
-		rr.lastErr = fmt.Errorf("connection from %s: %w", ev.conn.RemoteAddr(), ev.err)
+		err := fmt.Errorf("connection from %s: %w", ev.conn.RemoteAddr(), ev.err)
+		if errors.Is(err, ErrAuth) {
+			rr.authErr = err
+		} else {
+			rr.lastErr = err
+		}
 		rr.drop(ev.conn)
 	case ev.reject != nil:
 		rr.notify(ev.reject, ev.msg, ev.conn)

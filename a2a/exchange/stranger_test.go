@@ -202,9 +202,33 @@ func TestRankWithAnotherSecret(t *testing.T) {
 	requireBlobs(t, [][]byte{[]byte("zero"), []byte("one")}, res)
 }
 
+// TestRootNamesWrongSecret: rank 0 names a peer whose secret differs:
+// the peer tells it in place of its proof, and rank 0's error at its
+// deadline matches ErrAuth (the code before: "reading proof of the
+// secret: connection closed before a frame header: EOF: protocol error").
+func TestRootNamesWrongSecret(t *testing.T) {
+	checkLeaks(t)
+	xs := newGroup(t, 2, 0)
+	wrong := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 1, WorldSize: 2, Secret: otherSecret})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
+	_, err := wrong.AllGather(ctx, []byte("one"))
+	require.ErrorIs(t, err, ErrAuth)
+	err0 := <-rank0
+	t.Log(err0)
+	require.ErrorIs(t, err0, ErrAuth)
+	require.ErrorIs(t, err0, context.DeadlineExceeded)
+	assertExchangeError(t, err0, context.DeadlineExceeded)
+	assert.Contains(t, err0.Error(), "missing ranks [1]")
+	assert.Contains(t, err0.Error(), "claiming rank 1 found rank 0's proof of the secret wrong (its secret differs): authentication failed")
+	assert.NotContains(t, err0.Error(), "EOF")
+}
+
 // TestImpostorRankZero: a process listening on rank 0's address without
-// the secret learns no blob: the peer sends only its hello (a nonce), and
-// fails with ErrAuth.
+// the secret learns no blob: the peer sends its hello (a nonce) and, in
+// place of its proof, an error frame saying that rank 0's proof is wrong,
+// and fails with ErrAuth.
 func TestImpostorRankZero(t *testing.T) {
 	for _, key := range [][]byte{nil, otherSecret} {
 		t.Run(fmt.Sprintf("key=%q", key), func(t *testing.T) {
@@ -224,8 +248,14 @@ func TestImpostorRankZero(t *testing.T) {
 			assertExchangeError(t, err, ErrAuth)
 			assert.Contains(t, err.Error(), "the process at "+addr+" does not prove the group secret")
 			all := <-heard
-			assert.Len(t, all, nonceSize, "the impostor got the nonce and nothing else")
 			assert.NotContains(t, string(all), string(secretBlob))
+			require.Greater(t, len(all), nonceSize)
+			rest := bytes.NewReader(all[nonceSize:])
+			f, err := decodeFrame(rest, controlLimit)
+			require.NoError(t, err)
+			assert.Equal(t, kindError, f.kind)
+			assert.Equal(t, "rank 0's proof is wrong: authentication failed", decodeError(f.payload).Error())
+			assert.Zero(t, rest.Len(), "the impostor got the nonce and the refusal, nothing else")
 		})
 	}
 }
