@@ -22,10 +22,18 @@ import (
 // ownedBuffer is one Comm's buffer and who holds it.
 type ownedBuffer struct {
 	share     *deviceShare // the owner's device, referenced until the buffer is freed
-	rank      int          // the owner's rank
-	dataBytes int64        // the owner's data half
+	owner     bufferOwner  // who owns it: a peer's handle must name the same
 	refs      int          // the owner and each Comm of this process that maps it
 	ownerGone bool         // the owner let go: no new mapping
+}
+
+// bufferOwner is what a handle says of the Comm whose buffer it names:
+// its identity (handle.Comm), its rank and its data half. A same-process
+// handle's pointer is used only if all three match the buffer's owner.
+type bufferOwner struct {
+	id        [16]byte
+	rank      int
+	dataBytes int64
 }
 
 var buffers = struct {
@@ -33,25 +41,39 @@ var buffers = struct {
 	m  map[driver.DevicePtr]*ownedBuffer
 }{m: map[driver.DevicePtr]*ownedBuffer{}}
 
-// registerBuffer records the new buffer at ptr of rank's Comm on share,
-// with a data half of dataBytes, the owner's reference, and takes a
-// reference of share for the buffer.
-func registerBuffer(ptr driver.DevicePtr, share *deviceShare, rank int, dataBytes int64) {
+// registerBuffer records the new buffer at ptr of owner's Comm on share,
+// with the owner's reference, and takes a reference of share for the
+// buffer.
+func registerBuffer(ptr driver.DevicePtr, share *deviceShare, owner bufferOwner) {
 	share.hold()
 	buffers.mu.Lock()
-	buffers.m[ptr] = &ownedBuffer{share: share, rank: rank, dataBytes: dataBytes, refs: 1}
+	buffers.m[ptr] = &ownedBuffer{share: share, owner: owner, refs: 1}
 	buffers.mu.Unlock()
 }
 
+// ownsBuffer reports whether ptr is the live buffer of the Comm of this
+// process that owner describes (not another Comm's, of another group or
+// not, nor one whose owner has let go), without taking a reference.
+func ownsBuffer(ptr driver.DevicePtr, owner bufferOwner) bool {
+	buffers.mu.Lock()
+	defer buffers.mu.Unlock()
+	return buffers.m[ptr].ownedBy(owner)
+}
+
+// ownedBy reports whether b (nil: no buffer) is owner's and still held by
+// it.
+func (b *ownedBuffer) ownedBy(owner bufferOwner) bool {
+	return b != nil && !b.ownerGone && b.owner == owner
+}
+
 // retainBuffer takes a peer's reference to the buffer at ptr, or reports
-// false when ptr is no buffer of a Comm of this process of that rank and
-// data half, or its owner has let go of it: a handle's pointer is used
-// only when it passes.
-func retainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64) bool {
+// false unless ownsBuffer(ptr, owner): a handle's pointer is used only
+// when it passes.
+func retainBuffer(ptr driver.DevicePtr, owner bufferOwner) bool {
 	buffers.mu.Lock()
 	defer buffers.mu.Unlock()
 	b := buffers.m[ptr]
-	if b == nil || b.ownerGone || b.rank != rank || b.dataBytes != dataBytes {
+	if !b.ownedBy(owner) {
 		return false
 	}
 	b.refs++

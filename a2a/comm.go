@@ -55,6 +55,7 @@ type Comm struct {
 
 	layout    bufferLayout
 	buf       driver.DevicePtr
+	id        [16]byte // the Comm's identity (handle.Comm)
 	self      handle
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
@@ -117,7 +118,8 @@ func (c *Comm) init() error {
 	if c.buf, err = ctx.MemAlloc(uint64(c.layout.total)); err != nil {
 		return wrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.total), err)
 	}
-	registerBuffer(c.buf, c.share, c.cfg.Rank, c.layout.dataBytes)
+	c.id = newCommID()
+	registerBuffer(c.buf, c.share, bufferOwner{id: c.id, rank: c.cfg.Rank, dataBytes: c.layout.dataBytes})
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
 	zeroWords := uint64(c.layout.total-c.layout.signalOff) / 4
@@ -145,7 +147,7 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle) {
 	c.self = handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.sm.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.dataBytes),
-		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer,
+		Nonce: processNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer, Comm: c.id,
 	}
 	copy(c.self.BusID[:], c.dev.info.BusID)
 	c.self.Host, c.self.Transport = hostIdentity(), c.cfg.Transport

@@ -95,5 +95,8 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle, error) {
 	if string(handles[c.cfg.Rank]) != string(c.selfBytes) {
 		return nil, fmt.Errorf("a2a: handle %d is not this rank's own: %w", c.cfg.Rank, ErrHandle)
 	}
+	if err := checkOwnBuffers(hs, c.cfg.Rank); err != nil {
+		return nil, err
+	}
 	return hs, nil
 }

@@ -10,11 +10,13 @@ import (
 )
 
 // HandleSize is the length of the bytes Handle returns.
-const HandleSize = 208
+const HandleSize = 224
 
 const (
-	handleMagic   = "ULYH"
-	handleVersion = 2 // 2: the host, transport and reach after the IPC handle
+	handleMagic = "ULYH"
+	// handleVersion 2 added the host, transport and reach after the IPC
+	// handle, 3 the Comm's identity after the reach.
+	handleVersion = 3
 )
 
 // maxReach is the most GPUs a handle lists as reachable from its own.
@@ -43,6 +45,12 @@ type handle struct {
 	// are set, the rest zero.
 	NReach uint8
 	Reach  [maxReach]uint32
+
+	// Comm is the Comm's identity (newCommID): random, sent only to the
+	// Comm's group. A same-process peer's pointer is used only if it is
+	// the buffer of the Comm with this identity, so a peer of one group
+	// cannot point a Comm at another group's buffer in its process.
+	Comm [16]byte
 }
 
 // handleFlagSingleBuffer is bit 0 of the flags byte.
@@ -57,6 +65,15 @@ var processNonce = sync.OnceValue(func() uint64 {
 	}
 	return binary.LittleEndian.Uint64(b[:]) | 1
 })
+
+// newCommID returns a fresh Comm identity: 128 bits from crypto/rand
+// (which does not fail on the systems Go supports: it crashes the program
+// instead), so that no peer can guess another Comm's.
+func newCommID() [16]byte {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	return id
+}
 
 func (h *handle) encode() []byte {
 	b := make([]byte, HandleSize)
@@ -82,6 +99,7 @@ func (h *handle) encode() []byte {
 	for i, r := range h.Reach {
 		le.PutUint32(b[148+4*i:], r)
 	}
+	copy(b[208:224], h.Comm[:])
 	return b
 }
 
@@ -117,6 +135,7 @@ func decodeHandle(b []byte) (handle, error) {
 	for i := range h.Reach {
 		h.Reach[i] = le.Uint32(b[148+4*i:])
 	}
+	copy(h.Comm[:], b[208:224])
 	if err := h.checkV2(b); err != nil {
 		return h, err
 	}
@@ -133,6 +152,11 @@ func decodeHandle(b []byte) (handle, error) {
 		return h, fmt.Errorf("a2a: handle capacity %d over %d: %w", h.DataBytes, int64(maxDataBytes), ErrHandle)
 	}
 	return h, nil
+}
+
+// owner is what h says of the Comm whose buffer it names (ownsBuffer).
+func (h handle) owner() bufferOwner {
+	return bufferOwner{id: h.Comm, rank: int(h.Rank), dataBytes: int64(h.DataBytes)}
 }
 
 func (h handle) busID() string {

@@ -30,7 +30,7 @@ func handleSeeds() [][]byte {
 		valid,
 		minimal.encode(),
 		mod(func(b []byte) { copy(b, "XLYH") }), // wrong magic
-		mod(func(b []byte) { b[4] = 3 }),        // wrong version
+		mod(func(b []byte) { b[4] = 2 }),        // wrong version
 		mod(func(b []byte) { b[7] = 2 }),        // unknown flag
 		valid[:HandleSize/2],                    // truncated
 		rankTooBig.encode(),                     // rank >= world

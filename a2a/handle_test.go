@@ -32,6 +32,9 @@ func filledHandle() handle {
 	for i := range h.IPC {
 		h.IPC[i] = byte(0xc0 + i)
 	}
+	for i := range h.Comm {
+		h.Comm[i] = byte(0x10 + i)
+	}
 	return h
 }
 
@@ -63,6 +66,7 @@ func TestHandleRoundTrip(t *testing.T) {
 		func(h *handle) { h.Host = [16]byte{} },
 		func(h *handle) { h.NReach, h.Reach = 0, [maxReach]uint32{} },
 		func(h *handle) { h.NReach, h.Reach = 1, [maxReach]uint32{7} },
+		func(h *handle) { h.Comm = [16]byte{} },
 	} {
 		h := filledHandle()
 		mod(&h)
@@ -78,7 +82,7 @@ func TestHandleWireFormat(t *testing.T) {
 	b := h.encode()
 	le := binary.LittleEndian
 	assert.Equal(t, "ULYH", string(b[0:4]))
-	assert.Equal(t, uint16(2), le.Uint16(b[4:]))
+	assert.Equal(t, uint16(3), le.Uint16(b[4:]))
 	assert.Equal(t, byte(2), b[6])
 	assert.Equal(t, byte(1), b[7], "flags: bit 0 is SingleBuffer")
 	h.SingleBuffer = false
@@ -97,7 +101,9 @@ func TestHandleWireFormat(t *testing.T) {
 	assert.Equal(t, byte(maxReach), b[145])
 	assert.Equal(t, []byte{0, 0}, b[146:148], "reserved")
 	assert.Equal(t, uint32(0xa0b0c000), le.Uint32(b[148:]))
-	assert.Equal(t, uint32(0xa0b0c000+maxReach-1), le.Uint32(b[HandleSize-4:]))
+	assert.Equal(t, uint32(0xa0b0c000+maxReach-1), le.Uint32(b[204:]))
+	assert.Equal(t, h.Comm[:], b[208:224])
+	assert.Equal(t, 224, HandleSize)
 }
 
 func TestHandleFlags(t *testing.T) {
@@ -162,14 +168,16 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"length 0", []byte{}},
 		{"length 127", valid[:127]},
 		{"length 128 (version 1)", valid[:128]},
-		{"length 207", valid[:HandleSize-1]},
-		{"length 209", append(append([]byte(nil), valid...), 0)},
-		{"length 416", append(append([]byte(nil), valid...), valid...)},
+		{"length 208 (version 2)", valid[:208]},
+		{"length 223", valid[:HandleSize-1]},
+		{"length 225", append(append([]byte(nil), valid...), 0)},
+		{"length 448", append(append([]byte(nil), valid...), valid...)},
 		{"wrong magic", patch(func(b []byte) { copy(b, "ULYX") })},
 		{"lower-case magic", patch(func(b []byte) { copy(b, "ulyh") })},
 		{"version 0", patch(func(b []byte) { le.PutUint16(b[4:], 0) })},
 		{"version 1", patch(func(b []byte) { le.PutUint16(b[4:], 1) })},
-		{"version 3", patch(func(b []byte) { le.PutUint16(b[4:], 3) })},
+		{"version 2", patch(func(b []byte) { le.PutUint16(b[4:], 2) })},
+		{"version 4", patch(func(b []byte) { le.PutUint16(b[4:], 4) })},
 		{"version 256", patch(func(b []byte) { le.PutUint16(b[4:], 256) })},
 		{"unknown flag 2", patch(func(b []byte) { b[7] = 2 })},
 		{"unknown flag 0x80", patch(func(b []byte) { b[7] = 0x80 })},

@@ -85,11 +85,13 @@ func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
 	// The same process: CUDA refuses to IPC-open its own allocations, but
 	// with unified addressing the pointer is valid as it is, given peer
 	// access when it lives on another device. A nonce is no proof (every
-	// rank sees its peers'): the pointer must be the buffer of a Comm of
-	// this process, of that rank and size, whose owner still holds it.
+	// rank sees its peers'): the pointer must be the buffer of the Comm of
+	// this process that the handle names (its identity, rank and size),
+	// whose owner still holds it (checkOwnBuffers checked it before any
+	// mapping; this takes the reference).
 	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
-	if !retainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes)) {
-		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
+	if !retainBuffer(m.ptr, h.owner()) {
+		return peerMapping{}, notOwnBuffer(h)
 	}
 	if h.busID() == p.dev.info.BusID {
 		return m, nil
@@ -101,6 +103,27 @@ func (p *ipcPeers) mapOne(h handle, need int64) (peerMapping, error) {
 	}
 	m.peerCtx = pc
 	return m, nil
+}
+
+// checkOwnBuffers checks, before anything is mapped, that every handle
+// from this process but self's names the live buffer of the Comm it comes
+// from: a peer of this group could otherwise point this Comm at the
+// buffer of a Comm of another group in this process, which knows neither
+// that Comm's identity nor its group.
+func checkOwnBuffers(hs []handle, self int) error {
+	for i, h := range hs {
+		if i != self && fromThisProcess(h) && !ownsBuffer(driver.DevicePtr(h.DevPtr), h.owner()) {
+			return notOwnBuffer(h)
+		}
+	}
+	return nil
+}
+
+// notOwnBuffer is the error of a same-process handle whose pointer is not
+// its Comm's buffer.
+func notOwnBuffer(h handle) error {
+	return fmt.Errorf("a2a: rank %d's handle names %#x, which is not the buffer of that rank's Comm in this process "+
+		"(no buffer, another Comm's, of this group or another, or one being freed): %w", h.Rank, h.DevPtr, ErrHandle)
 }
 
 // peerContext retains the primary context of the device of h's buffer
