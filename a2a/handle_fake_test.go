@@ -5,12 +5,15 @@ package a2a_test
 // tries to point a Comm at memory that is not its own rank's buffer.
 
 import (
+	"crypto/rand"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 )
 
@@ -57,6 +60,32 @@ func TestFakeCrossGroupHandle(t *testing.T) {
 	}
 	assert.EqualValues(t, launched+6, fakeCounters(t, lib).Launches)
 	for _, c := range append(a, b...) {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+}
+
+// Random bytes as a peer's IPC handle: the driver will not open them, and
+// Connect's error matches ErrHandle as well as the driver's own error
+// (the code before: the driver's CUDA_ERROR_INVALID_VALUE alone).
+func TestFakeRandomIPCHandle(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	a2a.ForceIPC(t)
+	comms, handles, _ := fakeGroup(t)
+	junk := make([]byte, a2a.HandleSize)
+	_, _ = rand.Read(junk)
+	err := comms[0].Connect([][]byte{handles[0], a2a.HandleWithIPCOf(handles[1], junk), handles[2]})
+	t.Log(err)
+	require.ErrorIs(t, err, a2a.ErrHandle)
+	var de *driver.Error
+	require.True(t, errors.As(err, &de), "the driver's error is kept: %v", err)
+	assert.Equal(t, driver.ErrorInvalidValue, de.Code)
+	assert.Contains(t, err.Error(), "rank 1's IPC handle names no memory this process can map")
+	require.Zero(t, fakeCounters(t, lib).IPCMappings)
+	for r, c := range comms {
+		require.NoError(t, c.Connect(handles), "rank %d", r)
+	}
+	for _, c := range comms {
 		require.NoError(t, c.Close())
 	}
 	requireReleased(t, lib)

@@ -150,7 +150,7 @@ func (p *ipcPeers) peerContext(h handle) (*driver.Context, error) {
 func (p *ipcPeers) openIPC(h handle, need int64) (peerMapping, error) {
 	ptr, err := p.dev.ctx.IpcOpenMemHandle(h.IPC)
 	if err != nil {
-		return peerMapping{}, wrapDriver("opening IPC handle", err)
+		return peerMapping{}, ipcOpenError(h, err)
 	}
 	base, size, err := p.dev.ctx.MemAddressRange(ptr)
 	if err != nil {
@@ -164,6 +164,18 @@ func (p *ipcPeers) openIPC(h handle, need int64) (peerMapping, error) {
 		return peerMapping{}, err
 	}
 	return peerMapping{ptr: ptr, ipcOpened: true}, nil
+}
+
+// ipcOpenError words the failed IPC open of h's buffer. A handle the
+// driver calls invalid (random bytes, say) matches ErrHandle as well as
+// the driver's error; other failures (out of memory, no driver) are the
+// driver's alone.
+func ipcOpenError(h handle, err error) error {
+	if !driver.IsCode(err, driver.ErrorInvalidValue) && !driver.IsCode(err, driver.ErrorInvalidHandle) {
+		return wrapDriver("opening IPC handle", err)
+	}
+	what := fmt.Sprintf("rank %d's IPC handle names no memory this process can map (%v)", h.Rank, ErrHandle)
+	return &driverError{what: what, sentinel: ErrHandle, err: err}
 }
 
 // unmap is the deferred release of an IPC mapping at ptr.
