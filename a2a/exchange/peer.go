@@ -116,7 +116,7 @@ func (x *TCP) turnedAway(ctx context.Context, refusals int, last error) error {
 		cause = context.DeadlineExceeded
 	}
 	return fmt.Errorf("exchange: rank %d: rank 0 at %s turned away %d connections of this rank before taking its blob "+
-		"(it makes room so while it holds TCPConfig.MaxConns connections; a rank 0 of protocol version 2 closes every hello); "+
+		"(rank 0 evicts connections that have not proved the secret while it holds TCPConfig.MaxConns; a rank 0 of protocol version 2 closes every hello); "+
 		"last: %v: %w", x.cfg.Rank, x.cfg.Addr, refusals, last, cause)
 }
 
