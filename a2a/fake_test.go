@@ -67,6 +67,20 @@ func requireReleased(t *testing.T, lib string) {
 	require.Zero(t, n.BusyDeviceWaits, "device-wide waits made with kernels queued")
 }
 
+// requireFormsAndCloses checks that comms still form their group with
+// their own handles (after a refused Connect, say), then closes them and
+// checks that nothing is left (requireReleased).
+func requireFormsAndCloses(t *testing.T, lib string, comms []*a2a.Comm, handles [][]byte) {
+	t.Helper()
+	for r, c := range comms {
+		require.NoError(t, c.Connect(handles), "rank %d", r)
+	}
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+}
+
 // fakeComm makes a one-rank Comm on device 0 with room for 64 tokens of
 // 32 heads of 128, connected and given 8 tokens if asked, and an input x
 // and an output dst of [1, 8, 32, 128] (every operation's shape in a world
@@ -222,14 +236,7 @@ func TestFakeForgedHandle(t *testing.T) {
 	err = comms[0].Connect([][]byte{handles[0], forged, handles[2]})
 	require.ErrorIs(t, err, a2a.ErrHandle)
 	require.Contains(t, err.Error(), "is not the buffer of that rank's Comm in this process")
-	// The honest handles still form the group.
-	for r, c := range comms {
-		require.NoError(t, c.Connect(handles), "rank %d", r)
-	}
-	for _, c := range comms {
-		require.NoError(t, c.Close())
-	}
-	requireReleased(t, lib)
+	requireFormsAndCloses(t, lib, comms, handles)
 }
 
 // A handle's IPC payload that maps less memory than the group writes into

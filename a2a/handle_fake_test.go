@@ -82,11 +82,5 @@ func TestFakeRandomIPCHandle(t *testing.T) {
 	assert.Equal(t, driver.ErrorInvalidValue, de.Code)
 	assert.Contains(t, err.Error(), "rank 1's IPC handle names no memory this process can map")
 	require.Zero(t, fakeCounters(t, lib).IPCMappings)
-	for r, c := range comms {
-		require.NoError(t, c.Connect(handles), "rank %d", r)
-	}
-	for _, c := range comms {
-		require.NoError(t, c.Close())
-	}
-	requireReleased(t, lib)
+	requireFormsAndCloses(t, lib, comms, handles)
 }

@@ -85,12 +85,8 @@ func (t *connTable) prove(c net.Conn) bool {
 
 // remove forgets c, and reports whether it was open.
 func (t *connTable) remove(c net.Conn) bool {
-	e := t.open[c]
-	if e == nil {
+	if !t.prove(c) {
 		return false
-	}
-	if e.queue != nil {
-		e.queue.Remove(e.elem)
 	}
 	delete(t.open, c)
 	return true

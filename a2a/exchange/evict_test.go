@@ -52,15 +52,23 @@ func requireOpen(t *testing.T, c net.Conn, msgAndArgs ...any) {
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded, msgAndArgs...)
 }
 
+// fullGroup makes a group of P whose rank 0 holds at most P connections
+// at once (MaxConns) and starts rank 0's round with a context of d; it
+// returns the group, the context and rank 0's outcome.
+func fullGroup(t *testing.T, P int, d time.Duration) ([]*TCP, context.Context, <-chan error) {
+	t.Helper()
+	xs := newGroupWith(t, P, func(c *TCPConfig) { c.MaxConns = P })
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return xs, ctx, gatherAsync(ctx, xs[0], []byte("zero"))
+}
+
 // TestEvictsOldestUnproven: with MaxConns held by silent strangers, each
 // honest peer takes the place of the oldest stranger at once, and a peer
 // that proved the secret keeps its place while ten more strangers come.
 func TestEvictsOldestUnproven(t *testing.T) {
 	checkLeaks(t)
-	xs := newGroupWith(t, 3, func(c *TCPConfig) { c.MaxConns = 3 })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
+	xs, ctx, rank0 := fullGroup(t, 3, 10*time.Second)
 	s := []*net.TCPConn{rawConn(t, xs[0].Addr()), rawConn(t, xs[0].Addr()), rawConn(t, xs[0].Addr())}
 	start := time.Now()
 	rank1 := gatherAsync(ctx, xs[1], []byte("one"))
@@ -90,10 +98,7 @@ func TestEvictsOldestUnproven(t *testing.T) {
 // dial again). Rank 0's error at its deadline counts the evictions.
 func TestEvictionOrder(t *testing.T) {
 	checkLeaks(t)
-	xs := newGroupWith(t, 2, func(c *TCPConfig) { c.MaxConns = 2 })
-	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
-	defer cancel()
-	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
+	xs, _, rank0 := fullGroup(t, 2, 800*time.Millisecond)
 	g1, g2 := greetedStranger(t, xs[0].Addr()), greetedStranger(t, xs[0].Addr())
 
 	n3 := rawConn(t, xs[0].Addr()) // every slot is greeted: the oldest, g1, goes

@@ -179,18 +179,27 @@ func TestStrangerInAnIncompleteGroup(t *testing.T) {
 	assert.Contains(t, err1.Error(), "abandoned the round while waiting for ranks [2]")
 }
 
+// withAnotherSecret makes a group of two, starts rank 0's round with ctx
+// and has a rank 1 holding otherSecret try to join it; it returns the
+// group, rank 0's outcome and the wrong rank's error.
+func withAnotherSecret(t *testing.T, ctx context.Context) ([]*TCP, <-chan error, error) {
+	t.Helper()
+	xs := newGroup(t, 2, 0)
+	wrong := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 1, WorldSize: 2, Secret: otherSecret})
+	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
+	_, err := wrong.AllGather(ctx, []byte("one"))
+	return xs, rank0, err
+}
+
 // TestRankWithAnotherSecret: a rank with another secret fails at once with
 // ErrAuth (rank 0's proof does not check out for it) without sending its
 // blob; the rest of the group is unharmed.
 func TestRankWithAnotherSecret(t *testing.T) {
 	checkLeaks(t)
-	xs := newGroup(t, 2, 0)
-	wrong := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 1, WorldSize: 2, Secret: otherSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
 	start := time.Now()
-	_, err := wrong.AllGather(ctx, []byte("one"))
+	xs, rank0, err := withAnotherSecret(t, ctx)
 	require.ErrorIs(t, err, ErrAuth)
 	assertExchangeError(t, err, ErrAuth)
 	assert.Contains(t, err.Error(), "does not prove the group secret")
@@ -208,12 +217,9 @@ func TestRankWithAnotherSecret(t *testing.T) {
 // secret: connection closed before a frame header: EOF: protocol error").
 func TestRootNamesWrongSecret(t *testing.T) {
 	checkLeaks(t)
-	xs := newGroup(t, 2, 0)
-	wrong := newX(t, TCPConfig{Addr: xs[0].Addr(), Rank: 1, WorldSize: 2, Secret: otherSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
-	_, err := wrong.AllGather(ctx, []byte("one"))
+	_, rank0, err := withAnotherSecret(t, ctx)
 	require.ErrorIs(t, err, ErrAuth)
 	err0 := <-rank0
 	t.Log(err0)
