@@ -53,22 +53,24 @@ func requireOpen(t *testing.T, c net.Conn, msgAndArgs ...any) {
 }
 
 // fullGroup makes a group of P whose rank 0 holds at most P connections
-// at once (MaxConns) and starts rank 0's round with a context of d; it
-// returns the group, the context and rank 0's outcome.
-func fullGroup(t *testing.T, P int, d time.Duration) ([]*TCP, context.Context, <-chan error) {
+// at once (MaxConns) and starts rank 0's round with a context of 10 s; it
+// returns the group, the context, its cancel function and rank 0's
+// outcome.
+func fullGroup(t *testing.T, P int) ([]*TCP, context.Context, context.CancelFunc, <-chan error) {
 	t.Helper()
 	xs := newGroupWith(t, P, func(c *TCPConfig) { c.MaxConns = P })
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	return xs, ctx, gatherAsync(ctx, xs[0], []byte("zero"))
+	return xs, ctx, cancel, gatherAsync(ctx, xs[0], []byte("zero"))
 }
 
 // TestEvictsOldestUnproven: with MaxConns held by silent strangers, each
-// honest peer takes the place of the oldest stranger at once, and a peer
-// that proved the secret keeps its place while ten more strangers come.
+// honest peer takes the place of the oldest stranger at once, and ten
+// more strangers cannot keep the group from forming. (Which connection
+// goes when: TestConnTable.)
 func TestEvictsOldestUnproven(t *testing.T) {
 	checkLeaks(t)
-	xs, ctx, rank0 := fullGroup(t, 3, 10*time.Second)
+	xs, ctx, _, rank0 := fullGroup(t, 3)
 	s := []*net.TCPConn{rawConn(t, xs[0].Addr()), rawConn(t, xs[0].Addr()), rawConn(t, xs[0].Addr())}
 	start := time.Now()
 	rank1 := gatherAsync(ctx, xs[1], []byte("one"))
@@ -81,24 +83,25 @@ func TestEvictsOldestUnproven(t *testing.T) {
 	res, err := xs[2].AllGather(ctx, []byte("two"))
 	took := time.Since(start)
 	require.NoError(t, err)
-	require.NoError(t, <-rank1, "rank 1, which proved the secret, was never evicted")
+	require.NoError(t, <-rank1)
 	require.NoError(t, <-rank0)
 	requireBlobs(t, [][]byte{[]byte("zero"), []byte("one"), []byte("two")}, res)
 	st := lastStats(xs[0])
 	t.Logf("formed after %v; stats %+v", took.Round(time.Millisecond), st)
 	assert.Less(t, took, time.Second, "no peer waited for a slot to time out")
 	assert.Equal(t, 0, st.refused)
-	assert.Equal(t, 2+10, st.evicted, "one for each peer and each later stranger")
+	assert.GreaterOrEqual(t, st.evicted, 2+10, "one for each peer and each later stranger (and one for each peer's connection evicted before rank 0 read its hello)")
 	assert.Equal(t, 3, st.peakConns)
 }
 
 // TestEvictionOrder: rank 0 evicts strangers that have not sent a hello
 // before those that have, even older ones; a greeted stranger it evicts
 // gets an error frame with codeBusy (an honest peer in its place would
-// dial again). Rank 0's error at its deadline counts the evictions.
+// dial again). Rank 0's error, when its round ends without the group,
+// counts the evictions.
 func TestEvictionOrder(t *testing.T) {
 	checkLeaks(t)
-	xs, _, rank0 := fullGroup(t, 2, 800*time.Millisecond)
+	xs, _, cancel, rank0 := fullGroup(t, 2)
 	g1, g2 := greetedStranger(t, xs[0].Addr()), greetedStranger(t, xs[0].Addr())
 
 	n3 := rawConn(t, xs[0].Addr()) // every slot is greeted: the oldest, g1, goes
@@ -112,9 +115,10 @@ func TestEvictionOrder(t *testing.T) {
 	requireOpen(t, g2.c)
 	requireOpen(t, n4)
 
+	cancel()
 	err := <-rank0
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assertExchangeError(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, context.Canceled)
+	assertExchangeError(t, err, context.Canceled)
 	assert.Contains(t, err.Error(), "2 connections closed before they proved the secret, to make room (limit 2 open)")
 	assert.Equal(t, 2, lastStats(xs[0]).evicted)
 }
