@@ -25,62 +25,108 @@ const (
 	squatWorld  = 4
 )
 
-// attack starts strangers against addr that stop when ctx ends, and
-// returns how many connections they have made so far.
-type attack func(ctx context.Context, wg *sync.WaitGroup, addr string) (dials func() int64)
+// attack is a kind of stranger: start launches them against addr on run.
+type attack struct {
+	start func(run *attackRun, addr string)
+	// goroutines and fds bound what the strangers hold at once.
+	goroutines, fds int
+}
 
-// holdUntilClosed reads c until rank 0 closes it, or ctx ends.
-func holdUntilClosed(ctx context.Context, c net.Conn) {
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+// attackRun is one run of an attack: its goroutines, the connections
+// they hold, and a count of the connections made.
+type attackRun struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	dials  atomic.Int64
+
+	mu     sync.Mutex
+	held   map[net.Conn]bool
+	closed bool
+}
+
+// startAttack runs a against addr until stop.
+func startAttack(a attack, addr string) *attackRun {
+	run := &attackRun{held: map[net.Conn]bool{}}
+	run.ctx, run.cancel = context.WithCancel(context.Background())
+	a.start(run, addr)
+	return run
+}
+
+// dial connects to addr and counts it. It has no timeout: on loopback a
+// dial ends at once, and a context would cost a goroutine per dial.
+func (run *attackRun) dial(addr string) (net.Conn, bool) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, false
+	}
+	run.dials.Add(1)
+	return c, true
+}
+
+// hold reads c until rank 0 closes it or the run stops, then closes it.
+func (run *attackRun) hold(c net.Conn) {
+	run.mu.Lock()
+	if run.closed {
+		run.mu.Unlock()
+		_ = c.Close()
+		return
+	}
+	run.held[c] = true
+	run.mu.Unlock()
 	_, _ = io.Copy(io.Discard, c)
-	stop()
+	run.mu.Lock()
+	delete(run.held, c)
+	run.mu.Unlock()
 	_ = c.Close()
+}
+
+// stop ends the run: no more dials, every held connection closed, every
+// goroutine gone.
+func (run *attackRun) stop() {
+	run.cancel()
+	run.mu.Lock()
+	run.closed = true
+	for c := range run.held {
+		_ = c.Close()
+	}
+	run.mu.Unlock()
+	run.wg.Wait()
 }
 
 // squatters is n goroutines that each dial, read until rank 0 closes the
 // connection, and dial again at once.
 func squatters(n int) attack {
-	return func(ctx context.Context, wg *sync.WaitGroup, addr string) func() int64 {
-		var dials atomic.Int64
-		d := net.Dialer{Timeout: time.Second}
+	return attack{goroutines: n, fds: n, start: func(run *attackRun, addr string) {
 		for range n {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					c, err := d.DialContext(ctx, "tcp", addr)
-					if err != nil {
-						continue
+			run.wg.Go(func() {
+				for run.ctx.Err() == nil {
+					if c, ok := run.dial(addr); ok {
+						run.hold(c)
 					}
-					dials.Add(1)
-					holdUntilClosed(ctx, c)
 				}
 			})
 		}
-		return dials.Load
-	}
+	}}
 }
 
 // halfFrames is n connections, made by dialers goroutines as fast as they
 // can, that each send the first 10 bytes of a hello's header and stall
 // until rank 0 closes them.
 func halfFrames(n, dialers int) attack {
-	return func(ctx context.Context, wg *sync.WaitGroup, addr string) func() int64 {
-		var next, dials atomic.Int64
-		d := net.Dialer{Timeout: time.Second}
+	return attack{goroutines: n + dialers, fds: n + dialers, start: func(run *attackRun, addr string) {
+		var next atomic.Int64
 		for range dialers {
-			wg.Go(func() {
-				for ctx.Err() == nil && next.Add(1) <= int64(n) {
-					c, err := d.DialContext(ctx, "tcp", addr)
-					if err != nil {
-						continue
+			run.wg.Go(func() {
+				for run.ctx.Err() == nil && next.Add(1) <= int64(n) {
+					if c, ok := run.dial(addr); ok {
+						_, _ = c.Write(header(kindHello, 1, squatWorld, nonceSize)[:10])
+						run.wg.Go(func() { run.hold(c) })
 					}
-					dials.Add(1)
-					_, _ = c.Write(header(kindHello, 1, squatWorld, nonceSize)[:10])
-					wg.Go(func() { holdUntilClosed(ctx, c) })
 				}
 			})
 		}
-		return dials.Load
-	}
+	}}
 }
 
 // peakSampler records the process's peak goroutine and descriptor counts
@@ -113,52 +159,46 @@ func (p *peakSampler) end() {
 	<-p.done
 }
 
-// underAttack runs squatRounds rounds of a group of squatWorld ranks while
-// strangers run attack (restarted for each round if fresh), each round
-// starting once the strangers have made maxConns connections. Every round
-// must form within squatBound; rank 0 never holds more than MaxConns
-// connections; the process's goroutines and descriptors stay within what
-// the strangers (at most maxStrangers at once), the group and rank 0's
+// underAttack runs squatRounds rounds of a group of squatWorld ranks under
+// attack a: one run for all rounds or, if fresh, a run of its own for each
+// round, stopped after it. Each round starts once the run has made
+// MaxConns connections and must form within squatBound; rank 0 never
+// holds more than MaxConns connections; the process's goroutines and
+// descriptors stay within what the strangers, the group and rank 0's
 // table account for, and return to their baseline (checkLeaks).
-func underAttack(t *testing.T, start attack, fresh bool, maxStrangers int) {
+func underAttack(t *testing.T, a attack, fresh bool) {
 	checkLeaks(t)
 	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(4*maxStrangers+256) {
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(2*a.fds+256) {
 		t.Skipf("file descriptor limit %d is too low", lim.Cur)
 	}
 	xs := newGroupWith(t, squatWorld, nil)
 	maxConns := xs[0].cfg.MaxConns
 	g0, f0 := runtime.NumGoroutine(), countFDs(t)
 	peaks := startSampler(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	var dials func() int64
+	var run *attackRun
 	for round := range squatRounds {
 		if round == 0 || fresh {
-			dials = start(ctx, &wg, xs[0].Addr())
-		}
-		for first := dials(); dials()-first < int64(maxConns) && (round == 0 || fresh); {
-			time.Sleep(time.Millisecond)
+			run = startAttack(a, xs[0].Addr())
+			for run.dials.Load() < int64(maxConns) {
+				time.Sleep(time.Millisecond)
+			}
 		}
 		took, st := squatRound(t, xs, round)
-		t.Logf("round %d formed in %v; rank 0: %+v; strangers' connections so far: %d", round, took.Round(100*time.Microsecond), st, dials())
+		t.Logf("round %d formed in %v; rank 0: %+v; strangers' connections so far: %d", round, took.Round(100*time.Microsecond), st, run.dials.Load())
 		assert.Less(t, took, squatBound, "round %d", round)
 		assert.LessOrEqual(t, st.peakConns, maxConns, "round %d", round)
+		if fresh || round == squatRounds-1 {
+			run.stop()
+		}
 	}
-	cancel()
-	wg.Wait()
 	peaks.end()
-	// Strangers: a goroutine and a descriptor each; the group: P
-	// AllGathers and P-1 connections from the peers' side; rank 0: its
-	// accept loop, a descriptor per open connection and a goroutine per
-	// open or evicted connection (2*MaxConns at most); the sampler and
-	// runRound's goroutines.
-	gBound := g0 + maxStrangers + 2*squatWorld + 2*maxConns + 8
-	fBound := f0 + maxStrangers + squatWorld + maxConns + 8
+	// The group: P AllGathers, each with a goroutine while it dials, and
+	// P-1 connections from the peers' side; rank 0: its accept loop, a
+	// descriptor per open connection and a goroutine per open or evicted
+	// connection (2*MaxConns at most); the sampler.
+	gBound := g0 + a.goroutines + 2*squatWorld + 2*maxConns + 8
+	fBound := f0 + a.fds + squatWorld + maxConns + 8
 	t.Logf("process peaks: %d goroutines (baseline %d, bound %d), %d descriptors (baseline %d, bound %d)",
 		peaks.goroutines.Load(), g0, gBound, peaks.fds.Load(), f0, fBound)
 	assert.LessOrEqual(t, int(peaks.goroutines.Load()), gBound)
@@ -190,8 +230,7 @@ func squatRound(t *testing.T, xs []*TCP, round int) (time.Duration, roundStats) 
 // (the code before eviction: not formed in 30 s; 506,326 connections
 // refused).
 func TestSquatters(t *testing.T) {
-	const n = 64
-	underAttack(t, squatters(n), false, n)
+	underAttack(t, squatters(64), false)
 }
 
 // TestStalledHalfFrames: 1,000 connections that each send part of a frame
@@ -199,5 +238,5 @@ func TestSquatters(t *testing.T) {
 // group of 4 from forming (the code before eviction: 9.9 s, the hello
 // timeout).
 func TestStalledHalfFrames(t *testing.T) {
-	underAttack(t, halfFrames(1000, 8), true, 1000)
+	underAttack(t, halfFrames(1000, 8), true)
 }
