@@ -105,14 +105,17 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 	return rr
 }
 
-// start launches the accept loop, and a serve goroutine for each
-// connection the previous round accepted as it ended.
+// start launches a serve goroutine for each connection the previous
+// round accepted as it ended, and then the accept loop. In that order:
+// admit may wait for serve goroutines to exit (rr.live), and those that
+// report wait for collect, which runs on this goroutine once start
+// returns.
 func (rr *rootRound) start() {
-	rr.wg.Add(1)
-	go rr.acceptLoop()
 	for _, c := range rr.x.takeEarly() {
 		rr.admit(c)
 	}
+	rr.wg.Add(1)
+	go rr.acceptLoop()
 }
 
 // acceptLoop admits connections until the round stops accepting or the
