@@ -39,11 +39,11 @@
 // the secret to make room for a newcomer (see Limits on rank 0). A peer
 // whose secret differs tells rank 0, in place of its proof, that rank 0's
 // proof is wrong, so that rank 0 can name it (ErrAuth). A hello that
-// proves the secret but disagrees with the group
-// (another world size, a rank out of range or already claimed) is a bug in
-// a rank of the group: rank 0 fails the round and tells every peer that
-// proved the secret, and the offender, why with an error frame, so they
-// fail fast instead of waiting for their deadline.
+// proves the secret but disagrees with the group (another world size, a
+// rank out of range or already claimed) is a bug in a rank of the group:
+// rank 0 fails the round and tells every peer that proved the secret, and
+// the offender, why with an error frame, so they fail fast instead of
+// waiting for their deadline.
 //
 // NewTCP refuses a config without a secret (ErrNoSecret), on loopback
 // addresses too: with an empty key anyone who reaches the address, any
@@ -53,8 +53,10 @@
 // a peer's frames to rank 0 and back (which needs the peer to dial it
 // instead of rank 0).
 //
-// Error frames are not authenticated: they can only make a round fail.
-// A peer does not trust anything else before rank 0's proof.
+// Error frames are not authenticated: they can only make a round fail, a
+// peer dial again (code 6), or rank 0 count a connection as one that
+// failed to prove the secret (which it is). A peer does not trust anything
+// else before rank 0's proof.
 //
 // # Limits on rank 0
 //
