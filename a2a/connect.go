@@ -5,6 +5,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/handle"
+	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 )
 
 // Connect maps every peer's buffer. handles[i] is rank i's Handle(); every
@@ -95,6 +96,9 @@ func (c *Comm) checkHandles(handles [][]byte) ([]handle.Handle, error) {
 	}
 	if string(handles[c.cfg.Rank]) != string(c.selfBytes) {
 		return nil, fmt.Errorf("a2a: handle %d is not this rank's own: %w", c.cfg.Rank, ErrHandle)
+	}
+	if err := ipc.CheckOwnBuffers(hs, c.cfg.Rank); err != nil {
+		return nil, err
 	}
 	return hs, nil
 }

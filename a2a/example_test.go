@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
@@ -12,10 +13,13 @@ import (
 
 // One process per GPU: every rank runs this with its own rank (here a
 // group of one, so that it runs on its own), and the ranks find each other
-// through rank 0's address.
+// through rank 0's address. They prove to each other that they hold the
+// group's secret, the same on every rank (at least 16 bytes; the ulysses
+// command makes a random one per group and passes it in ULYSSES_SECRET).
 func ExampleJoin() {
 	const rank, world = 0, 1
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: "127.0.0.1:0", Rank: rank, WorldSize: world})
+	secret := []byte(os.Getenv("ULYSSES_SECRET"))
+	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: "127.0.0.1:0", Rank: rank, WorldSize: world, Secret: secret})
 	if err != nil {
 		fmt.Println(err)
 		return

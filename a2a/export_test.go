@@ -113,6 +113,14 @@ func HandleWithIPCOf(h, other []byte) []byte {
 	return out
 }
 
+// HandleWithPointerOf returns h with the device pointer of other: a
+// handle that names, in this process, the buffer of other's Comm.
+func HandleWithPointerOf(h, other []byte) []byte {
+	out := append([]byte(nil), h...)
+	copy(out[40:48], other[40:48])
+	return out
+}
+
 // FakeHang is the FAKECUDA_HANG setting under which the stub driver's
 // kernels behave as the real ones do while a peer never comes: they wait
 // until Close sets the status word's abort word, then report the abort.

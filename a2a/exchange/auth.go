@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"net/netip"
-	"strings"
 )
 
 // Sizes of the authentication fields; doc.go describes them.
@@ -30,7 +28,7 @@ const (
 )
 
 // session is what the MACs of one connection in one round are bound to:
-// the group's secret (empty without one), the rank and world size the
+// the group's secret, the rank and world size the
 // peer's hello claims, and both nonces.
 type session struct {
 	key         []byte
@@ -79,14 +77,4 @@ func splitMAC(p []byte) (body, mac []byte, ok bool) {
 		return nil, nil, false
 	}
 	return p[:len(p)-macSize], p[len(p)-macSize:], true
-}
-
-// isLoopback reports whether host (of a host:port address) names the
-// loopback interface: "localhost", or a loopback IP address.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

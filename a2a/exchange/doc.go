@@ -4,9 +4,9 @@
 // Local serves ranks that are goroutines of one process. TCP implements
 // the round over a star: rank 0 listens, ranks 1..P-1 dial it. Each peer
 // and rank 0 first prove to each other that they hold the group's secret
-// (TCPConfig.Secret), then the peer sends its blob; once
-// rank 0 has every blob it sends each peer the full list, waits until
-// every peer has acknowledged it, and then commits the round.
+// (TCPConfig.Secret, which every rank must have), then the peer sends its
+// blob; once rank 0 has every blob it sends each peer the full list,
+// waits until every peer has acknowledged it, and then commits the round.
 //
 // # Authentication
 //
@@ -34,46 +34,62 @@
 // a rank, so a process without the secret can neither join a round nor
 // poison one: its connection is dropped (and ignored by the round) when
 // its proof is missing or wrong, whatever rank or world size its hello
-// claims. (It can still hold connection slots, and so delay the honest
-// peers, up to HelloTimeout at a time: see Limits on rank 0.) A hello that proves the secret but disagrees with the group
-// (another world size, a rank out of range or already claimed) is a bug in
-// a rank of the group: rank 0 fails the round and tells every peer that
-// proved the secret, and the offender, why with an error frame, so they
-// fail fast instead of waiting for their deadline.
+// claims, nor keep the group from forming by holding rank 0's connection
+// slots: a full rank 0 closes the oldest connection that has not proved
+// the secret to make room for a newcomer (see Limits on rank 0). A peer
+// whose secret differs tells rank 0, in place of its proof, that rank 0's
+// proof is wrong, so that rank 0 can name it (ErrAuth). A hello that
+// proves the secret but disagrees with the group (another world size, a
+// rank out of range or already claimed) is a bug in a rank of the group:
+// rank 0 fails the round and tells every peer that proved the secret, and
+// the offender, why with an error frame, so they fail fast instead of
+// waiting for their deadline.
 //
-// Without a secret the same exchange runs with an empty key, which anyone
-// can use: any process that reaches the address can join. NewTCP therefore
-// refuses an address other than loopback without a secret, unless
-// TCPConfig.TrustNetwork is set. Nothing is encrypted either way: a
-// process that can read the traffic (root on the host, or anyone on the
-// network path) sees the blobs, and so does one that relays a peer's
-// frames to rank 0 and back (which needs the peer to dial it instead of
-// rank 0).
+// NewTCP refuses a config without a secret (ErrNoSecret), on loopback
+// addresses too: with an empty key anyone who reaches the address, any
+// local user included, could join the group and read its blobs. Nothing
+// is encrypted: a process that can read the traffic (root on the host, or
+// anyone on the network path) sees the blobs, and so does one that relays
+// a peer's frames to rank 0 and back (which needs the peer to dial it
+// instead of rank 0).
 //
-// Error frames are not authenticated: they can only make a round fail.
-// A peer does not trust anything else before rank 0's proof.
+// Error frames are not authenticated: they can only make a round fail, a
+// peer dial again (code 6), or rank 0 count a connection as one that
+// failed to prove the secret (which it is). A peer does not trust anything
+// else before rank 0's proof.
 //
 // # Limits on rank 0
 //
 // During a round rank 0 holds at most TCPConfig.MaxConns connections open
-// (default 4P+16), the peers' included; it closes one over that at once,
-// and a peer whose connection was closed before any answer to its hello
-// dials again after DialInterval. Each open connection costs a file
-// descriptor and a goroutine, so while a round waits for blobs it holds at
-// most MaxConns+1 descriptors (with the listener) and about MaxConns+2
-// goroutines (with the accept loop and the caller's); once it has every
-// blob it closes the other connections and holds P descriptors and P
-// goroutines (one per peer, the listener and the caller's), and at most
+// (default 4P+16), the peers' included. When a new one would exceed that,
+// it closes the oldest connection that has not proved the secret, those
+// that have not sent a hello first (an honest peer sends its hello with
+// its first bytes, so once rank 0 has read it only strangers that speak
+// the protocol compete for its place), and never one that has proved it
+// (at most P-1 have, so there is always one to close). An evicted
+// connection that sent its hello gets an error frame first (code 6), so
+// that an honest peer, which may have sent its proof and blob, knows that
+// rank 0 took neither; such a peer, or one whose connection was closed
+// before any answer to its hello, dials again after a pause that starts
+// at DialInterval, doubles up to 8 times that, and is drawn from the upper
+// half of its span. Each open connection costs a file descriptor and a
+// goroutine, so while a round waits for blobs it holds at most MaxConns+1
+// descriptors (with the listener) and at most 2*MaxConns+2 goroutines
+// (those of evicted connections still exiting, the accept loop and the
+// caller's: the accept loop waits while there are more); once it has
+// every blob it closes the other connections and holds P descriptors and
+// P goroutines (one per peer, the listener and the caller's), and at most
 // one connection accepted as the round ends, kept for the next round.
 // Before a connection proves the secret rank 0 reads at most a 52-byte
 // hello and a 52-byte proof from it: a frame announcing a longer payload
 // is dropped unread, so unauthenticated connections hold at most 104
-// bytes of frames each, MaxConns*104 bytes in all. A connection
-// must deliver its hello, its proof and its blob within
-// TCPConfig.HelloTimeout (default 10 s) of being accepted, or the
-// context's deadline if sooner; a peer must acknowledge the result within
-// the same bound. Frame payloads are read as they arrive (decodeFrame
-// holds at most 64 KiB beyond the bytes received).
+// bytes of frames each, MaxConns*104 bytes in all. A connection must
+// deliver its hello and its proof within TCPConfig.AuthTimeout (default
+// 1 s) of being accepted, and its blob within TCPConfig.HelloTimeout
+// (default 10 s), or the context's deadline if sooner; a peer must
+// acknowledge the result within HelloTimeout too. Frame payloads are read
+// as they arrive (decodeFrame holds at most 64 KiB beyond the bytes
+// received).
 //
 // # One verdict per round
 //
@@ -99,8 +115,9 @@
 //
 // Errors read "exchange: <what happened>: <cause>", where the cause is one
 // of the sentinels (ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank,
-// ErrAuth, ErrClosed), the context's error, or an I/O error; errors.Is
-// matches it. A peer failed by rank 0's error frame matches the sentinel
+// ErrAuth, ErrClosed, ErrNoSecret), the context's error, or an I/O error;
+// errors.Is matches it. Rank 0's error when its context ends also matches
+// ErrAuth if a connection failed to prove the secret in that round. A peer failed by rank 0's error frame matches the sentinel
 // named by the frame's code (see below), whatever the message says.
 //
 // # Wire format
@@ -134,13 +151,17 @@
 // with the rank and world size of the peer's hello. An error frame's
 // payload is
 //
-//	code    uint8    0 = none, 1 = ErrProtocol, 2 = ErrFrameTooLarge, 3 = ErrWorldSize, 4 = ErrRank, 5 = ErrAuth
+//	code    uint8    0 = none, 1 = ErrProtocol, 2 = ErrFrameTooLarge, 3 = ErrWorldSize, 4 = ErrRank, 5 = ErrAuth, 6 = dial again
 //	message [length-1]byte  UTF-8, at most 4096 bytes
 //
-// Rank 0 sends error frames to peers that proved the secret (and to a
-// hello of another protocol version); a peer sends one in place of its
-// acknowledgement when it refuses the result. A receiver treats an unknown
-// code, or an error payload too short for a code, as ErrProtocol.
+// Rank 0 sends error frames to peers that proved the secret, to a hello
+// of another protocol version, and (code 6) to a connection that sent a
+// hello and that it evicts; a peer sends one in place of its
+// acknowledgement when it refuses the result, and one of code 5 and at
+// most 31 bytes of message in place of its proof when rank 0's proof is
+// wrong. A receiver treats an unknown code, or an error payload too short
+// for a code, as ErrProtocol (a peer of an older build that gets code 6
+// fails with ErrProtocol).
 // Version 1 had no code (the message was the whole payload) and version 2
 // no authentication or commit; a frame of any other version is
 // ErrProtocol, so ranks running different versions fail with ErrProtocol

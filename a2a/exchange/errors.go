@@ -32,11 +32,21 @@ var (
 	// is not rank 0 of the group (a stranger listening on the address, or
 	// a rank 0 with another secret). Rank 0 does not fail a round for a
 	// connection that does not prove the secret: it drops it and goes on
-	// waiting. It reports ErrAuth only for a peer that proved the secret
-	// and then acknowledges the result with a bad MAC, or refuses it for
-	// one.
+	// waiting; if the round then fails (its context ends), the error
+	// wraps ErrAuth too and names the last such connection (a peer whose
+	// secret differs says so). It fails a round with ErrAuth for a peer
+	// that proved the secret and then acknowledges the result with a bad
+	// MAC, or refuses it for one.
 	ErrAuth = errors.New("authentication failed")
+	// ErrNoSecret reports a TCPConfig without a usable secret: empty, or
+	// shorter than MinSecretSize.
+	ErrNoSecret = errors.New("no usable secret")
 )
+
+// errBusy is what a peer's connection gets when rank 0 closes it, before
+// it proved the secret, to make room for a newer one: the peer dials
+// again. Peers never return it.
+var errBusy = errors.New("rank 0 made room for a newer connection")
 
 // errorCode is the first byte of an error frame's payload: which sentinel
 // the error it reports matches.
@@ -50,6 +60,7 @@ const (
 	codeWorldSize     errorCode = 3 // ErrWorldSize
 	codeRank          errorCode = 4 // ErrRank
 	codeAuth          errorCode = 5 // ErrAuth (since version 3)
+	codeBusy          errorCode = 6 // errBusy: dial again (a receiver that does not know it fails with ErrProtocol)
 )
 
 // codeSentinels maps each known code to its sentinel; codes past its end
@@ -61,6 +72,7 @@ var codeSentinels = [...]error{
 	codeWorldSize:     ErrWorldSize,
 	codeRank:          ErrRank,
 	codeAuth:          ErrAuth,
+	codeBusy:          errBusy,
 }
 
 // maxErrorMessage caps the message of an error frame, sent or received.

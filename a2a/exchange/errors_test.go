@@ -19,9 +19,10 @@ var wireSentinels = map[errorCode]error{
 	codeWorldSize:     ErrWorldSize,
 	codeRank:          ErrRank,
 	codeAuth:          ErrAuth,
+	codeBusy:          errBusy,
 }
 
-var allSentinels = []error{ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrAuth, ErrClosed}
+var allSentinels = []error{ErrProtocol, ErrFrameTooLarge, ErrWorldSize, ErrRank, ErrAuth, ErrClosed, ErrNoSecret, errBusy}
 
 // TestErrorCodesRoundTrip: every code survives encodeError/decodeError and
 // matches its own sentinel and no other; the numbers are the wire format's.
@@ -58,6 +59,7 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 	assert.Equal(t, errorCode(3), codeWorldSize)
 	assert.Equal(t, errorCode(4), codeRank)
 	assert.Equal(t, errorCode(5), codeAuth)
+	assert.Equal(t, errorCode(6), codeBusy)
 }
 
 // TestEncodeErrorWithoutCode: sentinels that never travel, and other

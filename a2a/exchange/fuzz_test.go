@@ -132,9 +132,31 @@ const fuzzMaxData = 4096
 // claims.
 func fuzzMode(how, rank, world uint8) uint8 { return how | rank<<2 | world<<4 }
 
+// fuzzGroup makes the group of two that every input of FuzzRootRound runs
+// a round of (rank 0 and an honest rank 1, sharing testSecret), closed
+// when f ends. One group, and so one listening port, for all: an
+// exchanger per input, at some thousand inputs a second, left a port in
+// TIME_WAIT for each and ran out of local ports within a minute.
+func fuzzGroup(f *testing.F) (x0, x1 *TCP) {
+	cfg := TCPConfig{Addr: "127.0.0.1:0", WorldSize: 2, Secret: testSecret, MaxPayload: 1024, DialInterval: time.Millisecond}
+	x0, err := NewTCP(cfg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = x0.Close() })
+	if err := x0.Listen(); err != nil {
+		f.Fatal(err)
+	}
+	cfg.Addr, cfg.Rank = x0.Addr(), 1
+	if x1, err = NewTCP(cfg); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = x1.Close() })
+	return x0, x1
+}
+
 // FuzzRootRound feeds the fuzzer's bytes, as a client over loopback, into
-// a live round of a group of two (rank 0 and an honest rank 1, sharing
-// testSecret). The low two bits of mode say how the client speaks (see
+// a live round of a group of two (fuzzGroup's, one round per input). The low two bits of mode say how the client speaks (see
 // fuzzRaw and the others); bits 2-3 and 4-5 are the rank and world size
 // its hello claims. A client without the secret must change nothing: both
 // honest ranks get the result. One with the secret (a buggy rank of the
@@ -166,27 +188,12 @@ func FuzzRootRound(f *testing.F) {
 	f.Add(fr(kindBlob, make([]byte, 40)), fuzzMode(fuzzSecret, 1, 3))
 	f.Add(header(kindBlob, 1, 2, 1<<20), fuzzMode(fuzzSecret, 1, 2))
 
+	x0, x1 := fuzzGroup(f)
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		if len(data) > fuzzMaxData {
 			data = data[:fuzzMaxData]
 		}
 		how, rank, world := mode&3, uint32(mode>>2&3), uint32(mode>>4&3)
-		cfg := TCPConfig{Addr: "127.0.0.1:0", WorldSize: 2, Secret: testSecret, MaxPayload: 1024, DialInterval: time.Millisecond}
-		x0, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x0.Close()
-		if err := x0.Listen(); err != nil {
-			t.Fatal(err)
-		}
-		cfg.Addr, cfg.Rank = x0.Addr(), 1
-		x1, err := NewTCP(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x1.Close()
-
 		ctx0, cancel0 := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel0()
 		ctx1, cancel1 := context.WithTimeout(context.Background(), 10*time.Second)

@@ -11,13 +11,13 @@ import (
 	"time"
 )
 
-// gatherPeer runs one round on rank r > 0: it connects to rank 0 and
-// checks its proof of the secret (joinRoot), sends its own proof and its
-// blob, checks and acknowledges the result, and returns it once rank 0
-// commits the round.
+// gatherPeer runs one round on rank r > 0: it connects to rank 0, checks
+// its proof of the secret and sends its own proof and its blob (joinRoot),
+// checks and acknowledges the result, and returns it once rank 0 commits
+// the round.
 func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
-	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
-	conn, s, unwatch, err := x.joinRoot(ctx)
+	addr, r := x.cfg.Addr, x.cfg.Rank
+	conn, s, f, unwatch, err := x.joinRoot(ctx, local)
 	if err != nil {
 		return nil, err
 	}
@@ -26,21 +26,6 @@ func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 
 	mine := func(kind uint16, payload []byte) frame {
 		return frame{kind: kind, rank: s.rank, world: s.world, payload: payload}
-	}
-	out, err := appendFrame(nil, mine(kindAuth, nil), s.mac(labelAuth, nil)...)
-	if err == nil {
-		out, err = appendFrame(out, mine(kindBlob, local), s.mac(labelBlob, local)...)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("exchange: rank %d: encoding blob: %w", r, err)
-	}
-	if _, err := conn.Write(out); err != nil {
-		return nil, x.peerIOError(ctx, "sending blob to", err)
-	}
-
-	f, err := decodeFrame(conn, max(P*(4+x.cfg.MaxPayload)+macSize, controlLimit))
-	if err != nil {
-		return nil, x.peerIOError(ctx, "waiting for the result from", err)
 	}
 	switch f.kind {
 	case kindResult:
@@ -80,61 +65,109 @@ func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 	return blobs, nil
 }
 
-// joinRoot connects to rank 0, sends this rank's hello and reads rank 0's
-// challenge, checking its proof of the secret. It dials again after
-// DialInterval while rank 0 closes connections before answering them (it
-// does so with those over its limit), until ctx ends or the exchanger is
-// closed. The connection's I/O is cut short when either happens, until
-// unwatch is called.
-func (x *TCP) joinRoot(ctx context.Context) (conn net.Conn, s *session, unwatch func(), err error) {
-	addr, r := x.cfg.Addr, x.cfg.Rank
+// joinRoot connects to rank 0, runs the handshake (enter) and returns the
+// connection, its session and rank 0's answer to the blob (its result, or
+// an error frame). While rank 0 turns the connection away before taking
+// the blob (it does so to make room, and a rank 0 of protocol version 2
+// to every hello), it dials again after a jittered backoff, until ctx
+// ends or the exchanger is closed. The connection's I/O is cut short when
+// either happens, until unwatch is called.
+func (x *TCP) joinRoot(ctx context.Context, local []byte) (conn net.Conn, s *session, answer frame, unwatch func(), err error) {
 	refusals := 0
 	var last error // the last refusal
-	// gaveUp is the error once ctx ended or x was closed after refusals.
-	gaveUp := func() error {
-		cause := ctx.Err()
-		if x.isClosed() {
-			cause = ErrClosed
-		} else if cause == nil { // the I/O deadline, ctx's, fired a moment before ctx
-			cause = context.DeadlineExceeded
-		}
-		return fmt.Errorf("exchange: rank %d: rank 0 at %s closed %d connections without answering the hello "+
-			"(it does that while it holds TCPConfig.MaxConns connections; a rank 0 of protocol version 2 does it to every hello); "+
-			"last: %v: %w", r, addr, refusals, last, cause)
-	}
+	pace := newBackoff(x.cfg.DialInterval)
 	for {
 		conn, err := x.dial(ctx)
 		if err != nil {
 			if refusals > 0 {
-				return nil, nil, nil, gaveUp()
+				return nil, nil, frame{}, nil, x.turnedAway(ctx, refusals, last)
 			}
-			return nil, nil, nil, err
+			return nil, nil, frame{}, nil, err
 		}
 		unwatch := x.watch(ctx, conn)
-		s, refused, err := x.greet(ctx, conn)
+		s, answer, refused, err := x.enter(ctx, conn, local)
 		if err == nil && refused == nil {
-			return conn, s, unwatch, nil
+			return conn, s, answer, unwatch, nil
 		}
 		unwatch()
 		_ = conn.Close()
 		if err != nil {
 			ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed)
 			if refusals > 0 && ended {
-				return nil, nil, nil, gaveUp()
+				return nil, nil, frame{}, nil, x.turnedAway(ctx, refusals, last)
 			}
-			return nil, nil, nil, err
+			return nil, nil, frame{}, nil, err
 		}
 		refusals++
 		last = refused
-		if !x.pause(ctx) {
-			return nil, nil, nil, gaveUp()
+		if !x.pause(ctx, pace.next()) {
+			return nil, nil, frame{}, nil, x.turnedAway(ctx, refusals, last)
 		}
 	}
 }
 
+// turnedAway is joinRoot's error once ctx ended, or x was closed, after
+// rank 0 turned away refusals connections, the last for last.
+func (x *TCP) turnedAway(ctx context.Context, refusals int, last error) error {
+	cause := ctx.Err()
+	if x.isClosed() {
+		cause = ErrClosed
+	} else if cause == nil { // the I/O deadline, ctx's, fired a moment before ctx
+		cause = context.DeadlineExceeded
+	}
+	return fmt.Errorf("exchange: rank %d: rank 0 at %s turned away %d connections of this rank before taking its blob "+
+		"(rank 0 evicts connections that have not proved the secret while it holds TCPConfig.MaxConns; a rank 0 of protocol version 2 closes every hello); "+
+		"last: %v: %w", x.cfg.Rank, x.cfg.Addr, refusals, last, cause)
+}
+
+// enter runs one attempt on conn: the hello, rank 0's challenge (greet),
+// this rank's proof and blob, and rank 0's first answer, which it
+// returns. If rank 0 turned conn away before taking the blob (it closed
+// it before answering the hello, or said so with errBusy), enter returns
+// why as refused, and a nil err.
+func (x *TCP) enter(ctx context.Context, conn net.Conn, local []byte) (s *session, answer frame, refused, err error) {
+	s, refused, err = x.greet(ctx, conn)
+	if refused != nil || err != nil {
+		return nil, frame{}, refused, err
+	}
+	out, err := appendFrame(nil, frame{kind: kindAuth, rank: s.rank, world: s.world}, s.mac(labelAuth, nil)...)
+	if err == nil {
+		out, err = appendFrame(out, frame{kind: kindBlob, rank: s.rank, world: s.world, payload: local}, s.mac(labelBlob, local)...)
+	}
+	if err != nil {
+		return nil, frame{}, nil, fmt.Errorf("exchange: rank %d: encoding blob: %w", x.cfg.Rank, err)
+	}
+	if _, werr := conn.Write(out); werr != nil {
+		// Rank 0 closed conn before reading it all; if it evicted it, it
+		// said so first (the read returns at once on a closed connection).
+		if isRefusal(werr) {
+			if f, err := decodeFrame(conn, controlLimit); err == nil && isBusy(f) {
+				return nil, frame{}, decodeError(f.payload), nil
+			}
+		}
+		return nil, frame{}, nil, x.peerIOError(ctx, "sending blob to", werr)
+	}
+	answer, err = decodeFrame(conn, max(x.cfg.WorldSize*(4+x.cfg.MaxPayload)+macSize, controlLimit))
+	if err != nil {
+		return nil, frame{}, nil, x.peerIOError(ctx, "waiting for the result from", err)
+	}
+	if isBusy(answer) {
+		return nil, frame{}, decodeError(answer.payload), nil
+	}
+	return s, answer, nil, nil
+}
+
+// isBusy reports whether f is rank 0's word that it evicted the
+// connection before it took anything from it (codeBusy).
+func isBusy(f frame) bool {
+	return f.kind == kindError && errors.Is(decodeError(f.payload), errBusy)
+}
+
 // greet sends the hello on conn and reads and checks rank 0's challenge.
-// If rank 0 closed conn before answering, greet returns the I/O error that
-// says so as refused, and a nil err.
+// If rank 0 closed conn before answering, or evicted it, greet returns
+// the error that says so as refused, and a nil err. If rank 0's proof of
+// the secret is wrong it tells rank 0 (refuseProof) and fails with
+// ErrAuth.
 func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, err error) {
 	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
 	s = &session{key: x.cfg.Secret, rank: uint32(r), world: uint32(P), nonce: newNonce()}
@@ -151,24 +184,38 @@ func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, er
 		}
 		return nil, nil, x.peerIOError(ctx, "waiting for the challenge from", err)
 	}
-	switch f.kind {
-	case kindChallenge:
-	case kindError:
+	switch {
+	case isBusy(f):
+		return nil, decodeError(f.payload), nil
+	case f.kind == kindError:
 		return nil, nil, x.remoteError(f)
-	default:
+	case f.kind != kindChallenge:
 		return nil, nil, fmt.Errorf("exchange: rank %d: rank 0 at %s sent frame kind %d, want challenge (kind %d): %w",
 			r, addr, f.kind, kindChallenge, ErrProtocol)
-	}
-	if len(f.payload) != nonceSize+macSize {
+	case len(f.payload) != nonceSize+macSize:
 		return nil, nil, fmt.Errorf("exchange: rank %d: challenge from %s has %d payload bytes, want %d: %w",
 			r, addr, len(f.payload), nonceSize+macSize, ErrProtocol)
 	}
 	copy(s.challenge[:], f.payload)
 	if !s.verify(labelProof, nil, f.payload[nonceSize:]) {
+		refuseProof(conn, s)
 		return nil, nil, fmt.Errorf("exchange: rank %d: the process at %s does not prove the group secret "+
 			"(not rank 0 of this group, or its secret differs): %w", r, addr, ErrAuth)
 	}
 	return s, nil, nil
+}
+
+// proofRefusal is the message of the error frame refuseProof sends: short
+// enough for the 32-byte payload rank 0 reads in place of a proof.
+const proofRefusal = "rank 0's proof is wrong"
+
+// refuseProof tells the process at the other end of conn, in place of this
+// rank's proof, that its proof of the secret is wrong: rank 0 of the group
+// can then say that a peer's secret differs (ErrAuth). It says nothing a
+// stranger could use, and failures are ignored.
+func refuseProof(conn net.Conn, s *session) {
+	_ = conn.SetWriteDeadline(time.Now().Add(notifyTimeout))
+	_ = encodeFrame(conn, frame{kind: kindError, rank: s.rank, world: s.world, payload: encodeError(ErrAuth, proofRefusal)})
 }
 
 // isRefusal reports whether err, from the first I/O on a connection, says
@@ -193,14 +240,13 @@ func (x *TCP) watch(ctx context.Context, conn net.Conn) (unwatch func()) {
 	}
 }
 
-// pause waits DialInterval, and reports false if ctx ended or x was closed
-// first.
-func (x *TCP) pause(ctx context.Context) bool {
+// pause waits d, and reports false if ctx ended or x was closed first.
+func (x *TCP) pause(ctx context.Context, d time.Duration) bool {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(x.closing, cancel)
 	defer stop()
-	return sleep(pctx, x.cfg.DialInterval)
+	return sleep(pctx, d)
 }
 
 // remoteError is the error of a round that rank 0 failed with error frame

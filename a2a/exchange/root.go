@@ -28,12 +28,13 @@ func (x *TCP) gatherRoot(ctx context.Context, local []byte) ([][]byte, error) {
 }
 
 // rootRound is one round on rank 0. An accept loop admits connections (up
-// to MaxConns open at once) and one goroutine per connection (serve) runs
-// its handshake up to the blob and reports an event; collect, on the
-// caller's goroutine, turns the events into blobs until every rank is in,
-// and commit sends the result, collects the acknowledgements and commits
-// or aborts. Connections that fail the handshake are dropped without
-// failing the round.
+// to MaxConns open at once, evicting the oldest that has not proved the
+// secret to make room: see connTable) and one goroutine per connection
+// (serve) runs its handshake up to the blob and reports an event;
+// collect, on the caller's goroutine, turns the events into blobs until
+// every rank is in, and commit sends the result, collects the
+// acknowledgements and commits or aborts. Connections that fail the
+// handshake are dropped without failing the round.
 type rootRound struct {
 	x     *TCP
 	ctx   context.Context
@@ -45,11 +46,14 @@ type rootRound struct {
 	acceptErr chan error     // the accept loop's fatal error (at most one)
 	stop      chan struct{}  // closed when the round stops accepting
 	wg        sync.WaitGroup // the accept loop and the other goroutines
+	// live holds a token per serve goroutine: at most 2*MaxConns, those of
+	// the open connections and of evicted ones still exiting.
+	live chan struct{}
 
 	mu      sync.Mutex // guards the fields up to stats
 	stopped bool
-	conns   map[net.Conn]struct{} // admitted and not yet dropped
-	claims  []net.Conn            // by rank: the connection that proved the secret claiming it
+	conns   *connTable // admitted and not yet dropped
+	claims  []net.Conn // by rank: the connection that proved the secret claiming it
 	stats   roundStats
 
 	// Used by collect and commit only.
@@ -57,7 +61,8 @@ type rootRound struct {
 	byRank   []net.Conn // the connection each peer's blob came on
 	sessions []*session // and its session
 	have     int        // ranks whose blob is in, rank 0 included
-	lastErr  error      // why the last connection was dropped, if any
+	lastErr  error      // why the last connection was dropped, if any, but for authErr
+	authErr  error      // why the last connection that failed to prove the secret was dropped
 }
 
 // event is what a serve goroutine (or the accept loop, for transient
@@ -88,7 +93,8 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 		events:    make(chan event),
 		acceptErr: make(chan error, 1),
 		stop:      make(chan struct{}),
-		conns:     make(map[net.Conn]struct{}),
+		live:      make(chan struct{}, 2*x.cfg.MaxConns),
+		conns:     newConnTable(x.cfg.MaxConns),
 		claims:    make([]net.Conn, world),
 		blobs:     make([][]byte, world),
 		byRank:    make([]net.Conn, world),
@@ -99,14 +105,17 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 	return rr
 }
 
-// start launches the accept loop, and a serve goroutine for each
-// connection the previous round accepted as it ended.
+// start launches a serve goroutine for each connection the previous
+// round accepted as it ended, and then the accept loop. In that order:
+// admit may wait for serve goroutines to exit (rr.live), and those that
+// report wait for collect, which runs on this goroutine once start
+// returns.
 func (rr *rootRound) start() {
-	rr.wg.Add(1)
-	go rr.acceptLoop()
 	for _, c := range rr.x.takeEarly() {
 		rr.admit(c)
 	}
+	rr.wg.Add(1)
+	go rr.acceptLoop()
 }
 
 // acceptLoop admits connections until the round stops accepting or the
@@ -153,44 +162,150 @@ func (rr *rootRound) acceptFailed(err error) (retry bool) {
 	}
 }
 
-// admit registers c and starts its serve goroutine, or closes c at once if
-// MaxConns connections are open; it reports true. Once the round has
-// stopped accepting, c comes from a peer already in the next round: admit
-// keeps it for that round rather than drop its hello, and reports false.
+// admit registers c and starts its serve goroutine, and reports true. When
+// MaxConns connections are open it first evicts the oldest that has not
+// proved the secret (connTable.add), or, should all have proved it, closes
+// c instead. Once the round has stopped accepting, c comes from a peer
+// already in the next round: admit keeps it for that round rather than
+// drop its hello, and reports false.
 func (rr *rootRound) admit(c net.Conn) bool {
-	rr.mu.Lock()
-	if rr.stopped {
-		rr.mu.Unlock()
+	select {
+	case rr.live <- struct{}{}: // waits only while evicted goroutines exit
+	case <-rr.stop:
 		rr.x.keepEarly(c)
 		return false
 	}
-	if len(rr.conns) >= rr.x.cfg.MaxConns {
-		rr.stats.refused++
-		rr.mu.Unlock()
-		_ = c.Close()
+	victim, greeted, ok, stopped := rr.register(c)
+	switch {
+	case stopped:
+		<-rr.live
+		rr.x.keepEarly(c)
+		return false
+	case !ok:
+		<-rr.live
+		rr.turnAway(c, false)
 		return true
 	}
-	rr.conns[c] = struct{}{}
-	rr.stats.admitted++
-	rr.stats.peakConns = max(rr.stats.peakConns, len(rr.conns))
-	rr.wg.Add(1)
-	rr.mu.Unlock()
+	if victim != nil {
+		rr.turnAway(victim, greeted)
+	}
 	go rr.serve(c)
 	return true
 }
 
-// serve runs c's handshake and reports how it ended.
-func (rr *rootRound) serve(c net.Conn) {
-	defer rr.wg.Done()
-	rr.report(rr.handshake(c))
+// register adds c to the table and counts it, reporting the connection
+// evicted for it (with connTable.add's greeted), or !ok if c must be
+// refused, or stopped if the round has stopped accepting.
+func (rr *rootRound) register(c net.Conn) (victim net.Conn, greeted, ok, stopped bool) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.stopped {
+		return nil, false, false, true
+	}
+	victim, greeted, ok = rr.conns.add(c)
+	if !ok {
+		rr.stats.refused++
+		return nil, false, false, false
+	}
+	if victim != nil {
+		rr.stats.evicted++
+	}
+	rr.stats.admitted++
+	rr.stats.peakConns = max(rr.stats.peakConns, rr.conns.len())
+	rr.wg.Add(1)
+	return victim, greeted, true, false
 }
 
-// handshake reads c's hello, answers with a challenge, reads its proof of
-// the secret and then, if its claim agrees with the group, its blob, all
-// within helloDeadline. Until the proof checks out it reads at most two
-// frames of 32-byte payloads (104 bytes) from c.
+// turnAway closes c, which has not proved the secret. If c was greeted,
+// rank 0 may have challenged it and the peer may have sent its proof and
+// blob: it first gets an error frame with codeBusy, so that an honest
+// peer knows rank 0 took nothing and dials again. The frame fits the
+// socket's send buffer (rank 0 sent c at most a challenge before), so the
+// write does not wait; turnAwayTimeout bounds it all the same.
+func (rr *rootRound) turnAway(c net.Conn, greeted bool) {
+	if greeted {
+		_ = c.SetWriteDeadline(time.Now().Add(turnAwayTimeout))
+		_ = encodeFrame(c, frame{kind: kindError, world: uint32(rr.world), payload: encodeError(errBusy, "dial again")})
+	}
+	_ = c.Close()
+}
+
+// serve runs c's handshake and reports how it ended, unless c was
+// evicted meanwhile (the round has forgotten it).
+func (rr *rootRound) serve(c net.Conn) {
+	defer rr.wg.Done()
+	defer func() { <-rr.live }()
+	ev := rr.handshake(c)
+	if ev.err != nil && !rr.isOpen(c) {
+		return
+	}
+	rr.report(ev)
+}
+
+// isOpen reports whether c is in the round's table.
+func (rr *rootRound) isOpen(c net.Conn) bool {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return rr.conns.has(c)
+}
+
+// handshake reads c's hello, answers with a challenge and reads its proof
+// of the secret, within AuthTimeout, and then, if its claim agrees with
+// the group, its blob, within HelloTimeout (ctx's deadline bounds both).
+// Until the proof checks out it reads at most two frames of 32-byte
+// payloads (104 bytes) from c.
 func (rr *rootRound) handshake(c net.Conn) event {
-	_ = c.SetDeadline(rr.helloDeadline())
+	helloDL := rr.helloDeadline()
+	authDL := time.Now().Add(rr.x.cfg.AuthTimeout)
+	if helloDL.Before(authDL) {
+		authDL = helloDL
+	}
+	_ = c.SetDeadline(authDL)
+	s, err := rr.authenticate(c)
+	if err != nil {
+		return dropped(c, err)
+	}
+	// c holds the secret: a disagreeing claim is a bug worth failing for.
+	if ev, ok := rr.claim(c, s); !ok {
+		return ev
+	}
+	_ = c.SetDeadline(helloDL)
+	blob, err := rr.readBlob(c, s)
+	if err != nil {
+		rr.unclaim(c, s.rank)
+		return dropped(c, fmt.Errorf("rank %d: reading blob: %w", s.rank, err))
+	}
+	return event{conn: c, rank: int(s.rank), blob: blob[:len(blob):len(blob)], sess: s}
+}
+
+// authenticate reads c's hello, answers with a challenge (rank 0's proof
+// of the secret) and reads and checks c's proof, returning c's session.
+// A peer whose secret differs says so with an error frame in place of
+// its proof: that is ErrAuth too.
+func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
+	s, err := rr.readHello(c)
+	if err != nil {
+		return nil, err
+	}
+	challenge := frame{kind: kindChallenge, world: uint32(rr.world), payload: s.challenge[:]}
+	if err := encodeFrame(c, challenge, s.mac(labelProof, nil)...); err != nil {
+		return nil, fmt.Errorf("sending challenge: %w", err)
+	}
+	f, err := decodeFrame(c, macSize)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading proof of the secret: %w", err)
+	case f.kind == kindError:
+		return nil, fmt.Errorf("the peer claiming rank %d found rank 0's proof of the secret wrong (its secret differs): %w", s.rank, ErrAuth)
+	case f.kind != kindAuth || !s.verify(labelAuth, nil, f.payload):
+		return nil, fmt.Errorf("rank %d: frame kind %d does not prove the group secret: %w", f.rank, f.kind, ErrAuth)
+	}
+	return s, nil
+}
+
+// readHello reads c's hello, moves c to the table's greeted connections
+// and returns a session with a fresh challenge for it.
+func (rr *rootRound) readHello(c net.Conn) (*session, error) {
 	f, err := decodeFrame(c, nonceSize)
 	if err != nil {
 		var ve *versionError
@@ -199,48 +314,42 @@ func (rr *rootRound) handshake(c net.Conn) event {
 			// clear ErrProtocol. This says nothing about the group.
 			rr.sendError(c, ErrProtocol, fmt.Sprintf("rank 0 speaks exchange protocol version %d", protocolVersion))
 		}
-		return dropped(c, fmt.Errorf("reading hello: %w", err))
+		return nil, fmt.Errorf("reading hello: %w", err)
 	}
 	if f.kind != kindHello || len(f.payload) != nonceSize {
-		return dropped(c, fmt.Errorf("got frame kind %d with %d payload bytes, want hello (kind %d) with %d: %w",
-			f.kind, len(f.payload), kindHello, nonceSize, ErrProtocol))
+		return nil, fmt.Errorf("got frame kind %d with %d payload bytes, want hello (kind %d) with %d: %w",
+			f.kind, len(f.payload), kindHello, nonceSize, ErrProtocol)
+	}
+	rr.mu.Lock()
+	open := rr.conns.greet(c)
+	rr.mu.Unlock()
+	if !open {
+		return nil, errEvicted
 	}
 	s := &session{key: rr.x.cfg.Secret, rank: f.rank, world: f.world, challenge: newNonce()}
 	copy(s.nonce[:], f.payload)
-	challenge := frame{kind: kindChallenge, world: uint32(rr.world), payload: s.challenge[:]}
-	if err := encodeFrame(c, challenge, s.mac(labelProof, nil)...); err != nil {
-		return dropped(c, fmt.Errorf("sending challenge: %w", err))
-	}
-	f, err = decodeFrame(c, macSize)
-	if err != nil {
-		return dropped(c, fmt.Errorf("reading proof of the secret: %w", err))
-	}
-	if f.kind != kindAuth || !s.verify(labelAuth, nil, f.payload) {
-		return dropped(c, fmt.Errorf("rank %d: frame kind %d does not prove the group secret: %w", f.rank, f.kind, ErrAuth))
-	}
-
-	// c holds the secret: a disagreeing claim is a bug worth failing for.
-	if ev, ok := rr.claim(c, s); !ok {
-		return ev
-	}
-	f, err = decodeFrame(c, rr.x.cfg.MaxPayload+macSize)
-	if err == nil && f.kind != kindBlob {
-		err = fmt.Errorf("got frame kind %d, want blob (kind %d): %w", f.kind, kindBlob, ErrProtocol)
-	}
-	var blob []byte
-	if err == nil {
-		var mac []byte
-		var ok bool
-		if blob, mac, ok = splitMAC(f.payload); !ok || !s.verify(labelBlob, blob, mac) {
-			err = fmt.Errorf("blob frame of %d bytes without a valid MAC: %w", len(f.payload), ErrAuth)
-		}
-	}
-	if err != nil {
-		rr.unclaim(c, s.rank)
-		return dropped(c, fmt.Errorf("rank %d: reading blob: %w", s.rank, err))
-	}
-	return event{conn: c, rank: int(s.rank), blob: blob[:len(blob):len(blob)], sess: s}
+	return s, nil
 }
+
+// readBlob reads the blob frame of c, which proved the secret, and
+// checks its MAC.
+func (rr *rootRound) readBlob(c net.Conn, s *session) ([]byte, error) {
+	f, err := decodeFrame(c, rr.x.cfg.MaxPayload+macSize)
+	if err != nil {
+		return nil, err
+	}
+	if f.kind != kindBlob {
+		return nil, fmt.Errorf("got frame kind %d, want blob (kind %d): %w", f.kind, kindBlob, ErrProtocol)
+	}
+	blob, mac, ok := splitMAC(f.payload)
+	if !ok || !s.verify(labelBlob, blob, mac) {
+		return nil, fmt.Errorf("blob frame of %d bytes without a valid MAC: %w", len(f.payload), ErrAuth)
+	}
+	return blob, nil
+}
+
+// errEvicted is why serve stops for a connection the table evicted.
+var errEvicted = errors.New("evicted to make room for a newer connection")
 
 // dropped is the event of a connection dropped for err.
 func dropped(c net.Conn, err error) event { return event{conn: c, err: err} }
@@ -258,6 +367,8 @@ func (rr *rootRound) claim(c net.Conn, s *session) (event, bool) {
 	switch {
 	case rr.stopped:
 		return dropped(c, errors.New("the round is over")), false
+	case !rr.conns.has(c):
+		return dropped(c, errEvicted), false
 	case s.world != uint32(rr.world):
 		return reject(ErrWorldSize, "peer %s (rank %d) reports world size %d, rank 0 has %d", remote, s.rank, s.world, rr.world)
 	case s.rank == 0 || s.rank >= uint32(rr.world):
@@ -265,6 +376,7 @@ func (rr *rootRound) claim(c net.Conn, s *session) (event, bool) {
 	case rr.claims[s.rank] != nil:
 		return reject(ErrRank, "peer %s reports rank %d, already claimed by %s", remote, s.rank, rr.claims[s.rank].RemoteAddr())
 	}
+	rr.conns.prove(c)
 	rr.claims[s.rank] = c
 	return event{}, true
 }
@@ -328,8 +440,9 @@ func (rr *rootRound) collect() error {
 
 // giveUp fails the round because ctx ended: it tells the peers, and
 // returns an error naming the missing ranks, the last dropped
-// connection's fault and the connections refused over MaxConns, wrapping
-// ctx's error.
+// connection's fault and the connections evicted or refused over
+// MaxConns, wrapping ctx's error and, if a connection failed to prove the
+// secret, ErrAuth with the last such connection's fault.
 func (rr *rootRound) giveUp() error {
 	cerr := rr.ctx.Err()
 	missing := rr.missing()
@@ -339,10 +452,17 @@ func (rr *rootRound) giveUp() error {
 		last = "; last error: " + rr.lastErr.Error()
 	}
 	rr.mu.Lock()
+	if n := rr.stats.evicted; n > 0 {
+		last += fmt.Sprintf("; %d connections closed before they proved the secret, to make room (limit %d open)", n, rr.x.cfg.MaxConns)
+	}
 	if n := rr.stats.refused; n > 0 {
 		last += fmt.Sprintf("; %d connections refused over the limit of %d open", n, rr.x.cfg.MaxConns)
 	}
 	rr.mu.Unlock()
+	if rr.authErr != nil {
+		return fmt.Errorf("exchange: rank 0 at %s: missing ranks %s (%d of %d present%s; a connection failed authentication: %w): %w",
+			rr.addr, missing, rr.have, rr.world, last, rr.authErr, cerr)
+	}
 	return fmt.Errorf("exchange: rank 0 at %s: missing ranks %s (%d of %d present%s): %w",
 		rr.addr, missing, rr.have, rr.world, last, cerr)
 }
@@ -360,7 +480,12 @@ func (rr *rootRound) take(ev event) error {
 	case ev.conn == nil: // transient accept error
 		rr.lastErr = ev.err
 	case ev.err != nil:
-		rr.lastErr = fmt.Errorf("connection from %s: %w", ev.conn.RemoteAddr(), ev.err)
+		err := fmt.Errorf("connection from %s: %w", ev.conn.RemoteAddr(), ev.err)
+		if errors.Is(err, ErrAuth) {
+			rr.authErr = err
+		} else {
+			rr.lastErr = err
+		}
 		rr.drop(ev.conn)
 	case ev.reject != nil:
 		rr.notify(ev.reject, ev.msg, ev.conn)
@@ -394,7 +519,7 @@ func (rr *rootRound) notify(sentinel error, msg string, extra net.Conn) {
 		told[extra] = true
 		targets = append(targets, extra)
 	}
-	for c := range rr.conns {
+	for c := range rr.conns.open {
 		if !told[c] {
 			others = append(others, c)
 		}
@@ -526,7 +651,7 @@ func (rr *rootRound) missing() string {
 // drop forgets c and closes it.
 func (rr *rootRound) drop(c net.Conn) {
 	rr.mu.Lock()
-	delete(rr.conns, c)
+	rr.conns.remove(c)
 	rr.mu.Unlock()
 	_ = c.Close()
 }
@@ -540,9 +665,9 @@ func (rr *rootRound) dropStrangers() {
 	}
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	for c := range rr.conns {
+	for c := range rr.conns.open {
 		if !member[c] {
-			delete(rr.conns, c)
+			rr.conns.remove(c)
 			_ = c.Close()
 		}
 	}
@@ -570,7 +695,7 @@ func (rr *rootRound) stopAccepting() {
 func (rr *rootRound) end() {
 	rr.stopAccepting()
 	rr.mu.Lock()
-	for c := range rr.conns {
+	for c := range rr.conns.open {
 		_ = c.Close()
 	}
 	stats := rr.stats

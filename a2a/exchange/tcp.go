@@ -27,6 +27,9 @@ const (
 	DefaultDialInterval = 50 * time.Millisecond
 	// DefaultHelloTimeout is TCPConfig.HelloTimeout when that is 0.
 	DefaultHelloTimeout = 10 * time.Second
+	// DefaultAuthTimeout is TCPConfig.AuthTimeout when that is 0 (or
+	// HelloTimeout, if that is shorter).
+	DefaultAuthTimeout = time.Second
 	// MinSecretSize is the shortest TCPConfig.Secret NewTCP accepts.
 	MinSecretSize = 16
 )
@@ -34,6 +37,10 @@ const (
 const (
 	// notifyTimeout bounds writing an error frame.
 	notifyTimeout = time.Second
+	// turnAwayTimeout bounds writing the error frame that tells a
+	// connection rank 0 evicts to dial again, in the accept loop (the
+	// frame fits the socket's buffer: the write does not wait).
+	turnAwayTimeout = 100 * time.Millisecond
 	// controlLimit is the frame limit for reading frames other than blobs
 	// and results (challenges, acknowledgements, commits), so that any
 	// error frame fits.
@@ -47,8 +54,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 type TCPConfig struct {
 	// Addr is the host:port where rank 0 listens and the other ranks dial,
 	// e.g. "127.0.0.1:29600". Rank 0 may use port 0 and publish Addr()
-	// after Listen. Without a Secret it must be a loopback address
-	// ("localhost", 127.0.0.0/8 or ::1) unless TrustNetwork is set.
+	// after Listen.
 	Addr string
 	// Rank is this process's rank, 0 <= Rank < WorldSize.
 	Rank int
@@ -57,35 +63,35 @@ type TCPConfig struct {
 	// MaxPayload is the largest blob a rank may contribute; blobs over it
 	// are rejected. 0 means DefaultMaxPayload.
 	MaxPayload int
-	// DialInterval is the pause between attempts to reach rank 0, and
-	// between a peer's connections that rank 0 closed before answering
-	// (it closes those over MaxConns). 0 means DefaultDialInterval.
+	// DialInterval is the pause between attempts to reach rank 0, and the
+	// first pause before a peer dials again after rank 0 turned its
+	// connection away (see MaxConns); each further one doubles, up to 8
+	// times DialInterval, and each pause is drawn at random from its upper
+	// half so that turned-away peers do not return in step. 0 means
+	// DefaultDialInterval.
 	DialInterval time.Duration
 
 	// Secret is the group's shared key, at least MinSecretSize bytes
-	// (e.g. 32 random bytes, as internal/launch makes); every rank needs
-	// the same. With it, a connection joins a round only after proving it
+	// (e.g. 32 random bytes from crypto/rand, as internal/launch makes);
+	// every rank needs the same, and NewTCP refuses a config without one
+	// (ErrNoSecret). A connection joins a round only after proving it
 	// (HMAC-SHA256 over fresh nonces from both ends), rank 0 proves it to
 	// each peer before the peer sends its blob, and the result and the
 	// commit are MACed: a process without the secret can neither join nor
 	// disturb a round nor learn a blob (unless it can read the traffic:
-	// nothing is encrypted). The secret never crosses the wire. Empty: no
-	// authentication (the same exchange, keyed with an empty key that
-	// anyone can use), for loopback addresses only unless TrustNetwork.
-	// Either way a round costs six HMAC-SHA256 computations per peer on
-	// each side (microseconds, plus one pass over each blob and result).
+	// nothing is encrypted). The secret never crosses the wire. A round
+	// costs six HMAC-SHA256 computations per peer on each side
+	// (microseconds, plus one pass over each blob and result).
 	Secret []byte
-	// TrustNetwork allows an Addr that is not loopback without a Secret:
-	// any process that can reach the address can then join a round, claim
-	// a rank, and read every blob.
-	TrustNetwork bool
 	// MaxConns caps the connections rank 0 holds open at once during a
-	// round, its peers' included; one over it is closed at once (the
-	// peer whose connection it was dials again after DialInterval). Each
-	// costs rank 0 a file descriptor and a goroutine; one that has not yet
-	// proven the secret also costs at most 104 bytes of buffered frames
-	// (see doc.go), so these total at most MaxConns*104 bytes. At least
-	// WorldSize; 0 means 4*WorldSize+16.
+	// round, its peers' included. When a new one would exceed it, rank 0
+	// closes the oldest connection that has not proved the secret (one
+	// that has not sent its hello before one that has), never one that
+	// has; the peer whose connection it was dials again (see
+	// DialInterval). Each costs rank 0 a file descriptor and a goroutine;
+	// one that has not yet proven the secret also costs at most 104 bytes
+	// of buffered frames (see doc.go), so these total at most
+	// MaxConns*104 bytes. At least WorldSize; 0 means 4*WorldSize+16.
 	MaxConns int
 	// HelloTimeout bounds, on rank 0, the time from accepting a
 	// connection to having its blob (its hello, its proof of the secret
@@ -93,6 +99,12 @@ type TCPConfig struct {
 	// result; the context's deadline bounds both too. 0 means
 	// DefaultHelloTimeout.
 	HelloTimeout time.Duration
+	// AuthTimeout bounds, on rank 0, the time from accepting a connection
+	// to its proof of the secret (its hello and its proof): one that has
+	// not proved it by then is closed. A peer needs one and a half round
+	// trips for it. 0 means DefaultAuthTimeout, or HelloTimeout if that is
+	// shorter; at most HelloTimeout.
+	AuthTimeout time.Duration
 }
 
 // TCP all-gathers blobs over TCP with rank 0 as the hub. Create it with
@@ -121,7 +133,8 @@ type TCP struct {
 // roundStats are counts of one round on rank 0, for tests.
 type roundStats struct {
 	peakConns int // the most connections held open at once
-	refused   int // connections closed at once because MaxConns were open
+	refused   int // connections closed at once because MaxConns were open and had proved the secret
+	evicted   int // connections closed, before they proved the secret, to make room for a newer one
 	admitted  int // connections the round held open (refused ones aside)
 }
 
@@ -132,59 +145,95 @@ type testHooks struct {
 }
 
 // NewTCP validates cfg and returns an exchanger. It performs no I/O.
-// A bad WorldSize wraps ErrWorldSize and a bad Rank wraps ErrRank.
+// A bad WorldSize wraps ErrWorldSize, a bad Rank ErrRank, and a missing or
+// short Secret ErrNoSecret.
 func NewTCP(cfg TCPConfig) (*TCP, error) {
-	if cfg.WorldSize < 1 || cfg.WorldSize > MaxTCPRanks {
-		return nil, fmt.Errorf("exchange: TCPConfig.WorldSize is %d, want 1..%d: %w", cfg.WorldSize, MaxTCPRanks, ErrWorldSize)
-	}
-	if cfg.Rank < 0 || cfg.Rank >= cfg.WorldSize {
-		return nil, fmt.Errorf("exchange: TCPConfig.Rank is %d, want 0..%d: %w", cfg.Rank, cfg.WorldSize-1, ErrRank)
-	}
-	if cfg.Addr == "" {
-		return nil, errors.New("exchange: TCPConfig.Addr is empty, want host:port")
-	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("exchange: TCPConfig.Addr %q is not host:port: %w", cfg.Addr, err)
-	}
-	if n := len(cfg.Secret); n > 0 && n < MinSecretSize {
-		return nil, fmt.Errorf("exchange: TCPConfig.Secret is %d bytes, want at least %d", n, MinSecretSize)
-	}
-	if len(cfg.Secret) == 0 && !cfg.TrustNetwork && !isLoopback(host) {
-		return nil, fmt.Errorf("exchange: TCPConfig.Addr %q is not a loopback address: without a Secret anyone who reaches it "+
-			"could join the group, so set Secret (e.g. from ULYSSES_SECRET), or TrustNetwork if the network is trusted", cfg.Addr)
+	if err := checkGroup(cfg); err != nil {
+		return nil, err
 	}
 	cfg.Secret = bytes.Clone(cfg.Secret)
+	if err := applyLimits(&cfg); err != nil {
+		return nil, err
+	}
+	if err := applyTimeouts(&cfg); err != nil {
+		return nil, err
+	}
+	closing, markClosed := context.WithCancel(context.Background())
+	return &TCP{cfg: cfg, closing: closing, markClosed: markClosed}, nil
+}
+
+// checkGroup checks who cfg says this rank is and how it finds the group:
+// its world size, rank, address and secret.
+func checkGroup(cfg TCPConfig) error {
+	if cfg.WorldSize < 1 || cfg.WorldSize > MaxTCPRanks {
+		return fmt.Errorf("exchange: TCPConfig.WorldSize is %d, want 1..%d: %w", cfg.WorldSize, MaxTCPRanks, ErrWorldSize)
+	}
+	if cfg.Rank < 0 || cfg.Rank >= cfg.WorldSize {
+		return fmt.Errorf("exchange: TCPConfig.Rank is %d, want 0..%d: %w", cfg.Rank, cfg.WorldSize-1, ErrRank)
+	}
+	if cfg.Addr == "" {
+		return errors.New("exchange: TCPConfig.Addr is empty, want host:port")
+	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return fmt.Errorf("exchange: TCPConfig.Addr %q is not host:port: %w", cfg.Addr, err)
+	}
+	switch n := len(cfg.Secret); {
+	case n == 0:
+		return fmt.Errorf("exchange: TCPConfig.Secret is empty: every rank needs the group's secret "+
+			"(at least %d bytes, e.g. 32 random bytes, the same on every rank), or anyone who reaches the address could join: %w",
+			MinSecretSize, ErrNoSecret)
+	case n < MinSecretSize:
+		return fmt.Errorf("exchange: TCPConfig.Secret is %d bytes, want at least %d: %w", n, MinSecretSize, ErrNoSecret)
+	}
+	return nil
+}
+
+// applyLimits checks cfg's size and count limits and fills in their
+// defaults.
+func applyLimits(cfg *TCPConfig) error {
 	if cfg.MaxPayload < 0 {
-		return nil, fmt.Errorf("exchange: TCPConfig.MaxPayload is %d, want >= 0", cfg.MaxPayload)
+		return fmt.Errorf("exchange: TCPConfig.MaxPayload is %d, want >= 0", cfg.MaxPayload)
 	}
 	if cfg.MaxPayload == 0 {
 		cfg.MaxPayload = DefaultMaxPayload
 	}
 	if uint64(cfg.WorldSize)*(4+uint64(cfg.MaxPayload))+macSize > math.MaxUint32 {
-		return nil, fmt.Errorf("exchange: TCPConfig.MaxPayload %d is too large for world size %d: a result frame could exceed %d bytes: %w",
+		return fmt.Errorf("exchange: TCPConfig.MaxPayload %d is too large for world size %d: a result frame could exceed %d bytes: %w",
 			cfg.MaxPayload, cfg.WorldSize, uint64(math.MaxUint32), ErrFrameTooLarge)
 	}
-	if cfg.DialInterval < 0 {
-		return nil, fmt.Errorf("exchange: TCPConfig.DialInterval is %v, want >= 0", cfg.DialInterval)
-	}
-	if cfg.DialInterval == 0 {
-		cfg.DialInterval = DefaultDialInterval
-	}
 	if cfg.MaxConns < 0 || (cfg.MaxConns > 0 && cfg.MaxConns < cfg.WorldSize) {
-		return nil, fmt.Errorf("exchange: TCPConfig.MaxConns is %d, want 0 (default) or at least the world size %d", cfg.MaxConns, cfg.WorldSize)
+		return fmt.Errorf("exchange: TCPConfig.MaxConns is %d, want 0 (default) or at least the world size %d", cfg.MaxConns, cfg.WorldSize)
 	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 4*cfg.WorldSize + 16
 	}
-	if cfg.HelloTimeout < 0 {
-		return nil, fmt.Errorf("exchange: TCPConfig.HelloTimeout is %v, want >= 0", cfg.HelloTimeout)
+	return nil
+}
+
+// applyTimeouts checks cfg's durations and fills in their defaults.
+func applyTimeouts(cfg *TCPConfig) error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"DialInterval", cfg.DialInterval}, {"HelloTimeout", cfg.HelloTimeout}, {"AuthTimeout", cfg.AuthTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("exchange: TCPConfig.%s is %v, want >= 0", d.name, d.v)
+		}
+	}
+	if cfg.DialInterval == 0 {
+		cfg.DialInterval = DefaultDialInterval
 	}
 	if cfg.HelloTimeout == 0 {
 		cfg.HelloTimeout = DefaultHelloTimeout
 	}
-	closing, markClosed := context.WithCancel(context.Background())
-	return &TCP{cfg: cfg, closing: closing, markClosed: markClosed}, nil
+	if cfg.AuthTimeout > cfg.HelloTimeout {
+		return fmt.Errorf("exchange: TCPConfig.AuthTimeout is %v, over HelloTimeout %v (the proof of the secret comes before the blob)",
+			cfg.AuthTimeout, cfg.HelloTimeout)
+	}
+	if cfg.AuthTimeout == 0 {
+		cfg.AuthTimeout = min(DefaultAuthTimeout, cfg.HelloTimeout)
+	}
+	return nil
 }
 
 // Listen binds rank 0's listener now, so that a port-0 address can be read

@@ -37,16 +37,22 @@ func TestNewTCPValidation(t *testing.T) {
 		{"rank = world", TCPConfig{Addr: "h:1", Rank: 4, WorldSize: 4}, ErrRank, "Rank is 4, want 0..3"},
 		{"empty addr", TCPConfig{Rank: 0, WorldSize: 2}, nil, "Addr is empty"},
 		{"addr without port", TCPConfig{Addr: "localhost", Rank: 0, WorldSize: 2}, nil, `Addr "localhost" is not host:port`},
-		{"negative max payload", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxPayload: -1}, nil, "MaxPayload is -1"},
-		{"max payload too big", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 1024, MaxPayload: 4 << 20}, ErrFrameTooLarge, "too large for world size 1024"},
-		{"negative dial interval", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, DialInterval: -time.Second}, nil, "DialInterval is -1s"},
-		{"not loopback without a secret", TCPConfig{Addr: "10.1.2.3:29600", WorldSize: 2}, nil, `Addr "10.1.2.3:29600" is not a loopback address`},
-		{"any interface without a secret", TCPConfig{Addr: ":0", WorldSize: 2}, nil, `Addr ":0" is not a loopback address`},
-		{"host name without a secret", TCPConfig{Addr: "gpu-box:1", WorldSize: 2}, nil, "set Secret"},
-		{"short secret", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, Secret: []byte("short")}, nil, "Secret is 5 bytes, want at least 16"},
-		{"negative max conns", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxConns: -1}, nil, "MaxConns is -1"},
-		{"max conns under the world", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 8, MaxConns: 7}, nil, "MaxConns is 7, want 0 (default) or at least the world size 8"},
-		{"negative hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, HelloTimeout: -time.Second}, nil, "HelloTimeout is -1s"},
+		{"negative max payload", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxPayload: -1, Secret: testSecret}, nil, "MaxPayload is -1"},
+		{"max payload too big", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 1024, MaxPayload: 4 << 20, Secret: testSecret}, ErrFrameTooLarge, "too large for world size 1024"},
+		{"negative dial interval", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, DialInterval: -time.Second, Secret: testSecret}, nil, "DialInterval is -1s"},
+		{"no secret", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2}, ErrNoSecret, "Secret is empty"},
+		{"empty secret", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, Secret: []byte{}}, ErrNoSecret, "Secret is empty"},
+		{"no secret, world of one", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 1}, ErrNoSecret, "Secret is empty"},
+		{"no secret, not loopback", TCPConfig{Addr: "10.1.2.3:29600", WorldSize: 2}, ErrNoSecret, "anyone who reaches the address could join"},
+		{"short secret", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, Secret: []byte("short")}, ErrNoSecret, "Secret is 5 bytes, want at least 16"},
+		{"negative max conns", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, MaxConns: -1, Secret: testSecret}, nil, "MaxConns is -1"},
+		{"max conns under the world", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 8, MaxConns: 7, Secret: testSecret}, nil, "MaxConns is 7, want 0 (default) or at least the world size 8"},
+		{"negative hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, HelloTimeout: -time.Second, Secret: testSecret}, nil, "HelloTimeout is -1s"},
+		{"negative auth timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, AuthTimeout: -time.Second, Secret: testSecret}, nil, "AuthTimeout is -1s"},
+		{"auth timeout over hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, AuthTimeout: 2 * time.Second, HelloTimeout: time.Second, Secret: testSecret},
+			nil, "AuthTimeout is 2s, over HelloTimeout 1s"},
+		{"auth timeout over the default hello timeout", TCPConfig{Addr: "127.0.0.1:1", WorldSize: 2, AuthTimeout: time.Minute, Secret: testSecret},
+			nil, "AuthTimeout is 1m0s, over HelloTimeout 10s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, err := NewTCP(tc.cfg)
@@ -61,13 +67,13 @@ func TestNewTCPValidation(t *testing.T) {
 	}
 	for _, cfg := range []TCPConfig{
 		{Addr: ":0", Rank: 0, WorldSize: 1, Secret: testSecret},
-		{Addr: "127.0.0.1:29600", Rank: 1023, WorldSize: 1024},
-		{Addr: "[::1]:1", Rank: 1, WorldSize: 2, MaxPayload: 10, DialInterval: time.Millisecond},
-		{Addr: "localhost:1", Rank: 1, WorldSize: 2},
-		{Addr: "127.3.4.5:1", Rank: 1, WorldSize: 2},
+		{Addr: "127.0.0.1:29600", Rank: 1023, WorldSize: 1024, Secret: testSecret},
+		{Addr: "[::1]:1", Rank: 1, WorldSize: 2, MaxPayload: 10, DialInterval: time.Millisecond, Secret: testSecret},
+		{Addr: "localhost:1", Rank: 1, WorldSize: 2, Secret: testSecret},
 		{Addr: "10.1.2.3:29600", Rank: 1, WorldSize: 2, Secret: testSecret},
-		{Addr: "gpu-box:29600", Rank: 1, WorldSize: 2, TrustNetwork: true},
-		{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 8, MaxConns: 8, HelloTimeout: time.Millisecond},
+		{Addr: "gpu-box:29600", Rank: 1, WorldSize: 2, Secret: testSecret[:MinSecretSize]},
+		{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 8, MaxConns: 8, HelloTimeout: time.Millisecond, Secret: testSecret},
+		{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 8, AuthTimeout: 10 * time.Second, Secret: testSecret},
 	} {
 		x, err := NewTCP(cfg)
 		require.NoError(t, err, "%+v", cfg)
@@ -84,18 +90,19 @@ func TestNewTCPValidation(t *testing.T) {
 	assert.Equal(t, DefaultHelloTimeout, x.cfg.HelloTimeout)
 	assert.Equal(t, DefaultMaxPayload, x.cfg.MaxPayload)
 	assert.Equal(t, DefaultDialInterval, x.cfg.DialInterval)
+	assert.Equal(t, DefaultAuthTimeout, x.cfg.AuthTimeout)
+	// A short HelloTimeout shortens the default AuthTimeout with it.
+	x, err = NewTCP(TCPConfig{Addr: "127.0.0.1:1", Rank: 1, WorldSize: 5, Secret: secret, HelloTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	assert.Equal(t, 300*time.Millisecond, x.cfg.AuthTimeout)
 }
 
 func TestAllGatherHappyPath(t *testing.T) {
 	sizes := []int{0, 1, 64, 1000}
-	for _, tc := range []struct {
-		P      int
-		secret []byte
-	}{{1, testSecret}, {2, testSecret}, {4, testSecret}, {8, testSecret}, {2, nil}, {4, nil}} {
-		t.Run(fmt.Sprintf("P=%d secret=%v", tc.P, tc.secret != nil), func(t *testing.T) {
+	for _, P := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("P=%d", P), func(t *testing.T) {
 			checkLeaks(t)
-			P := tc.P
-			xs := newGroupWith(t, P, func(c *TCPConfig) { c.Secret = tc.secret })
+			xs := newGroup(t, P, 0)
 			for round := range 2 {
 				payloads := make([][]byte, P)
 				for r := range P {

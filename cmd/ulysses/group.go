@@ -102,9 +102,9 @@ func (g groupFlags) validate() error {
 		return fmt.Errorf("--addr needs --rank in 0..%d", g.world-1)
 	case g.device < -1:
 		return fmt.Errorf("--device %d is negative", g.device)
-	case os.Getenv(launch.EnvSecret) == "":
-		return fmt.Errorf("--addr needs the group's secret in %s (the same on every host, at least %d bytes): anyone who reaches the address could join the group otherwise",
-			launch.EnvSecret, exchange.MinSecretSize)
+	case len(os.Getenv(launch.EnvSecret)) < exchange.MinSecretSize:
+		return fmt.Errorf("--addr needs the group's secret in %s (the same on every host, at least %d bytes; it has %d): anyone who reaches the address could join the group otherwise",
+			launch.EnvSecret, exchange.MinSecretSize, len(os.Getenv(launch.EnvSecret)))
 	}
 	return nil
 }

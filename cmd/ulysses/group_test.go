@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,6 +40,9 @@ func TestGroupFlagsAcrossHosts(t *testing.T) {
 	assert.ErrorContains(t, parse("--addr", "10.0.0.1:29600", "--world", "2"), "needs --rank in 0..1")
 	assert.ErrorContains(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "2"), "needs --rank in 0..1")
 	assert.ErrorContains(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1"), launch.EnvSecret)
+	assert.ErrorContains(t, parse("--addr", "127.0.0.1:29600", "--world", "2", "--rank", "0"), launch.EnvSecret, "loopback too")
+	t.Setenv(launch.EnvSecret, "0123456789abcde")
+	assert.ErrorContains(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1"), "at least 16 bytes; it has 15")
 	t.Setenv(launch.EnvSecret, "0123456789abcdef0123456789abcdef")
 	assert.NoError(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1", "--device", "0", "--transport", "nccl"))
 	assert.ErrorContains(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1", "--device", "-2"), "negative")
@@ -47,6 +51,7 @@ func TestGroupFlagsAcrossHosts(t *testing.T) {
 	t.Setenv(launch.EnvSecret, "")
 	assert.Equal(t, exitUsage, checkMain([]string{"--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1"}, &bytes.Buffer{}, &stderr))
 	assert.Contains(t, stderr.String(), launch.EnvSecret)
+	assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
 
 	fs, o := newBenchFlags(false)
 	require.NoError(t, fs.Parse([]string{"--addr", "10.0.0.1:29600", "--world", "2", "--rank", "0", "--compare", "nccl"}))

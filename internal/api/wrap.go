@@ -25,6 +25,13 @@ func (e *driverError) Unwrap() []error {
 	return []error{e.sentinel, e.err}
 }
 
+// WrapDriverAs is WrapDriver for a driver error that means sentinel
+// here (an IPC handle the driver calls invalid is a bad handle): errors.Is
+// matches both.
+func WrapDriverAs(what string, sentinel, err error) error {
+	return &driverError{what: what, sentinel: sentinel, err: err}
+}
+
 // WrapDriver gives a driver error this package's prefix and sentinels.
 func WrapDriver(what string, err error) error {
 	e := &driverError{what: what, err: err}

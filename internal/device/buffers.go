@@ -44,6 +44,17 @@ func RegisterBuffer(ptr driver.DevicePtr, share *Share, rank int, dataBytes int6
 	buffers.mu.Unlock()
 }
 
+// OwnsBuffer reports whether ptr is the live buffer of the Comm of this
+// process of that rank, data half and handle ID, without taking a
+// reference: Connect checks every same-process handle with it before it
+// maps anything.
+func OwnsBuffer(ptr driver.DevicePtr, rank int, dataBytes int64, id [16]byte) bool {
+	buffers.mu.Lock()
+	defer buffers.mu.Unlock()
+	b := buffers.m[ptr]
+	return b != nil && !b.ownerGone && b.rank == rank && b.dataBytes == dataBytes && b.id == id
+}
+
 // RetainBuffer takes a peer's reference to the buffer at ptr, or reports
 // false when ptr is no buffer of a Comm of this process of that rank,
 // data half and handle ID, or its owner has let go of it: a handle's

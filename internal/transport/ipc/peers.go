@@ -95,7 +95,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	// Comm's group has seen), whose owner still holds it.
 	m := peerMapping{ptr: driver.DevicePtr(h.DevPtr), retained: true}
 	if !device.RetainBuffer(m.ptr, int(h.Rank), int64(h.DataBytes), h.ID) {
-		return peerMapping{}, fmt.Errorf("a2a: rank %d's handle names %#x, which is no buffer of a Comm of this process (or one being freed): %w", h.Rank, h.DevPtr, api.ErrHandle)
+		return peerMapping{}, notOwnBuffer(h)
 	}
 	if h.Bus() == p.env.BusID {
 		return m, nil
@@ -107,6 +107,39 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	}
 	m.peerCtx = pc
 	return m, nil
+}
+
+// CheckOwnBuffers checks, before anything is mapped, that every handle
+// from this process but self's names the live buffer of the Comm it comes
+// from (its ID, rank and size): a peer of this group could otherwise
+// point this Comm at the buffer of a Comm of another group in this
+// process, whose ID it never saw.
+func CheckOwnBuffers(hs []handle.Handle, self int) error {
+	for i, h := range hs {
+		if i != self && FromThisProcess(h) && !device.OwnsBuffer(driver.DevicePtr(h.DevPtr), int(h.Rank), int64(h.DataBytes), h.ID) {
+			return notOwnBuffer(h)
+		}
+	}
+	return nil
+}
+
+// notOwnBuffer is the error of a same-process handle whose pointer is not
+// its Comm's buffer.
+func notOwnBuffer(h handle.Handle) error {
+	return fmt.Errorf("a2a: rank %d's handle names %#x, which is not the buffer of that rank's Comm in this process "+
+		"(no buffer, another Comm's, of this group or another, or one being freed): %w", h.Rank, h.DevPtr, api.ErrHandle)
+}
+
+// ipcOpenError words the failed IPC open of h's buffer. A handle the
+// driver calls invalid (random bytes, say) matches ErrHandle as well as
+// the driver's error; other failures (out of memory, no driver) are the
+// driver's alone.
+func ipcOpenError(h handle.Handle, err error) error {
+	if !driver.IsCode(err, driver.ErrorInvalidValue) && !driver.IsCode(err, driver.ErrorInvalidHandle) {
+		return api.WrapDriver("opening IPC handle", err)
+	}
+	what := fmt.Sprintf("rank %d's IPC handle names no memory this process can map (%v)", h.Rank, api.ErrHandle)
+	return api.WrapDriverAs(what, api.ErrHandle, err)
 }
 
 // peerContext retains the primary context of the device of h's buffer
@@ -133,7 +166,7 @@ func (p *ipcPeers) peerContext(h handle.Handle) (*driver.Context, error) {
 func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 	ptr, err := p.env.Ctx.IpcOpenMemHandle(h.IPC)
 	if err != nil {
-		return peerMapping{}, fmt.Errorf("a2a: rank %d's IPC handle does not open here: %w: %w", h.Rank, api.ErrHandle, api.WrapDriver("opening IPC handle", err))
+		return peerMapping{}, ipcOpenError(h, err)
 	}
 	base, size, err := p.env.Ctx.MemAddressRange(ptr)
 	if err != nil {
