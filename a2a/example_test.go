@@ -3,8 +3,8 @@ package a2a_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
@@ -15,10 +15,15 @@ import (
 // group of one, so that it runs on its own), and the ranks find each other
 // through rank 0's address. They prove to each other that they hold the
 // group's secret, the same on every rank (at least 16 bytes; the ulysses
-// command makes a random one per group and passes it in ULYSSES_SECRET).
+// command makes a random one per group and passes it to every rank in
+// ULYSSES_SECRET). This group of one makes its own.
 func ExampleJoin() {
 	const rank, world = 0, 1
-	secret := []byte(os.Getenv("ULYSSES_SECRET"))
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		fmt.Println(err)
+		return
+	}
 	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: "127.0.0.1:0", Rank: rank, WorldSize: world, Secret: secret})
 	if err != nil {
 		fmt.Println(err)
