@@ -136,7 +136,7 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
 	copy(c.self.BusID[:], c.dev.info.BusID)
 	c.self.Host, c.self.Transport = handle.HostIdentity(), c.cfg.Transport
 	if c.cfg.Transport == TransportAuto {
-		c.self.NReach, c.self.Reach = c.dev.reach()
+		c.self.NReach, c.self.Reach = reach(c.dev.drv, c.dev.info.Ordinal)
 	}
 	c.selfBytes = c.self.Encode()
 }

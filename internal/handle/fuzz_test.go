@@ -42,7 +42,7 @@ func handleSeeds() [][]byte {
 	}
 }
 
-// FuzzDecodeHandle: decodeHandle never panics, every refusal wraps
+// FuzzDecodeHandle: Decode never panics, every refusal wraps
 // ErrHandle, and every accepted input is exactly what encode writes for
 // the decoded handle. The format has no slack: the bytes encode does not
 // copy from a field (magic, version, the reserved bytes, the reach past

@@ -40,9 +40,9 @@ type Handle struct {
 
 	SingleBuffer bool // Config.SingleBuffer: the group must agree
 
-	Host      [16]byte      // the host's identity (hostIdentity): equal on one host
+	Host      [16]byte      // the host's identity (HostIdentity): equal on one host
 	Transport api.Transport // Config.Transport: the group must agree
-	// Reach holds the hashes (busHash) of the PCI bus ids of the GPUs
+	// Reach holds the hashes (BusHash) of the PCI bus ids of the GPUs
 	// this rank's GPU has peer access with, both ways; the first NReach
 	// are set, the rest zero.
 	NReach uint8

@@ -5,23 +5,6 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// BoxSide is one side of a boxCopy: where its first row starts (bytes from
-// the input's address, or from the start of the peer's data half), the
-// bytes from one row to the next, and the rows from one slice to the next.
-type BoxSide struct {
-	Off, Pitch, Height int64
-}
-
-// Box is one copy-engine copy of an operation: depth (batch) slices
-// of rows rows of width bytes, from input tensor of this rank into the
-// data half of rank peer. The layout change is all in the two sides'
-// offsets and pitches, as the kernels fold it into their stores.
-type Box struct {
-	Peer, Tensor       int
-	Src, Dst           BoxSide
-	Width, Rows, Depth int64
-}
-
 // Linear reports whether both sides of c are contiguous: rows packed
 // without gaps, and slices too where there are several.
 func (c Box) Linear() bool { return c.Contiguous(c.Src) && c.Contiguous(c.Dst) }

@@ -5,13 +5,8 @@ import (
 	"math"
 
 	"github.com/ulysses-go/ulysses/internal/api"
-	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/ptx"
 )
-
-// MaxTensors is the most tensors one head operation moves (q, k, v and
-// one more).
-const MaxTensors = kernelabi.MaxTensors
 
 // MaxPitch bounds an Into output's token stride in bytes: the row pitch
 // of cuMemcpy2D (CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2^31-1 on current GPUs).
@@ -39,16 +34,6 @@ func HeadRange(heads, world, rank int) (first, count int) {
 		count++
 	}
 	return first, count
-}
-
-// Request is one operation as the caller asked for it: the inputs (1 to
-// maxTensors of one shape) and, for GatherHeads and HeadAllGather, all
-// ranks' heads together (0: this rank's times the world size).
-type Request struct {
-	Op    ptx.Op
-	Xs    [MaxTensors]api.Tensor
-	N     int
-	Heads int
 }
 
 // Single is the request of one of the plain operations.
@@ -130,9 +115,9 @@ func CheckRequest(r Request, dt api.DType) error {
 	return nil
 }
 
-// General is planOp for the general entries: uneven heads, up to
+// General is Plain for the general entries: uneven heads, up to
 // maxTensors tensors into consecutive regions of the data half, inputs
-// with a token stride, and HeadAllGather. Like planOp, everything that
+// with a token stride, and HeadAllGather. Like Plain, everything that
 // decides whether the operation runs depends on values every rank shares.
 func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
 	x := r.Xs[0]

@@ -13,7 +13,7 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// ---- bufferLayout ---------------------------------------------------------------
+// ---- Layout ---------------------------------------------------------------
 
 func TestBufferLayout(t *testing.T) {
 	caps := []int64{0, 1, 2, 255, 256, 257, 4095, 4096, 1 << 20, 3<<20 + 7, 4096 * 1024 * 2, MaxDataBytes}
@@ -89,7 +89,7 @@ func TestAlignUp(t *testing.T) {
 	assert.Equal(t, int64(12), AlignUp(9, 4))
 }
 
-// ---- tokenSet -----------------------------------------------------------------
+// ---- Tokens -----------------------------------------------------------------
 
 func TestNewTokenSet(t *testing.T) {
 	cases := []struct {
@@ -120,7 +120,7 @@ func TestNewTokenSet(t *testing.T) {
 	assert.Equal(t, 8, ts.Total())
 }
 
-// ---- planOp -------------------------------------------------------------------
+// ---- Plain -------------------------------------------------------------------
 
 var (
 	widths2 = []int{16, 8, 4, 2}
@@ -134,7 +134,7 @@ func widthsFor(dt api.DType) []int {
 	return widths2
 }
 
-// The widths planOp is given in a Comm come from the PTX files.
+// The widths Plain is given in a Comm come from the PTX files.
 func TestPTXWidths(t *testing.T) {
 	f2, _, err := ptx.ForElemBytes(2)
 	require.NoError(t, err)
@@ -364,7 +364,7 @@ func TestPlanOpVectorLimit(t *testing.T) {
 }
 
 // A shape whose byte count wraps around int64 must be refused. Known bug in
-// layout.go (planOp multiplies the shape without overflow checks): unskip
+// plan.go (Plain multiplies the shape without overflow checks): unskip
 // once fixed.
 func TestPlanOpShapeOverflow(t *testing.T) {
 	cases := []struct {
@@ -389,7 +389,7 @@ func TestPlanOpShapeOverflow(t *testing.T) {
 		}
 		assert.True(t, errors.Is(err, api.ErrShape) || errors.Is(err, api.ErrCapacity), "%s: %v", c.name, err)
 	}
-	assert.Empty(t, bugs, "planOp overflows int64")
+	assert.Empty(t, bugs, "Plain overflows int64")
 }
 
 // Every rank must reach the same verdict on an operation: with the double

@@ -10,40 +10,6 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// Plan is what one operation launches: checked against the token counts
-// and the capacity before anything is enqueued.
-type Plan struct {
-	Op       ptx.Op
-	Out      [4]int // output shape on this rank
-	OutBytes int64
-	Chunk    int64 // bytes moved as one piece: a head group of one token, or a whole token row
-	Width    int   // vector width in bytes (may differ across ranks: it depends on local alignment)
-	Vectors  int64 // vectors this rank's kernel walks
-	// GroupBytes is the most input bytes any rank's kernel walks: it sets
-	// the number of active blocks, which every rank must compute alike.
-	GroupBytes int64
-	GroupRow   int64  // groupBytes per token of the largest rank
-	Sig        uint32 // withTokens(shapeSig, the counts): the same on every rank
-	ShapeSig   uint32 // sig without the token counts, for captured operations
-
-	// The General entries' part (planGeneral).
-	General   bool
-	Tensors   int
-	Region    int64 // bytes between consecutive tensors' outputs in a half
-	Heads     [kernelabi.MaxRanks + 1]int32
-	Inputs    [MaxTensors]uint64 // every tensor's input
-	Units     int64              // vectors per input token row (SendRecvHeads) or per chunk
-	HeadUnits int64              // vectors per head
-	InRow     int64              // vectors between consecutive input tokens
-	WalkTotal bool               // HeadAllGather: the walk grows with all tokens
-	Spread    bool               // every rank takes the general entries: see generalSpread
-
-	// The copy-engine mode (Config.Mover): every box this rank moves, in
-	// the Comm's scratch slice, then ulysses_sync.
-	ByCopies bool
-	Copies   []Box
-}
-
 // mulChecked multiplies non-negative factors, reporting false on overflow.
 func mulChecked(factors ...int64) (int64, bool) {
 	p := uint64(1)

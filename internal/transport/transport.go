@@ -25,9 +25,9 @@ type LaunchSpec struct {
 // validation, the plan of each operation (shapes, token counts, capacity,
 // the verdict every rank shares), the buffer's data halves and the views
 // into them, the Into copies, the failure bookkeeping and the order of
-// Close. Connect chooses one and builds it (only it): smTransport (SM
+// Close. Connect chooses one and builds it (only it): ipc.Transport (SM
 // kernels or copy engines writing into the peers over CUDA IPC) or
-// ncclTransport (NCCL's sends and receives). Calls come with the Comm's
+// nccl.Transport (NCCL's sends and receives). Calls come with the Comm's
 // lock held, but wait's.
 type Transport interface {
 	// Connect joins the group: hs are every rank's validated handles, in

@@ -15,7 +15,7 @@ import (
 type peerMapping struct {
 	ptr       driver.DevicePtr
 	ipcOpened bool            // close with cuIpcCloseMemHandle
-	retained  bool            // a same-process peer's buffer: releaseBuffer (buffer.go)
+	retained  bool            // a same-process peer's buffer: device.ReleaseBuffer
 	peerCtx   *driver.Context // retained for a same-process peer on another device
 }
 
@@ -75,7 +75,7 @@ func (p *ipcPeers) mapAll(hs []handle.Handle, self int, own driver.DevicePtr, ne
 		}
 		m, err := p.mapOne(h, need)
 		if err != nil {
-			p.bury() // unmapping may wait for the device: see deviceShare
+			p.bury() // unmapping may wait for the device: see internal/device
 			return api.Wrap(err, "rank %d mapping rank %d's buffer", self, i)
 		}
 		p.m[i] = m

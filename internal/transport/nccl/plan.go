@@ -7,30 +7,15 @@ import (
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
-// ncclXfer is one send or receive of an operation over NCCL: a box of
-// copyPlan, the peer, the round (one NCCL group each) and where it is
-// staged, -1 when it goes straight from the input or into the data half.
-type ncclXfer struct {
-	box   plan.Box
-	peer  int
-	round int
-	stage int64 // offset in the send or the receive region of the staging area
-	input uint64
-}
-
-// ncclPlan is what one operation enqueues: the copies of this rank to
-// itself, then per round the packs, one group of sends and receives in
-// (tensor, peer) order, and the unpacks.
-type ncclPlan struct {
-	own          []ncclXfer
-	sends, recvs []ncclXfer
-	rounds       int
-	scratch      []plan.Box
+// PlanMover plans the boxes every rank sends and receives (planBoxes).
+func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
+	err := t.planBoxes(r, &p, ts)
+	return p, err
 }
 
 // planBoxes plans r's transfers (planMover calls it instead of making the
 // copy-engine plan, before anything is enqueued) from what all ranks share.
-// copyPlan of rank q gives q's boxes: their sizes and their destination
+// plan.Boxes of rank q gives q's boxes: their sizes and their destination
 // side depend only on shared values (shapes, token counts, regions), so
 // this rank knows what q sends it and where it lands. Rounds: each
 // sender's boxes to its peers, in its (tensor, peer) order, fill rounds of

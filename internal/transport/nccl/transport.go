@@ -1,21 +1,17 @@
 package nccl
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/internal/handle"
 	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
 )
 
-// ncclTransport moves the bytes of the copy plans (copyplan.go) with
+// Transport moves the bytes of the copy plans (plan.Boxes) with
 // NCCL's grouped sends and receives on the operation's stream: the box of
 // this rank to itself is a device copy; a peer's box whose side here is
 // contiguous is sent from the input or received into the data half
@@ -60,123 +56,23 @@ const (
 	abortByClose   = 2
 )
 
-// newNCCLTransport prepares the NCCL transport of c with rank 0's id;
-// connect joins the communicator.
-func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
-	t := &Transport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
-		rank: env.Rank, world: env.World, buf: env.Buf, layout: env.Layout, stageBytes: env.Layout.DataBytes}
-	t.timeout.Store(int64(env.Timeout))
-	return t
+// ncclXfer is one send or receive of an operation over NCCL: a box of
+// plan.Boxes, the peer, the round (one NCCL group each) and where it is
+// staged, -1 when it goes straight from the input or into the data half.
+type ncclXfer struct {
+	box   plan.Box
+	peer  int
+	round int
+	stage int64 // offset in the send or the receive region of the staging area
+	input uint64
 }
 
-// Connect allocates the staging area (cuMemAlloc, which waits for
-// nothing) and starts joining the communicator without waiting for the
-// other ranks (a non-blocking NCCL communicator): the first operation, or
-// a wait, finds it ready, bounded by the timeout. The ranks of one process
-// may so Connect one after another from one goroutine.
-func (t *Transport) Connect(hs []handle.Handle) error {
-	if t.world > 1 && t.stageBytes > 0 {
-		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
-		if err != nil {
-			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
-		}
-		t.stage = p
-	}
-	var comm *binding.Comm
-	err := t.env.Ctx.Do(func() error {
-		var err error
-		comm, err = t.lib.InitRank(t.world, t.rank, t.id)
-		return err
-	})
-	if err != nil {
-		return api.WrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.rank), err)
-	}
-	t.mu.Lock()
-	t.comm, t.settling = comm, true
-	t.mu.Unlock()
-	t.lastEnqueue.Store(time.Now().UnixNano())
-	return nil
+// ncclPlan is what one operation enqueues: the copies of this rank to
+// itself, then per round the packs, one group of sends and receives in
+// (tensor, peer) order, and the unpacks.
+type ncclPlan struct {
+	own          []ncclXfer
+	sends, recvs []ncclXfer
+	rounds       int
+	scratch      []plan.Box
 }
-
-// SetTokens has nothing to carry: planBoxes plans each operation with the
-// Comm's counts.
-func (t *Transport) SetTokens(plan.Tokens) {}
-
-func (t *Transport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
-
-// RefreshCaptured has nothing to refresh: no operation is captured.
-func (t *Transport) RefreshCaptured() error { return nil }
-
-// Widths are the kernels': planning picks one, which this transport
-// ignores (NCCL and the copies take any alignment).
-func (t *Transport) Widths() []int { return t.vecs }
-
-func (t *Transport) Kind() api.Transport { return api.TransportNCCL }
-
-// Blocks is 0: NCCL's kernels move the bytes.
-func (t *Transport) Blocks() int { return 0 }
-
-// PlanMover plans the boxes every rank sends and receives (planBoxes).
-func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
-	err := t.planBoxes(r, &p, ts)
-	return p, err
-}
-
-// Pad is only asked for by CaptureGraph, which this transport cannot serve.
-func (t *Transport) Pad(transport.LaunchSpec) error {
-	return fmt.Errorf("a2a: operations over NCCL cannot be captured into a CUDA graph: %w", api.ErrNotSupported)
-}
-
-// Failure is what broke the communicator, or nil.
-func (t *Transport) Failure() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.failed
-}
-
-// Goodbye has no one to tell: NCCL writes only into receives this rank
-// posted, so peers need no word before it frees its buffer. With wait it
-// waits for the queued operations as a Sync does (bounded, aborting past
-// the deadline), so that Close's own wait for the stream that follows
-// cannot hang on a peer that never came.
-func (t *Transport) Goodbye(wait bool) error {
-	if !wait {
-		return nil
-	}
-	return t.Wait(false, 0)
-}
-
-// Abort asks the next poll (or release) to Abort the communicator; the
-// waits of the queued operations end with an *api.AbortedError. It cannot be
-// undone.
-func (t *Transport) Abort(byClose bool) {
-	how := int32(abortByContext)
-	if byClose {
-		how = abortByClose
-	}
-	t.abortAsk.CompareAndSwap(0, how)
-}
-
-// Release ends the communicator (ncclCommDestroy when healthy and idle,
-// ncclCommAbort otherwise) and hands the staging area to the graveyard.
-func (t *Transport) Release() {
-	t.mu.Lock()
-	if t.comm != nil {
-		if t.failed != nil || t.abortAsk.Load() != 0 {
-			_ = t.comm.Abort()
-		} else {
-			_ = t.comm.Destroy()
-		}
-		t.comm = nil
-	}
-	t.mu.Unlock()
-	if p := t.stage; p != 0 {
-		ctx := t.share.Ctx
-		t.share.Bury(device.Release{What: "freeing the NCCL staging", Do: func() error { return ctx.MemFree(p) }})
-		t.stage = 0
-	}
-}
-
-// Rounds is how many NCCL groups the last operation was split into (for
-// tests).
-func (t *Transport) Rounds() int { return t.plan.rounds }

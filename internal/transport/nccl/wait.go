@@ -156,3 +156,15 @@ func (t *Transport) settle() error {
 	}
 	return t.failed
 }
+
+// Goodbye has no one to tell: NCCL writes only into receives this rank
+// posted, so peers need no word before it frees its buffer. With wait it
+// waits for the queued operations as a Sync does (bounded, aborting past
+// the deadline), so that Close's own wait for the stream that follows
+// cannot hang on a peer that never came.
+func (t *Transport) Goodbye(wait bool) error {
+	if !wait {
+		return nil
+	}
+	return t.Wait(false, 0)
+}

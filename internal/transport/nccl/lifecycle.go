@@ -1,0 +1,116 @@
+package nccl
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
+	"github.com/ulysses-go/ulysses/internal/handle"
+	binding "github.com/ulysses-go/ulysses/internal/nccl"
+	"github.com/ulysses-go/ulysses/internal/plan"
+	"github.com/ulysses-go/ulysses/internal/transport"
+)
+
+// newNCCLTransport prepares the NCCL transport of c with rank 0's id;
+// connect joins the communicator.
+func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
+	t := &Transport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
+		rank: env.Rank, world: env.World, buf: env.Buf, layout: env.Layout, stageBytes: env.Layout.DataBytes}
+	t.timeout.Store(int64(env.Timeout))
+	return t
+}
+
+// Connect allocates the staging area (cuMemAlloc, which waits for
+// nothing) and starts joining the communicator without waiting for the
+// other ranks (a non-blocking NCCL communicator): the first operation, or
+// a wait, finds it ready, bounded by the timeout. The ranks of one process
+// may so Connect one after another from one goroutine.
+func (t *Transport) Connect(hs []handle.Handle) error {
+	if t.world > 1 && t.stageBytes > 0 {
+		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
+		if err != nil {
+			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
+		}
+		t.stage = p
+	}
+	var comm *binding.Comm
+	err := t.env.Ctx.Do(func() error {
+		var err error
+		comm, err = t.lib.InitRank(t.world, t.rank, t.id)
+		return err
+	})
+	if err != nil {
+		return api.WrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.rank), err)
+	}
+	t.mu.Lock()
+	t.comm, t.settling = comm, true
+	t.mu.Unlock()
+	t.lastEnqueue.Store(time.Now().UnixNano())
+	return nil
+}
+
+// SetTokens has nothing to carry: planBoxes plans each operation with the
+// Comm's counts.
+func (t *Transport) SetTokens(plan.Tokens) {}
+
+func (t *Transport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
+
+// RefreshCaptured has nothing to refresh: no operation is captured.
+func (t *Transport) RefreshCaptured() error { return nil }
+
+// Widths are the kernels': planning picks one, which this transport
+// ignores (NCCL and the copies take any alignment).
+func (t *Transport) Widths() []int { return t.vecs }
+
+func (t *Transport) Kind() api.Transport { return api.TransportNCCL }
+
+// Blocks is 0: NCCL's kernels move the bytes.
+func (t *Transport) Blocks() int { return 0 }
+
+// Pad is only asked for by CaptureGraph, which this transport cannot serve.
+func (t *Transport) Pad(transport.LaunchSpec) error {
+	return fmt.Errorf("a2a: operations over NCCL cannot be captured into a CUDA graph: %w", api.ErrNotSupported)
+}
+
+// Failure is what broke the communicator, or nil.
+func (t *Transport) Failure() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// Abort asks the next poll (or release) to Abort the communicator; the
+// waits of the queued operations end with an *api.AbortedError. It cannot be
+// undone.
+func (t *Transport) Abort(byClose bool) {
+	how := int32(abortByContext)
+	if byClose {
+		how = abortByClose
+	}
+	t.abortAsk.CompareAndSwap(0, how)
+}
+
+// Release ends the communicator (ncclCommDestroy when healthy and idle,
+// ncclCommAbort otherwise) and hands the staging area to the graveyard.
+func (t *Transport) Release() {
+	t.mu.Lock()
+	if t.comm != nil {
+		if t.failed != nil || t.abortAsk.Load() != 0 {
+			_ = t.comm.Abort()
+		} else {
+			_ = t.comm.Destroy()
+		}
+		t.comm = nil
+	}
+	t.mu.Unlock()
+	if p := t.stage; p != 0 {
+		ctx := t.share.Ctx
+		t.share.Bury(device.Release{What: "freeing the NCCL staging", Do: func() error { return ctx.MemFree(p) }})
+		t.stage = 0
+	}
+}
+
+// Rounds is how many NCCL groups the last operation was split into (for
+// tests).
+func (t *Transport) Rounds() int { return t.plan.rounds }

@@ -1,0 +1,55 @@
+package ptx
+
+import "fmt"
+
+// Entry is the name of a kernel entry point.
+type Entry string
+
+// Op names an operation that has one entry per vector width.
+type Op string
+
+// The operations with per-width entries.
+const (
+	OpSendRecvHeads Op = "send_recv_heads"
+	OpGatherHeads   Op = "gather_heads"
+	OpAllGather     Op = "all_gather"
+)
+
+// Ops lists the operations with per-width entries.
+var Ops = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather}
+
+// OpHeadAllGather gathers heads instead of tokens; it has general entries
+// only.
+const OpHeadAllGather Op = "head_all_gather"
+
+// GeneralOps lists the operations with general entries (GeneralEntryFor):
+// uneven heads, several tensors, inputs with a token stride.
+var GeneralOps = []Op{OpSendRecvHeads, OpGatherHeads, OpHeadAllGather}
+
+// Entries without a vector width that every file holds.
+const (
+	Start Entry = "ulysses_start" // the single-buffer start barrier
+	Close Entry = "ulysses_close" // Close's farewell to the peers
+	Sync  Entry = "ulysses_sync"  // the copy-engine mode's barrier
+)
+
+// vectorWidths lists the copy widths in bytes, widest first. Every file has
+// entries for 16, 8 and 4 bytes and for its own element width.
+var vectorWidths = []int{16, 8, 4, 2, 1}
+
+// EntryFor names the entry of op that copies width-byte vectors.
+func EntryFor(op Op, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_v%d", op, width))
+}
+
+// CapturedEntryFor names EntryFor's twin for operations captured into a
+// CUDA graph, which reads the token counts when it runs.
+func CapturedEntryFor(op Op, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_captured_v%d", op, width))
+}
+
+// GeneralEntryFor names the general entry of op (one of GeneralOps) that
+// copies width-byte vectors; it serves captured operations too.
+func GeneralEntryFor(op Op, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_general_v%d", op, width))
+}

@@ -1,0 +1,32 @@
+package ptx
+
+// File describes one embedded PTX file.
+type File struct {
+	Name      string  // file name in this package
+	ElemBytes int     // element width it was compiled for
+	ISA       string  // PTX ISA version (.version): decides which drivers load it
+	Target    string  // .target of the file
+	ArgsBytes int     // size of the single by-value parameter of every entry
+	Entries   []Entry // entry points, in file order
+}
+
+// HasEntry reports whether f has an entry named e.
+func (f File) HasEntry(e Entry) bool {
+	for _, x := range f.Entries {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// Widths lists the vector widths f has entries for, widest first.
+func (f File) Widths() []int {
+	var w []int
+	for _, v := range vectorWidths {
+		if v >= f.ElemBytes && f.HasEntry(EntryFor(OpSendRecvHeads, v)) {
+			w = append(w, v)
+		}
+	}
+	return w
+}
