@@ -65,6 +65,25 @@ func (s Shape) Prefix(r int) int {
 	return p
 }
 
+// HeadRange returns the contiguous range of heads rank q holds after
+// SendRecvHeads (and holds as GatherHeads' and HeadAllGather's input):
+// count heads from first. Each rank gets H/P heads and the first H mod P
+// ranks one more, so the counts differ by at most one and the ranges tile
+// [0, H) in rank order. It panics if q is not in [0, P).
+func (s Shape) HeadRange(q int) (first, count int) {
+	P := s.World()
+	if q < 0 || q >= P {
+		panic("ref: HeadRange: rank out of range")
+	}
+	base, extra := s.Heads/P, s.Heads%P
+	first = q*base + min(q, extra)
+	count = base
+	if q < extra {
+		count++
+	}
+	return first, count
+}
+
 // HeadsPerRank returns the most heads a rank holds after SendRecvHeads:
 // H/P when P divides H, else H/P + 1 (rank 0's; see HeadRange). It is only
 // meaningful for a valid shape.

@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 )
 
 func main() {
@@ -63,13 +62,6 @@ func commands() []command {
 		{"bench", "time the collectives (and, with --compare nccl, PyTorch + NCCL)", benchMain, func(w io.Writer) { fs, _ := newBenchFlags(false); usageOf(fs, w) }},
 	}
 }
-
-// Exit statuses (see the package comment).
-const (
-	exitFailed = 1
-	exitUsage  = 2
-	exitNoGPU  = 3
-)
 
 // run is the whole program: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -135,9 +127,4 @@ func workerMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "ulysses: worker: unknown command %q\n", args[0])
 	return exitUsage
-}
-
-// oneLine flattens an error into a single line.
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
 }

@@ -173,20 +173,3 @@ func (r *runner) fusedInto(op func(dsts []a2a.Tensor) error, shape [4]int, n int
 	}
 	return Unfuse(all[0], n, shape[2]*shape[3]*r.cs.DType.Size()), nil
 }
-
-// readViews is readView of several outputs of one operation: it waits,
-// reads them all, then poisons the Comm's buffer.
-func (r *runner) readViews(ts []a2a.Tensor) ([][]byte, error) {
-	if err := r.comm.Sync(); err != nil {
-		return nil, err
-	}
-	out := make([][]byte, len(ts))
-	for k, t := range ts {
-		b, err := r.dev.Download(t)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = b
-	}
-	return out, r.dev.Fill(r.comm.Buffer(), r.nextPoison())
-}

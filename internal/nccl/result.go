@@ -3,8 +3,6 @@ package nccl
 import (
 	"errors"
 	"fmt"
-
-	"github.com/ebitengine/purego"
 )
 
 // Result is an ncclResult_t.
@@ -44,27 +42,4 @@ func (e *Error) Error() string {
 func IsCode(err error, code Result) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
-}
-
-// call invokes fn with integer arguments and returns its result. Pointers
-// converted to uintptr in the call's own argument list stay on the heap
-// and alive until it returns (uintptrescapes).
-//
-//go:uintptrescapes
-func (l *Library) call(fn uintptr, args ...uintptr) Result {
-	r, _, _ := purego.SyscallN(fn, args...)
-	return Result(int32(r))
-}
-
-// check turns a result of call into nil or an *Error, with NCCL's last
-// error message for comm (0: none).
-func (l *Library) check(name string, comm uintptr, r Result) error {
-	if r == Success {
-		return nil
-	}
-	e := &Error{Call: name, Code: r, Text: l.errorString(int32(r))}
-	if r != InProgress {
-		e.Detail = l.lastError(comm)
-	}
-	return e
 }
