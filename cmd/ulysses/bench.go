@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
@@ -81,7 +82,21 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")
 	}
-	return p, nil
+	if err := o.checkSizes(p); err != nil {
+		return p, err
+	}
+	return p, checkWritable("--json", o.json)
+}
+
+// checkSizes refuses, before anything runs, a size that holds no whole
+// token for some dtype (B*H*D*elem bytes each).
+func (o *benchOpts) checkSizes(p benchPlan) error {
+	for _, dt := range p.dtypes {
+		if _, notes := sizePlans(p.sizes, o.batch, o.heads, o.headDim, dt); len(notes) > 0 {
+			return fmt.Errorf("--bytes: %s", strings.Replace(notes[0], " skipped:", ":", 1))
+		}
+	}
+	return nil
 }
 
 func parseOps(s string) ([]benchOp, error) {
@@ -108,8 +123,8 @@ func parseSMs(s string) ([]int, error) {
 	var out []int
 	for _, f := range splitList(s) {
 		var n int
-		if _, err := fmt.Sscan(f, &n); err != nil || n < 0 || n > 1024 || fmt.Sprint(n) != f {
-			return nil, fmt.Errorf("bad SM count %q: want 0 (all) to 1024", f)
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 0 || n > maxSMs || fmt.Sprint(n) != f {
+			return nil, fmt.Errorf("bad SM count %q: want 0 (all) to %d", f, maxSMs)
 		}
 		out = append(out, n)
 	}

@@ -144,8 +144,8 @@ func (o *checkOpts) plan() (checkPlan, error) {
 	if p.cfg.Transport, err = parseTransport(o.group.transport); err != nil {
 		return p, err
 	}
-	if o.sms < 0 {
-		return p, fmt.Errorf("--sms %d is negative", o.sms)
+	if o.sms < 0 || o.sms > maxSMs {
+		return p, fmt.Errorf("--sms %d: want 0 (all) to %d", o.sms, maxSMs)
 	}
 	p.cfg.NumSMs = o.sms
 	return p, nil

@@ -1,6 +1,13 @@
 package main
 
-import "strings"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
+)
 
 // Exit statuses (see the package comment).
 const (
@@ -12,4 +19,21 @@ const (
 // oneLine flattens an error into a single line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// maxSMs is the most thread blocks (one per SM) a Comm runs
+// (a2a.Config.NumSMs).
+const maxSMs = kernelabi.MaxBlocks
+
+// checkWritable refuses, before anything runs, an output file that cannot
+// be created (a missing directory, say); "" is no file.
+func checkWritable(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("%s %s: directory %s does not exist", flagName, path, dir)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -28,6 +29,9 @@ func infoMain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	sys, err := a2a.System()
+	if err != nil && o.json {
+		return jsonError(stdout, stderr, err)
+	}
 	if err != nil {
 		return systemError(stderr, err)
 	}
@@ -44,19 +48,62 @@ func infoMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// systemError reports a failed a2a.System (or other driver step) as one line
-// and returns the exit status 1.
+// systemError reports a failed a2a.System (or other driver step) as one
+// short line, with what to do where the driver or a GPU is missing, and
+// returns the exit status.
 func systemError(stderr io.Writer, err error) int {
+	msg, code := systemMessage(err)
+	fmt.Fprintln(stderr, "ulysses: "+msg)
+	return code
+}
+
+// jsonError is systemError for info --json: the same line on stderr, and
+// {"error": ..., "exit": ...} on stdout, so that a reader of the JSON
+// learns why there is none.
+func jsonError(stdout, stderr io.Writer, err error) int {
+	code := systemError(stderr, err)
+	msg, _ := systemMessage(err)
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+		Exit  int    `json:"exit"`
+	}{msg, code})
+	fmt.Fprintln(stdout, string(b))
+	return code
+}
+
+// systemMessage is systemError's line and exit status.
+func systemMessage(err error) (string, int) {
 	switch {
 	case errors.Is(err, a2a.ErrNoDriver):
-		fmt.Fprintf(stderr, "ulysses: no CUDA driver: %s\n", oneLine(err))
+		return "no CUDA driver (" + rootCause(err) + "): install the NVIDIA driver, which provides libcuda.so.1", exitNoGPU
 	case errors.Is(err, a2a.ErrNoDevice):
-		fmt.Fprintf(stderr, "ulysses: no GPU: %s\n", oneLine(err))
-	default:
-		fmt.Fprintf(stderr, "ulysses: %s\n", oneLine(err))
-		return exitFailed
+		return "no GPU (" + rootCause(err) + "): run on a machine with an NVIDIA GPU, or check CUDA_VISIBLE_DEVICES", exitNoGPU
 	}
-	return exitNoGPU
+	return oneLine(err), exitFailed
+}
+
+// rootCause is the text of the innermost error of err's chain (the
+// driver's own words), on one line.
+func rootCause(err error) string {
+	for {
+		var next error
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			next = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			if es := u.Unwrap(); len(es) > 0 {
+				next = es[len(es)-1]
+			}
+		}
+		if next == nil {
+			s := oneLine(err)
+			if i := strings.LastIndex(s, ": "); i >= 0 {
+				s = s[i+2:]
+			}
+			return s
+		}
+		err = next
+	}
 }
 
 // driverVersion formats the driver's CUDA version: 13000 -> "13.0", 12040 -> "12.4".

@@ -94,6 +94,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "  %-6s %s\n", "help", "show this list, or a command's flags (ulysses help <command>)")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "exit status: 0 success, %d a check or benchmark failed, %d bad usage (every flag is\nchecked before the driver loads), %d no CUDA driver or no GPU\n", exitFailed, exitUsage, exitNoGPU)
 }
 
 func helpMain(args []string, stdout, stderr io.Writer) int {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -27,7 +28,45 @@ func TestInfoWithoutGPU(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
 	require.Len(t, lines, 1, "stderr: %q", stderr)
 	assert.True(t, strings.HasPrefix(lines[0], "ulysses: no "), lines[0])
-	assert.Contains(t, lines[0], "driver")
+	assert.Contains(t, lines[0], "NVIDIA", "says what to do")
+	assert.Less(t, len(lines[0]), 160, "one short line")
+	assert.LessOrEqual(t, strings.Count(lines[0], "CUDA driver"), 1, "names the driver once: %s", lines[0])
+
+	code, stdout, _ = runArgs("info", "--json")
+	assert.Equal(t, exitNoGPU, code)
+	var obj struct {
+		Error string `json:"error"`
+		Exit  int    `json:"exit"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &obj), "info --json writes a JSON error object: %q", stdout)
+	assert.Equal(t, exitNoGPU, obj.Exit)
+	assert.NotEmpty(t, obj.Error)
+}
+
+// Every flag is checked before the driver loads: a bad one gives one line
+// and exit 2 (exit 3 would mean the driver was asked first).
+func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--sms", "100000"}, "--sms 100000: want 0 (all) to 1024"},
+		{[]string{"bench", "--sms", "8,5000"}, "bad SM count \"5000\""},
+		{[]string{"bench", "--bytes", "1K"}, "1024 bytes is not a positive multiple of B*H*D*elem = 8192 bytes"},
+		{[]string{"bench", "--json", "/nonexistent/dir/out.json"}, "directory /nonexistent/dir does not exist"},
+		{[]string{"check", "--dtypes", "int8"}, "want bf16, fp16, fp8 or fp8e5m2"},
+	} {
+		code, stdout, stderr := runArgs(tc.args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)
+		assert.Empty(t, stdout, "%v", tc.args)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %q", tc.args, stderr)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+	// The dtypes are read first, in any case; the bad --sms after them
+	// stops the run before anything starts.
+	code, _, stderr := runArgs("check", "--dtypes", "BF16,FP8", "--sms", "-1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--sms -1", "dtype names in any case: %s", stderr)
 }
 
 func TestUsage(t *testing.T) {

@@ -1,6 +1,9 @@
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // DType is the element type of a tensor. The collectives only move bytes,
 // so types of the same width share one kernel.
@@ -43,9 +46,10 @@ func (d DType) String() string {
 // Valid reports whether d is one of the supported types.
 func (d DType) Valid() bool { return d.Size() != 0 }
 
-// ParseDType reads a name as printed by String ("fp8" is taken as fp8e4m3).
+// ParseDType reads a name as printed by String, in any case ("fp8" is
+// taken as fp8e4m3).
 func ParseDType(s string) (DType, error) {
-	switch s {
+	switch strings.ToLower(s) {
 	case "bf16", "bfloat16":
 		return BFloat16, nil
 	case "fp16", "float16", "half":
@@ -55,5 +59,5 @@ func ParseDType(s string) (DType, error) {
 	case "fp8e5m2", "float8_e5m2":
 		return Float8E5M2, nil
 	}
-	return 0, fmt.Errorf("a2a: unknown dtype %q: %w", s, ErrDType)
+	return 0, fmt.Errorf("a2a: unknown dtype %q (want bf16, fp16, fp8 or fp8e5m2): %w", s, ErrDType)
 }

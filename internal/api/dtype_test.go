@@ -60,12 +60,22 @@ func TestParseDTypeAliases(t *testing.T) {
 }
 
 func TestParseDTypeUnknown(t *testing.T) {
-	for _, s := range []string{"", "fp32", "BF16", "bf16 ", "float8", "DType(0)", "int8"} {
+	for _, s := range []string{"", "fp32", "bf16 ", "float8", "DType(0)", "int8"} {
 		d, err := ParseDType(s)
 		require.Error(t, err, "%q", s)
 		assert.ErrorIs(t, err, ErrDType, "%q", s)
 		assert.Contains(t, err.Error(), "unknown dtype", "%q", s)
+		assert.Contains(t, err.Error(), "want bf16, fp16, fp8 or fp8e5m2", "the valid names, %q", s)
 		assert.Equal(t, DType(0), d, "%q", s)
 		assert.False(t, d.Valid())
+	}
+}
+
+// Names are read in any case.
+func TestParseDTypeAnyCase(t *testing.T) {
+	for s, want := range map[string]DType{"BF16": BFloat16, "BFloat16": BFloat16, "FP8": Float8E4M3, "Fp8E5M2": Float8E5M2, "HALF": Float16} {
+		got, err := ParseDType(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, want, got, s)
 	}
 }
