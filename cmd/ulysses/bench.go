@@ -35,6 +35,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.IntVar(&o.rotate, "rotate", 4, "distinct inputs used in turn (so the L2 cache does not flatter small sizes)")
 	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
 	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
+	fs.StringVar(&o.plot, "plot", "", "also draw the times against size into this SVG file (and, over several --sms, against SMs into FILE-sms.svg); ulysses plot redraws from --json")
 	fs.BoolVar(&o.overlap, "overlap", false,
 		"also time each operation back to back while a compute-bound kernel of the bench's own (one "+strconv.Itoa(burnThreads)+"-thread block per SM) runs beside it, and report both slowdowns")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
@@ -85,7 +86,7 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	if err := o.checkSizes(p); err != nil {
 		return p, err
 	}
-	return p, checkWritable("--json", o.json)
+	return p, errorsOf(checkWritable("--json", o.json), checkWritable("--plot", o.plot))
 }
 
 // checkSizes refuses, before anything runs, a size that holds no whole
@@ -266,7 +267,22 @@ func reportBench(ctx context.Context, start time.Time, world int, res *benchResu
 			return exitFailed
 		}
 	}
+	if o.plot != "" {
+		if err := writePlots(&rep, "", o.plot, smsPlotPath(o.plot, plan)); err != nil {
+			fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
+			return exitFailed
+		}
+	}
 	return code
+}
+
+// smsPlotPath is where bench --plot draws the SM sweep: beside the size
+// figure, or nowhere when one SM count was timed.
+func smsPlotPath(path string, plan benchPlan) string {
+	if len(plan.sms) < 2 {
+		return ""
+	}
+	return strings.TrimSuffix(path, ".svg") + "-sms.svg"
 }
 
 // writeBenchTable prints the header line, the ulysses table and the notes.

@@ -10,6 +10,7 @@ type benchOpts struct {
 	warmup, iters, rotate int
 	graphOps              int
 	json, compare, mover  string
+	plot                  string // --plot: the SVG of the times against size
 	singleProcess         bool
 	overlap               bool
 	results               string // worker only: where rank 0 writes its results

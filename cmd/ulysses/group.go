@@ -41,6 +41,12 @@ func usageOf(fs *flag.FlagSet, w io.Writer) {
 // parseFlags parses args into fs, reporting errors on stderr. ok is false
 // when the caller should return code (0 after -h, 2 on bad usage).
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	return parseFlagsArgs(fs, args, stderr, 0)
+}
+
+// parseFlagsArgs is parseFlags for a command that takes nargs arguments
+// after its flags.
+func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, nargs int) (code int, ok bool) {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	fs.SetOutput(stderr)
@@ -53,8 +59,8 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok
 		fs.Usage()
 		return exitUsage, false
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+	if fs.NArg() > nargs {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(nargs))
 		return exitUsage, false
 	}
 	return 0, true

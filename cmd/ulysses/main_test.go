@@ -55,6 +55,7 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 		{[]string{"bench", "--bytes", "1K"}, "1024 bytes is not a positive multiple of B*H*D*elem = 8192 bytes"},
 		{[]string{"bench", "--json", "/nonexistent/dir/out.json"}, "directory /nonexistent/dir does not exist"},
 		{[]string{"check", "--dtypes", "int8"}, "want bf16, fp16, fp8 or fp8e5m2"},
+		{[]string{"bench", "--plot", "/nonexistent/dir/b.svg"}, "directory /nonexistent/dir does not exist"},
 	} {
 		code, stdout, stderr := runArgs(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// plotOpts are the flags of ulysses plot.
+type plotOpts struct {
+	out, smsOut, dtype string
+}
+
+func newPlotFlags() (*flag.FlagSet, *plotOpts) {
+	o := &plotOpts{}
+	fs := newFlagSet("plot", "ulysses plot [-o FILE.svg] [--sms-o FILE.svg] [--dtype bf16] BENCH.json",
+		"Draws a bench --json file: the median time of each operation against the bytes per rank\n"+
+			"(log-log), with PyTorch + NCCL and the NVLink floor where the file has them; with --sms-o,\n"+
+			"the time against the SMs the kernels use, one line per size.")
+	fs.StringVar(&o.out, "o", "bench.svg", "the figure of time against size")
+	fs.StringVar(&o.smsOut, "sms-o", "", "also this figure of time against SMs (needs a bench run over several --sms)")
+	fs.StringVar(&o.dtype, "dtype", "", "the element type to draw (default: the file's first)")
+	return fs, o
+}
+
+func plotMain(args []string, stdout, stderr io.Writer) int {
+	fs, o := newPlotFlags()
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // the file first, then the flags
+		args = append(slices.Clone(args[1:]), args[0])
+	}
+	if code, ok := parseFlagsArgs(fs, args, stderr, 1); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "plot: want one bench --json file")
+		return exitUsage
+	}
+	if err := errorsOf(checkWritable("-o", o.out), checkWritable("--sms-o", o.smsOut)); err != nil {
+		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
+		return exitUsage
+	}
+	rep, err := readReport(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
+		return exitUsage
+	}
+	if err := writePlots(rep, o.dtype, o.out, o.smsOut); err != nil {
+		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
+		return exitFailed
+	}
+	return 0
+}
+
+// errorsOf is the first error that is not nil.
+func errorsOf(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readReport reads a bench --json file.
+func readReport(path string) (*benchReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep benchReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rep.Rows) == 0 {
+		return nil, fmt.Errorf("%s: no rows", path)
+	}
+	return &rep, nil
+}
+
+// writePlots draws rep's times against size into out and, when smsOut
+// is set, against SMs into smsOut.
+func writePlots(rep *benchReport, dtype, out, smsOut string) error {
+	if dtype == "" {
+		dtype = rep.Rows[0].DType
+	}
+	svg, err := sizeFigure(rep, dtype)
+	if err == nil {
+		err = os.WriteFile(out, svg, 0o644)
+	}
+	if err != nil || smsOut == "" {
+		return err
+	}
+	if svg, err = smsFigure(rep, dtype); err == nil {
+		err = os.WriteFile(smsOut, svg, 0o644)
+	}
+	return err
+}
+
+// reportOps are the operations of rep's ulysses rows, in their order.
+func reportOps(rep *benchReport) []string {
+	var ops []string
+	for _, r := range rep.Rows {
+		if !slices.Contains(ops, r.Op) {
+			ops = append(ops, r.Op)
+		}
+	}
+	return ops
+}
+
+// sizeFigure is one panel per operation: ulysses' median on all SMs,
+// PyTorch + NCCL's and the NVLink floor against the bytes per rank.
+func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
+	ops := reportOps(rep)
+	var panels []*plot.Plot
+	for _, op := range ops {
+		p := logLogPlot(op, "bytes per rank", "median time (us)")
+		var ours, floor, nccl plotter.XYs
+		for _, r := range rep.Rows {
+			if r.Op == op && r.DType == dtype && r.SMs == 0 && r.MedianUS > 0 {
+				ours = append(ours, plotter.XY{X: float64(r.BytesPerRank), Y: r.MedianUS})
+				if r.FloorUS > 0 {
+					floor = append(floor, plotter.XY{X: float64(r.BytesPerRank), Y: r.FloorUS})
+				}
+			}
+		}
+		for _, n := range rep.NCCL {
+			if n.Op == op && n.DType == dtype && n.MedianUS != nil {
+				nccl = append(nccl, plotter.XY{X: float64(n.BytesPerRank), Y: *n.MedianUS})
+			}
+		}
+		lines := []any{"ulysses", ours}
+		if len(nccl) > 0 {
+			lines = append(lines, "PyTorch + NCCL", nccl)
+		}
+		if len(floor) > 0 {
+			lines = append(lines, "NVLink floor", floor)
+		}
+		if err := plotutil.AddLinePoints(p, lines...); err != nil {
+			return nil, err
+		}
+		// Room for the legend above the lines, and for the last label.
+		p.Y.Max *= 12
+		p.X.Min, p.X.Max = p.X.Min/1.4, p.X.Max*1.6
+		panels = append(panels, p)
+	}
+	return tiled(panels, fmt.Sprintf("%s, %d ranks, %s", dtype, rep.World, gpuName(rep)))
+}
+
+// smsFigure is one panel per operation: ulysses' median against the SMs
+// its kernels used (the blocks they ran), one line per size.
+func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
+	var panels []*plot.Plot
+	for _, op := range reportOps(rep) {
+		p := logLogPlot(op, "SMs (thread blocks)", "median time (us)")
+		p.X.Scale = plot.LinearScale{}
+		p.Legend.Left = false
+		bySize := map[int64]plotter.XYs{}
+		var sizes []int64
+		for _, r := range rep.Rows {
+			if r.Op != op || r.DType != dtype || r.MedianUS <= 0 {
+				continue
+			}
+			if _, ok := bySize[r.BytesPerRank]; !ok {
+				sizes = append(sizes, r.BytesPerRank)
+			}
+			bySize[r.BytesPerRank] = append(bySize[r.BytesPerRank], plotter.XY{X: float64(r.Blocks), Y: r.MedianUS})
+		}
+		var lines []any
+		for _, s := range sizes {
+			xy := bySize[s]
+			slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
+			lines = append(lines, formatBytes(float64(s)), xy)
+		}
+		if err := plotutil.AddLinePoints(p, lines...); err != nil {
+			return nil, err
+		}
+		p.X.Tick.Marker = blocksTicks(rep, op)
+		p.Y.Max *= 8
+		p.X.Max += 8
+		panels = append(panels, p)
+	}
+	return tiled(panels, fmt.Sprintf("%s, %d ranks, %s: the SMs' share", dtype, rep.World, gpuName(rep)))
+}
+
+// blocksTicks marks the SM counts rep timed op with.
+func blocksTicks(rep *benchReport, op string) plot.ConstantTicks {
+	var ts plot.ConstantTicks
+	for _, r := range rep.Rows {
+		if r.Op == op && !slices.ContainsFunc(ts, func(t plot.Tick) bool { return t.Value == float64(r.Blocks) }) {
+			ts = append(ts, plot.Tick{Value: float64(r.Blocks), Label: fmt.Sprint(r.Blocks)})
+		}
+	}
+	return ts
+}
+
+// logLogPlot is an empty plot with log axes.
+func logLogPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text, p.Y.Label.Text = x, y
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker = bytesTicks{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = 0.1*vg.Inch, -0.1*vg.Inch
+	return p
+}
+
+// bytesTicks labels powers of two of bytes (128 KiB, 1 MiB, ...) between
+// the axis' ends.
+type bytesTicks struct{}
+
+func (bytesTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := 1024.0; v <= hi*1.001; v *= 2 {
+		if v < lo*0.999 {
+			continue
+		}
+		label := ""
+		if l := formatBytes(v); strings.HasPrefix(l, "1 ") || strings.HasPrefix(l, "8 ") || strings.HasPrefix(l, "128 ") {
+			label = l
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: label})
+	}
+	return ts
+}
+
+// tiled draws panels side by side under a title, as SVG.
+func tiled(panels []*plot.Plot, title string) ([]byte, error) {
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("nothing to draw")
+	}
+	const w, h = 4 * vg.Inch, 3.6 * vg.Inch
+	img := vgsvg.New(vg.Length(len(panels))*w, h+0.4*vg.Inch)
+	dc := draw.New(img)
+	sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, 13), Handler: plot.DefaultTextHandler}
+	dc.FillText(sty, vg.Point{X: 0.3 * vg.Inch, Y: h + 0.15*vg.Inch}, title)
+	grid := [][]*plot.Plot{panels}
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Millimeter * 4, PadTop: 0.4 * vg.Inch}
+	for j, c := range plot.Align(grid, tiles, dc)[0] {
+		panels[j].Draw(c)
+	}
+	var buf bytes.Buffer
+	if _, err := img.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// gpuName is the report's first GPU, or "".
+func gpuName(rep *benchReport) string {
+	if len(rep.GPUs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d x %s", len(rep.GPUs), rep.GPUs[0])
+}

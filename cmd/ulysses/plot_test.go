@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A bench --json file of two GPUs with PyTorch + NCCL beside it, and one
+// over three SM counts: plot draws both figures, with a panel per
+// operation, the three lines and the sizes.
+func TestPlotFromJSON(t *testing.T) {
+	dir := t.TempDir()
+	out, sms := filepath.Join(dir, "b.svg"), filepath.Join(dir, "s.svg")
+	code, _, stderr := runArgs("plot", "../../docs/bench/2026-11-30-h200x2-run39-kernels-nccl.json", "-o", out, "--sms-o", sms)
+	require.Equal(t, 0, code, stderr)
+	for path, want := range map[string][]string{
+		out: {"send_recv_heads", "gather_heads", "all_gather", "ulysses", "PyTorch + NCCL", "NVLink floor", "128 MiB", "2 x NVIDIA H200"},
+		sms: {"send_recv_heads", "SMs (thread blocks)", "128 KiB", "128 MiB", ">16<", ">132<"},
+	} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		svg := string(b)
+		assert.True(t, strings.HasPrefix(svg, "<?xml"), "%s is SVG", path)
+		for _, w := range want {
+			assert.Contains(t, svg, w, "%s", path)
+		}
+	}
+}
+
+// Bad usage gives exit 2 and one line, before anything is read or drawn.
+func TestPlotUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"plot"},
+		{"plot", "/nonexistent.json"},
+		{"plot", "../../docs/bench/2026-11-30-h200x2-run59-ipc-record.json", "-o", "/nonexistent/dir/b.svg"},
+		{"plot", "a.json", "b.json"},
+	} {
+		code, stdout, stderr := runArgs(args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		assert.Empty(t, stdout, "%v", args)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %q", args, stderr)
+	}
+}
