@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -209,13 +210,15 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	fmt.Fprintf(stderr, "bench: %d ranks on %d GPUs, B=%d H=%d D=%d\n", world, len(sys.Devices), o.batch, o.heads, o.headDim)
 	var res *benchResults
+	prog := newProgress(stderr, stderr, "bench: rows", len(plan.dtypes)*len(plan.sms)*len(plan.sizes)*len(plan.ops), isRowLine)
 	if o.singleProcess {
-		res, err = benchInProcess(o, plan, devices, stderr)
-	} else if _, err = startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, stderr); err == nil {
+		res, err = benchInProcess(o, plan, devices, prog)
+	} else if _, err = startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, prog); err == nil {
 		if res, err = readResults(resultsPath); err != nil {
 			err = fmt.Errorf("reading rank 0's results: %w", err)
 		}
 	}
+	prog.finish()
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: %s\n", oneLine(err))
 		return exitFailed
@@ -274,6 +277,13 @@ func reportBench(ctx context.Context, start time.Time, world int, res *benchResu
 		}
 	}
 	return code
+}
+
+// isRowLine reports whether a line of the ranks' output is a row's
+// median: rank 0's, or one from this process.
+func isRowLine(line []byte) bool {
+	return bytes.Contains(line, []byte(": median ")) &&
+		(bytes.HasPrefix(line, []byte("[rank 0] ")) || !bytes.HasPrefix(line, []byte("[rank ")))
 }
 
 // smsPlotPath is where bench --plot draws the SM sweep: beside the size

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -62,7 +63,9 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs\n", world, len(sys.Devices))
 	ctx, stop := signalContext()
 	defer stop()
-	results, err := startRanks(ctx, "check", args, devices, stdout)
+	prog := newProgress(stdout, stderr, "check: cases", world*checkSteps(world, plan.dtypes), isCaseLine)
+	results, err := startRanks(ctx, "check", args, devices, prog)
+	prog.finish()
 	passed, failed := countResults(results)
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
@@ -88,6 +91,21 @@ func checkHere(o *checkOpts, plan checkPlan, gpus int, stdout, stderr io.Writer)
 		fmt.Fprintf(stdout, "check: rank %d passed\n", m.rank)
 	}
 	return code
+}
+
+// checkSteps is how many PASS or FAIL lines one rank prints: every case
+// of every dtype and the back-to-back run after them.
+func checkSteps(world int, dtypes []a2a.DType) int {
+	n := 0
+	for _, dt := range dtypes {
+		n += len(checkCases(world, dt)) + 1
+	}
+	return n
+}
+
+// isCaseLine reports whether a line of the ranks' output ends a case.
+func isCaseLine(line []byte) bool {
+	return bytes.Contains(line, []byte("] PASS ")) || bytes.Contains(line, []byte("] FAIL "))
 }
 
 // countResults counts the PASS and FAIL lines of every rank's output.
