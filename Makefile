@@ -44,6 +44,8 @@ gpu-bin:
 	$(GO) test -c -o $(GPU_BIN)/nccl.test ./internal/nccl
 	$(GO) build -o $(GPU_BIN)/ulysses ./cmd/ulysses
 	$(GO) test -c -o $(GPU_BIN)/join.test ./examples/join
+	$(GO) test -c -o $(GPU_BIN)/group.test ./examples/group
+	$(GO) test -c -o $(GPU_BIN)/graph.test ./examples/graph
 	$(GO) build -o $(GPU_BIN)/join ./examples/join
 	cp bench/nccl_bench.py $(GPU_BIN)/
 	cd cuinterop && CGO_ENABLED=1 CGO_LDFLAGS="-L$(CUDA_STUBS)" $(GO) test -c -o $(abspath $(GPU_BIN))/cuinterop.test .
