@@ -176,6 +176,7 @@ func (s *Share) Add(m *Member) {
 	s.mu.Unlock()
 }
 
+// Remove forgets m, before its stream and tail are destroyed.
 func (s *Share) Remove(m *Member) {
 	s.mu.Lock()
 	delete(s.members, m)

@@ -51,8 +51,11 @@ type Layout struct {
 	Total     int64
 }
 
+// AlignUp rounds n up to a multiple of a.
 func AlignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
+// NewLayout places a buffer of halves (1 or 2) data halves of dataBytes
+// each, then the signal area and the local state, each region aligned.
 func NewLayout(dataBytes int64, halves int64) Layout {
 	l := Layout{DataBytes: dataBytes}
 	if halves == 2 {

@@ -35,6 +35,8 @@ type Tokens struct {
 	Hash   uint32 // of the counts: part of every operation's signature
 }
 
+// NewTokens records counts (checked by CheckTokenCounts) with their
+// prefix sums and hash.
 func NewTokens(counts []int) Tokens {
 	ts := Tokens{Counts: append([]int(nil), counts...), Prefix: make([]int, len(counts)+1), Hash: fnvOffset}
 	for i, c := range counts {
@@ -44,6 +46,7 @@ func NewTokens(counts []int) Tokens {
 	return ts
 }
 
+// Total is T, the tokens of all ranks.
 func (ts Tokens) Total() int { return ts.Prefix[len(ts.Counts)] }
 
 // Most is the largest count of one rank.

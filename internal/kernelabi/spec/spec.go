@@ -26,6 +26,7 @@ type Scalar struct {
 	Size  int64
 }
 
+// The scalars members are made of.
 var (
 	U32 = Scalar{"u32", "uint32", 4}
 	I32 = Scalar{"int", "int32", 4}

@@ -55,6 +55,9 @@ func New(env *transport.Env) (*Transport, error) {
 	return t, nil
 }
 
+// Connect checks that every pair of the group's GPUs can reach each
+// other, maps every peer's buffer (over CUDA IPC, or by pointer in this
+// process), and takes the group's least number of blocks.
 func (t *Transport) Connect(hs []handle.Handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
@@ -90,8 +93,11 @@ func mostOnOneGPU(hs []handle.Handle) int {
 	return most
 }
 
+// Kind is TransportIPC.
 func (t *Transport) Kind() api.Transport { return api.TransportIPC }
 
+// Blocks is the group's number of thread blocks (this rank's wish before
+// Connect).
 func (t *Transport) Blocks() int { return t.nblocks }
 
 // SetTokens puts the counts in the argument of later launches and stages
@@ -127,10 +133,14 @@ func (t *Transport) RefreshCaptured() error {
 	return nil
 }
 
+// SetTimeout bounds the kernels' waits of later launches.
 func (t *Transport) SetTimeout(d time.Duration) { t.args.TimeoutNs = uint64(d.Nanoseconds()) }
 
+// Widths are the vector widths of the loaded kernels, widest first.
 func (t *Transport) Widths() []int { return t.k.Widths }
 
+// Release hands the peer mappings, the status word, the token table and
+// the copy streams to the share's graveyard.
 func (t *Transport) Release() {
 	t.peers.bury()
 	ctx := t.share.Ctx

@@ -54,6 +54,7 @@ func (t *Transport) Connect(hs []handle.Handle) error {
 // Comm's counts.
 func (t *Transport) SetTokens(plan.Tokens) {}
 
+// SetTimeout bounds the waits of later operations.
 func (t *Transport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
 
 // RefreshCaptured has nothing to refresh: no operation is captured.
@@ -63,6 +64,7 @@ func (t *Transport) RefreshCaptured() error { return nil }
 // ignores (NCCL and the copies take any alignment).
 func (t *Transport) Widths() []int { return t.vecs }
 
+// Kind is TransportNCCL.
 func (t *Transport) Kind() api.Transport { return api.TransportNCCL }
 
 // Blocks is 0: NCCL's kernels move the bytes.
