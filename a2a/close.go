@@ -98,7 +98,7 @@ func (c *Comm) release() error {
 		c.t.Release()
 	}
 	if c.buf != 0 {
-		// Freed once no Comm of this process maps it any more (buffer.go).
+		// Freed once no Comm of this process maps it any more (internal/device/buffers.go).
 		if err := device.ReleaseBuffer(c.buf, true); err != nil {
 			errs = append(errs, err)
 		}

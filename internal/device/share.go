@@ -81,7 +81,7 @@ func Acquire(drv *driver.Driver, ordinal int) (*Share, error) {
 }
 
 // Hold takes another reference of s for a caller that already holds one
-// (a buffer of one of its Comms: see buffer.go); put drops it.
+// (a buffer of one of its Comms: see buffers.go); Put drops it.
 func (s *Share) Hold() {
 	s.mu.Lock()
 	s.refs++
@@ -169,7 +169,7 @@ type Member struct {
 	Owner  any // what the member stands for, for Members' callers
 }
 
-// Add and Remove keep the set of live members.
+// Add records m as a live member of s.
 func (s *Share) Add(m *Member) {
 	s.mu.Lock()
 	s.members[m] = struct{}{}

@@ -15,10 +15,11 @@ import (
 	"github.com/ulysses-go/ulysses/internal/transport"
 )
 
-// newSMTransport prepares the transport of a Comm whose buffer is buf with
-// layout l, on stream, running blocks blocks (its wish: connect takes the
-// group's least): it allocates the status word and the staging of the
-// live token table (pinned host memory, which waits for nothing).
+// New prepares the transport of env's Comm (its buffer, layout, stream
+// and wish of blocks, which Connect lowers to the group's least): it
+// allocates the status word and the staging of the live token table
+// (pinned host memory, which waits for nothing), and the copy streams
+// unless the kernels alone move the bytes.
 func New(env *transport.Env) (*Transport, error) {
 	buf, l := env.Buf, env.Layout
 	t := &Transport{env: env, share: env.Share, stream: env.Stream, k: env.Share.Kernels[env.DType.Size()],

@@ -12,8 +12,8 @@ import (
 	"github.com/ulysses-go/ulysses/internal/transport"
 )
 
-// newNCCLTransport prepares the NCCL transport of c with rank 0's id;
-// connect joins the communicator.
+// New prepares the NCCL transport of env's Comm with rank 0's id;
+// Connect joins the communicator.
 func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
 	t := &Transport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
 		rank: env.Rank, world: env.World, buf: env.Buf, layout: env.Layout, stageBytes: env.Layout.DataBytes}
