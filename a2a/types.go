@@ -130,7 +130,7 @@ const (
 	// MoverAuto takes the copy engines for an operation whose largest rank
 	// moves at least the size from which they were measured as fast as
 	// the kernels, when every rank of the group is in this process, and
-	// the kernels otherwise (autoCopyBytes). Ranks agree without asking:
+	// the kernels otherwise (internal/plan.AutoCopyBytes). Ranks agree without asking:
 	// both depend only on what every rank knows alike. It costs what
 	// MoverCopyEngines costs.
 	MoverAuto = api.MoverAuto

@@ -41,7 +41,7 @@ func Single(op ptx.Op, x api.Tensor) Request {
 	return Request{Op: op, Xs: [MaxTensors]api.Tensor{x}, N: 1}
 }
 
-// NeedsGeneral reports whether the request needs the NeedsGeneral entries: several
+// NeedsGeneral reports whether the request needs the general entries: several
 // tensors, heads the world size does not divide, a token stride, or an
 // operation that has no other.
 func (r Request) NeedsGeneral(world int) bool {

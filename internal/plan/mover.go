@@ -34,6 +34,6 @@ func AutoCopyBytes(op ptx.Op) int64 {
 	return 0
 }
 
-// AutoCopyOverride, when not 0, replaces autoCopyBytes for every
+// AutoCopyOverride, when not 0, replaces AutoCopyBytes for every
 // operation: tests set it to make MoverAuto switch between small sizes.
 var AutoCopyOverride atomic.Int64

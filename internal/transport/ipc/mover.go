@@ -8,7 +8,7 @@ import (
 
 // moverFor is what moves an operation of op whose largest rank walks
 // groupBytes: the kernels when captured, else the Config's choice, with
-// MoverAuto resolved as autoCopyBytes says.
+// MoverAuto resolved as plan.AutoCopyBytes says.
 func (t *Transport) moverFor(op ptx.Op, groupBytes int64, captured bool) api.Mover {
 	switch {
 	case captured:

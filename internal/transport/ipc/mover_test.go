@@ -12,7 +12,7 @@ import (
 
 // TestMoverFor: captured operations take the kernels, a fixed Mover is
 // kept, and MoverAuto takes the copy engines only in one process and
-// from autoCopyBytes on, for the operations where they were faster.
+// from AutoCopyBytes on, for the operations where they were faster.
 func TestMoverFor(t *testing.T) {
 	big := plan.AutoCopyBytes(ptx.OpSendRecvHeads)
 	assert.Positive(t, big)
