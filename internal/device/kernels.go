@@ -19,7 +19,7 @@ type Kernels struct {
 	// Captured holds the ops' twins for Captured operations, which read
 	// the token counts from the live table when a graph replays them.
 	Captured entryTable
-	// General holds the General entries of ptx.GeneralOps: uneven heads,
+	// General holds the general entries of ptx.GeneralOps: uneven heads,
 	// several tensors, strided inputs, HeadAllGather.
 	General entryTable
 	Start   driver.Function // the single-buffer start barrier
