@@ -214,7 +214,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	if o.singleProcess {
 		res, err = benchInProcess(o, plan, devices, prog)
 	} else if _, err = startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, prog); err == nil {
-		if res, err = readResults(resultsPath); err != nil {
+		if res, err = readJSONFile[benchResults](resultsPath); err != nil {
 			err = fmt.Errorf("reading rank 0's results: %w", err)
 		}
 	}
@@ -320,16 +320,18 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	}
 }
 
-func readResults(path string) (*benchResults, error) {
+// readJSONFile decodes the JSON file at path into a new T; a decoding
+// error names the file.
+func readJSONFile[T any](path string) (*T, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var r benchResults
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
+	v := new(T)
+	if err := json.Unmarshal(b, v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &r, nil
+	return v, nil
 }
 
 func writeJSONFile(path string, v any) error {

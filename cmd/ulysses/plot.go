@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"image/color"
@@ -77,18 +76,11 @@ func errorsOf(errs ...error) error {
 
 // readReport reads a bench --json file.
 func readReport(path string) (*benchReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var rep benchReport
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(rep.Rows) == 0 {
+	rep, err := readJSONFile[benchReport](path)
+	if err == nil && len(rep.Rows) == 0 {
 		return nil, fmt.Errorf("%s: no rows", path)
 	}
-	return &rep, nil
+	return rep, err
 }
 
 // writePlots draws rep's times against size into out and, when smsOut
