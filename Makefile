@@ -3,6 +3,9 @@
 # machine, which has no Go), race, fuzz.
 GO      ?= go
 GPU_BIN ?= .gpu-bin
+# Without symbol tables and DWARF the binaries fit the GPU machine's carry
+# limit; Go's stack traces do not need them.
+GPU_LDFLAGS ?= -ldflags=-s\ -w
 CUDA_STUBS ?= /usr/lib/x86_64-linux-gnu/stubs
 PKGS    := ./...
 export CGO_ENABLED ?= 0
@@ -38,17 +41,18 @@ ptx-check: ptx
 # driver's libcuda.so.1 there.
 gpu-bin:
 	mkdir -p $(GPU_BIN)
-	$(GO) test -c -o $(GPU_BIN)/driver.test ./internal/driver
-	$(GO) test -c -o $(GPU_BIN)/ptx.test ./ptx
-	$(GO) test -c -o $(GPU_BIN)/a2a.test ./a2a
-	$(GO) test -c -o $(GPU_BIN)/nccl.test ./internal/nccl
-	$(GO) build -o $(GPU_BIN)/ulysses ./cmd/ulysses
-	$(GO) test -c -o $(GPU_BIN)/join.test ./examples/join
-	$(GO) test -c -o $(GPU_BIN)/group.test ./examples/group
-	$(GO) test -c -o $(GPU_BIN)/graph.test ./examples/graph
-	$(GO) build -o $(GPU_BIN)/join ./examples/join
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/driver.test ./internal/driver
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/ptx.test ./ptx
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/a2a.test ./a2a
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/nccl.test ./internal/nccl
+	$(GO) build $(GPU_LDFLAGS) -o $(GPU_BIN)/ulysses ./cmd/ulysses
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/join.test ./examples/join
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/group.test ./examples/group
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/graph.test ./examples/graph
+	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/attention.test ./examples/attention
+	$(GO) build $(GPU_LDFLAGS) -o $(GPU_BIN)/join ./examples/join
 	cp bench/nccl_bench.py $(GPU_BIN)/
-	cd cuinterop && CGO_ENABLED=1 CGO_LDFLAGS="-L$(CUDA_STUBS)" $(GO) test -c -o $(abspath $(GPU_BIN))/cuinterop.test .
+	cd cuinterop && CGO_ENABLED=1 CGO_LDFLAGS="-L$(CUDA_STUBS)" $(GO) test -c $(GPU_LDFLAGS) -o $(abspath $(GPU_BIN))/cuinterop.test .
 
 # Every fuzz target, 30 s each.
 fuzz:
