@@ -196,9 +196,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 // bench's, replayed from a graph, and, with --overlap, beside the burn
 // kernel).
 func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz sizePlan, burn *burner) ([]opStats, error) {
-	P, rank := comm.WorldSize(), comm.Rank()
-	B, H, D := o.batch, o.heads, o.headDim
-	counts := make([]int, P)
+	counts := make([]int, comm.WorldSize())
 	for i := range counts {
 		counts[i] = sz.tokens
 	}
@@ -206,36 +204,14 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 		return nil, err
 	}
 	dev := comm.Device()
-	var allocs []a2a.Tensor
+	in, err := uploadBenchInputs(comm, dt, o, sz)
 	defer func() {
-		for _, t := range allocs {
+		for _, t := range append(in.xs, in.ys...) {
 			dev.Free(t)
 		}
 	}()
-	var host []byte // one staging buffer for every upload, grown when a tensor needs more
-	upload := func(shape [4]int, seed uint64) (a2a.Tensor, error) {
-		t, err := dev.Alloc(shape, dt)
-		if err != nil {
-			return t, err
-		}
-		allocs = append(allocs, t)
-		if n := int(t.Bytes()); len(host) < n {
-			host = make([]byte, n)
-		}
-		b := host[:t.Bytes()]
-		ref.FillRandom(b, seed, rank)
-		return t, dev.Upload(t, b)
-	}
-	_, mine := a2a.HeadRange(H, P, rank) // H/P unless P does not divide H
-	in := benchInputs{heads: H, xs: make([]a2a.Tensor, o.rotate), ys: make([]a2a.Tensor, o.rotate)}
-	for i := range in.xs {
-		var err error
-		if in.xs[i], err = upload([4]int{B, sz.tokens, H, D}, uint64(2*i+1)); err != nil {
-			return nil, err
-		}
-		if in.ys[i], err = upload([4]int{B, P * sz.tokens, mine, D}, uint64(2*i+2)); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	stream, err := dev.NewStream()
 	if err != nil {
@@ -244,30 +220,72 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 	defer dev.DestroyStream(stream)
 	stats := make([]opStats, len(ops))
 	for k, op := range ops {
-		fn := opFunc(comm, op, in)
-		if o.warmup > 0 {
-			if _, err := timing.Ops(comm, o.warmup, fn); err != nil {
-				return nil, fmt.Errorf("%s warm-up: %w", op, err)
-			}
-		}
-		times, err := timing.Ops(comm, o.iters, fn)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		stats[k] = summarize(times)
-		b2b, err := timing.BackToBack(comm, timing.Own, o.iters, fn)
-		if err != nil {
-			return nil, fmt.Errorf("%s back to back: %w", op, err)
-		}
-		stats[k].BackToBack = float64(b2b) / float64(time.Microsecond)
-		if err := timeStreamAndGraph(comm, stream, o, op, in, &stats[k]); err != nil {
+		if stats[k], err = timeBenchOp(comm, stream, o, op, in, burn); err != nil {
 			return nil, err
-		}
-		if burn != nil {
-			if err := timeOverlap(comm, burn, o.iters, fn, &stats[k]); err != nil {
-				return nil, fmt.Errorf("%s beside the burn kernel: %w", op, err)
-			}
 		}
 	}
 	return stats, nil
+}
+
+// uploadBenchInputs allocates and fills o.rotate inputs of each shape: xs
+// [B, T_r, H, D] and ys [B, T, H_r, D]. What it allocated is in the
+// result even when it fails, for the caller to free.
+func uploadBenchInputs(comm *a2a.Comm, dt a2a.DType, o *benchOpts, sz sizePlan) (benchInputs, error) {
+	P, rank, dev := comm.WorldSize(), comm.Rank(), comm.Device()
+	_, mine := a2a.HeadRange(o.heads, P, rank) // H/P unless P does not divide H
+	in := benchInputs{heads: o.heads}
+	var host []byte // one staging buffer for every upload, grown when a tensor needs more
+	upload := func(dst *[]a2a.Tensor, shape [4]int, seed uint64) error {
+		t, err := dev.Alloc(shape, dt)
+		if err != nil {
+			return err
+		}
+		*dst = append(*dst, t)
+		if n := int(t.Bytes()); len(host) < n {
+			host = make([]byte, n)
+		}
+		b := host[:t.Bytes()]
+		ref.FillRandom(b, seed, rank)
+		return dev.Upload(t, b)
+	}
+	for i := range o.rotate {
+		if err := upload(&in.xs, [4]int{o.batch, sz.tokens, o.heads, o.headDim}, uint64(2*i+1)); err != nil {
+			return in, err
+		}
+		if err := upload(&in.ys, [4]int{o.batch, P * sz.tokens, mine, o.headDim}, uint64(2*i+2)); err != nil {
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// timeBenchOp times op every way the bench reports: launched one at a
+// time, back to back, on a caller's stream and from a graph, and beside
+// the burn kernel when burn is set.
+func timeBenchOp(comm *a2a.Comm, stream a2a.Stream, o *benchOpts, op benchOp, in benchInputs, burn *burner) (opStats, error) {
+	fn := opFunc(comm, op, in)
+	if o.warmup > 0 {
+		if _, err := timing.Ops(comm, o.warmup, fn); err != nil {
+			return opStats{}, fmt.Errorf("%s warm-up: %w", op, err)
+		}
+	}
+	times, err := timing.Ops(comm, o.iters, fn)
+	if err != nil {
+		return opStats{}, fmt.Errorf("%s: %w", op, err)
+	}
+	st := summarize(times)
+	b2b, err := timing.BackToBack(comm, timing.Own, o.iters, fn)
+	if err != nil {
+		return opStats{}, fmt.Errorf("%s back to back: %w", op, err)
+	}
+	st.BackToBack = float64(b2b) / float64(time.Microsecond)
+	if err := timeStreamAndGraph(comm, stream, o, op, in, &st); err != nil {
+		return opStats{}, err
+	}
+	if burn != nil {
+		if err := timeOverlap(comm, burn, o.iters, fn, &st); err != nil {
+			return opStats{}, fmt.Errorf("%s beside the burn kernel: %w", op, err)
+		}
+	}
+	return st, nil
 }
