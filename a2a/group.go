@@ -10,7 +10,8 @@ import (
 
 // Group is a whole group in one process: one Comm per rank, each on its
 // own device (a device may repeat), connected by pointer rather than IPC
-// handles, with peer access enabled between the devices. Its Comms are
+// handles, with peer access enabled between the devices, or over one NCCL
+// communicator where the Config asks for it (see NewGroup). Its Comms are
 // ordinary Comms: the same operations, semantics and kernels.
 //
 // A collective completes only when every rank has run it, so enqueue the
@@ -33,8 +34,10 @@ type Group struct {
 // NewGroup makes a Group of len(devices) ranks: rank i on device
 // devices[i], each with cfg's capacity, type, SMs, timeout and buffer mode
 // (cfg's Rank, WorldSize and Device are ignored). It costs what New costs
-// per rank, plus peer access between distinct devices. On failure nothing
-// is left allocated.
+// per rank, plus peer access between distinct devices. With
+// cfg.Transport TransportNCCL, or TransportAuto where the GPUs cannot
+// reach each other, the ranks form one NCCL communicator instead (NCCL
+// refuses two ranks on one GPU). On failure nothing is left allocated.
 func NewGroup(cfg Config, devices []int) (*Group, error) {
 	if len(devices) < 1 || len(devices) > MaxWorldSize {
 		return nil, fmt.Errorf("a2a: a group of %d devices, not 1..%d: %w", len(devices), MaxWorldSize, ErrConfig)
@@ -51,12 +54,35 @@ func NewGroup(cfg Config, devices []int) (*Group, error) {
 		g.comms = append(g.comms, c)
 		handles[r] = c.Handle()
 	}
-	for r, c := range g.comms {
-		if err := c.Connect(handles); err != nil {
-			return nil, errors.Join(api.Wrap(err, "connecting rank %d", r), g.Close())
-		}
+	if err := g.connect(handles); err != nil {
+		return nil, errors.Join(err, g.Close())
 	}
 	return g, nil
+}
+
+// connect connects every rank in turn: over IPC, or, when cfg asked for
+// NCCL or TransportAuto chose it, over one NCCL communicator whose unique
+// id this process makes (each rank's ConnectNCCL starts its part without
+// waiting for the others, so one goroutine can connect them all).
+func (g *Group) connect(handles [][]byte) error {
+	needs, err := g.comms[0].NeedsNCCL(handles)
+	if err != nil {
+		return api.Wrap(err, "choosing the transport")
+	}
+	var id *NCCLID
+	if needs {
+		nid, err := NewNCCLID()
+		if err != nil {
+			return err
+		}
+		id = &nid
+	}
+	for r, c := range g.comms {
+		if err := c.connect(handles, id); err != nil {
+			return api.Wrap(err, "connecting rank %d", r)
+		}
+	}
+	return nil
 }
 
 // Comm returns rank r's Comm (nil if r is out of range).

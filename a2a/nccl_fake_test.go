@@ -230,3 +230,58 @@ func TestFakeNCCLJoin(t *testing.T) {
 		})
 	}
 }
+
+// TestFakeNCCLGroup: NewGroup forms an NCCL group in one process when the
+// Config asks for NCCL, or when TransportAuto finds GPUs that cannot reach
+// each other; every rank's operations match the reference (the stub NCCL
+// moves the bytes), and Close destroys every communicator. Where the GPUs
+// reach each other, auto stays on IPC and makes no communicator.
+func TestFakeNCCLGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tr      a2a.Transport
+		env     string
+		devices []int
+		want    a2a.Transport
+	}{
+		{"nccl", a2a.TransportNCCL, fakecuda.EnvDevices + "=2", []int{0, 1, 0}, a2a.TransportNCCL},
+		{"auto-no-peer", a2a.TransportAuto, fakecuda.EnvNoPeer + "=0-1", []int{0, 1}, a2a.TransportNCCL},
+		{"auto-peer", a2a.TransportAuto, fakecuda.EnvDevices + "=2", []int{0, 1}, a2a.TransportIPC},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lib := fakeDriver(t, tc.env)
+			nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
+			cases := ncclCases(len(tc.devices), a2a.BFloat16)
+			maxTokens, hidden := check.Capacity(cases...)
+			cfg := a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: a2a.BFloat16, MaxTensors: 3, Transport: tc.tr}
+			g, err := a2a.NewGroup(cfg, tc.devices)
+			require.NoError(t, err)
+			t.Cleanup(func() { g.Close() })
+			comms := make([]*a2a.Comm, g.Size())
+			for r := range comms {
+				comms[r] = g.Comm(r)
+				require.Equal(t, tc.want, comms[r].Transport(), "rank %d", r)
+			}
+			counts, err := fakenccl.ReadCounts(nlib)
+			require.NoError(t, err)
+			if tc.want == a2a.TransportIPC { // the stub driver runs no kernels: nothing to compare
+				require.Zero(t, counts.LiveComms)
+				require.NoError(t, g.Close())
+				requireReleased(t, lib)
+				return
+			}
+			require.EqualValues(t, len(tc.devices), counts.LiveComms, "one communicator per rank")
+			for i, cs := range cases {
+				err := runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(90+i)) })
+				require.NoError(t, err, "%v", cs)
+			}
+			require.NoError(t, g.Close())
+			counts, err = fakenccl.ReadCounts(nlib)
+			require.NoError(t, err)
+			require.Zero(t, counts.LiveComms, "every communicator destroyed")
+			require.Zero(t, counts.Aborts)
+			require.Positive(t, counts.Sends)
+			requireReleased(t, lib)
+		})
+	}
+}

@@ -70,6 +70,28 @@ func TestNCCLTransport(t *testing.T) {
 	})
 }
 
+// TestNCCLGroup: NewGroup over NCCL in this process, a rank per GPU,
+// every collective case on every rank at once, compared with the CPU
+// reference, then the back-to-back race with late reads.
+func TestNCCLGroup(t *testing.T) {
+	gpus := requireNCCL(t)
+	devices := make([]int, gpus)
+	for d := range devices {
+		devices[d] = d
+	}
+	cases := collectiveCases(gpus, a2a.BFloat16)
+	g := newTestGroup(t, devices, a2a.BFloat16, cases, withTransport(a2a.TransportNCCL))
+	comms := make([]*a2a.Comm, g.Size())
+	for r := range comms {
+		comms[r] = g.Comm(r)
+		require.Equal(t, a2a.TransportNCCL, comms[r].Transport())
+	}
+	err := runRanks(comms, func(c *a2a.Comm) error {
+		return runNCCLCases(c, launch.Rank{Rank: c.Rank(), World: c.WorldSize()}, cases, a2a.BFloat16)
+	})
+	require.NoError(t, err)
+}
+
 // workerNCCLCollectives: every case of collectiveCases, views and Into
 // forms, packed and general, compared with the CPU reference, then the
 // back-to-back race with late reads, in both element widths and both
