@@ -15,6 +15,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 	"github.com/ulysses-go/ulysses/internal/fakenccl"
 	"github.com/ulysses-go/ulysses/internal/testutil"
+	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
 // fakeNCCL gives a2a a fresh copy of the stub NCCL for the rest of the
@@ -275,6 +276,7 @@ func TestFakeNCCLGroup(t *testing.T) {
 				err := runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(90+i)) })
 				require.NoError(t, err, "%v", cs)
 			}
+			require.NoError(t, runRanks(comms, timeSendRecvHeads))
 			require.NoError(t, g.Close())
 			counts, err = fakenccl.ReadCounts(nlib)
 			require.NoError(t, err)
@@ -284,4 +286,26 @@ func TestFakeNCCLGroup(t *testing.T) {
 			requireReleased(t, lib)
 		})
 	}
+}
+
+// timeSendRecvHeads times three SendRecvHeads of 2 tokens a rank, as the
+// bench does (internal/timing), and wants three durations.
+func timeSendRecvHeads(c *a2a.Comm) error {
+	tokens := make([]int, c.WorldSize())
+	for r := range tokens {
+		tokens[r] = 2
+	}
+	if err := c.SetRankTokens(tokens); err != nil {
+		return err
+	}
+	x, err := c.Device().Alloc([4]int{1, 2, 2 * c.WorldSize(), 64}, a2a.BFloat16)
+	if err != nil {
+		return err
+	}
+	defer c.Device().Free(x)
+	times, err := timing.Ops(c, 3, func(int) error { _, err := c.SendRecvHeads(x); return err })
+	if err == nil && len(times) != 3 {
+		err = fmt.Errorf("%d durations, want 3", len(times))
+	}
+	return err
 }

@@ -65,7 +65,7 @@ func (c *Comm) timeEvents(n int, op func(i int) error, each bool, s driver.Strea
 	if err := c.Sync(); err != nil {
 		return nil, err
 	}
-	return elapsed(ctx, events)
+	return elapsed(ctx, events, c.cfg.timeout())
 }
 
 // newEvents makes count timing events; the ones made stay in the slice
@@ -107,10 +107,23 @@ func (c *Comm) recordEvent(ctx *driver.Context, e driver.Event, s driver.Stream)
 
 // elapsed waits for the last event and returns the times between
 // consecutive ones. On a caller's stream the last event comes after the
-// Comm's last operation, which is all Sync waits for.
-func elapsed(ctx *driver.Context, events []driver.Event) ([]time.Duration, error) {
-	if err := ctx.EventSynchronize(events[len(events)-1]); err != nil {
-		return nil, api.WrapDriver("waiting for the last event", err)
+// Comm's last operation, which is all Sync waits for, so it is done at
+// once or nearly; it is still polled against timeout, never waited for in
+// the driver, so that nothing here can hang (over NCCL in particular).
+func elapsed(ctx *driver.Context, events []driver.Event, timeout time.Duration) ([]time.Duration, error) {
+	last, deadline := events[len(events)-1], time.Now().Add(timeout)
+	for {
+		done, err := ctx.EventDone(last)
+		if err != nil {
+			return nil, api.WrapDriver("waiting for the last event", err)
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("a2a: the last timing event not done %v after the operations: %w", timeout, ErrTimeout)
+		}
+		time.Sleep(20 * time.Microsecond)
 	}
 	times := make([]time.Duration, len(events)-1)
 	for i := range times {
