@@ -92,26 +92,10 @@ func Run(ctx context.Context, s Spec) ([]Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var outMu sync.Mutex
-	results := make([]Result, s.World)
 	cmds := make([]*exec.Cmd, s.World)
 	bufs := make([]*bytes.Buffer, s.World)
-	for r := 0; r < s.World; r++ {
-		cmd := exec.CommandContext(ctx, s.Exe, s.Args...)
-		env := append(os.Environ(), s.Env...)
-		env = append(env, EnvRank+"="+strconv.Itoa(r), EnvWorld+"="+strconv.Itoa(s.World), EnvAddr+"="+addr, EnvSecret+"="+secret)
-		if s.Devices != nil {
-			env = append(env, EnvDevice+"="+strconv.Itoa(s.Devices[r]))
-		}
-		cmd.Env = env
-		bufs[r] = &bytes.Buffer{}
-		w := io.Writer(bufs[r])
-		if s.Output != nil {
-			w = io.MultiWriter(w, &prefixWriter{mu: &outMu, w: s.Output, prefix: fmt.Sprintf("[rank %d] ", r)})
-		}
-		cmd.Stdout, cmd.Stderr = w, w
-		cmd.WaitDelay = 5 * time.Second
-		tieToParent(cmd)
-		cmds[r] = cmd
+	for r := range cmds {
+		cmds[r], bufs[r] = rankCommand(ctx, s, r, addr, secret, &outMu)
 	}
 	for r, cmd := range cmds {
 		if err := cmd.Start(); err != nil {
@@ -122,20 +106,7 @@ func Run(ctx context.Context, s Spec) ([]Result, error) {
 			return nil, fmt.Errorf("launch: starting rank %d: %w", r, err)
 		}
 	}
-	var wg sync.WaitGroup
-	var failOnce sync.Once
-	for r, cmd := range cmds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := cmd.Wait()
-			results[r] = Result{Rank: r, Err: err}
-			if err != nil {
-				failOnce.Do(func() { time.AfterFunc(grace, cancel) })
-			}
-		}()
-	}
-	wg.Wait()
+	results := waitAll(cmds, grace, cancel)
 	var errs []error
 	for r := range results {
 		results[r].Output = bufs[r].String()
@@ -147,6 +118,46 @@ func Run(ctx context.Context, s Spec) ([]Result, error) {
 		return results, fmt.Errorf("launch: %w", errors.Join(errs...))
 	}
 	return results, nil
+}
+
+// rankCommand is rank r's process, not started: its environment, and its
+// output kept in the returned buffer (and copied to s.Output, prefixed).
+func rankCommand(ctx context.Context, s Spec, r int, addr, secret string, outMu *sync.Mutex) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, s.Exe, s.Args...)
+	env := append(os.Environ(), s.Env...)
+	env = append(env, EnvRank+"="+strconv.Itoa(r), EnvWorld+"="+strconv.Itoa(s.World), EnvAddr+"="+addr, EnvSecret+"="+secret)
+	if s.Devices != nil {
+		env = append(env, EnvDevice+"="+strconv.Itoa(s.Devices[r]))
+	}
+	cmd.Env = env
+	buf := &bytes.Buffer{}
+	w := io.Writer(buf)
+	if s.Output != nil {
+		w = io.MultiWriter(w, &prefixWriter{mu: outMu, w: s.Output, prefix: fmt.Sprintf("[rank %d] ", r)})
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.WaitDelay = 5 * time.Second
+	tieToParent(cmd)
+	return cmd, buf
+}
+
+// waitAll waits for every started rank; the first failure kills the
+// others (cancel) after grace.
+func waitAll(cmds []*exec.Cmd, grace time.Duration, cancel func()) []Result {
+	results := make([]Result, len(cmds))
+	var wg sync.WaitGroup
+	var failOnce sync.Once
+	for r, cmd := range cmds {
+		wg.Go(func() {
+			err := cmd.Wait()
+			results[r] = Result{Rank: r, Err: err}
+			if err != nil {
+				failOnce.Do(func() { time.AfterFunc(grace, cancel) })
+			}
+		})
+	}
+	wg.Wait()
+	return results
 }
 
 // Rank is what a rank process learns from its environment.
