@@ -51,6 +51,7 @@ gpu-bin:
 	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/graph.test ./examples/graph
 	$(GO) test -c $(GPU_LDFLAGS) -o $(GPU_BIN)/attention.test ./examples/attention
 	$(GO) build $(GPU_LDFLAGS) -o $(GPU_BIN)/join ./examples/join
+	$(GO) build $(GPU_LDFLAGS) -o $(GPU_BIN)/attention ./examples/attention
 	cp bench/nccl_bench.py $(GPU_BIN)/
 	cd cuinterop && CGO_ENABLED=1 CGO_LDFLAGS="-L$(CUDA_STUBS)" $(GO) test -c $(GPU_LDFLAGS) -o $(abspath $(GPU_BIN))/cuinterop.test .
 
