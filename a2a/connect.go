@@ -17,10 +17,11 @@ import (
 func (c *Comm) Connect(handles [][]byte) error { return c.connect(handles, nil) }
 
 // ConnectNCCL is Connect with rank 0's NCCL unique id (NewNCCLID), which
-// every rank must pass alike: for a group that uses NCCL, it joins the NCCL
-// communicator (all ranks must call it at about the same time: it waits,
-// bounded by the timeout, for the others). For a group that TransportAuto
-// resolves to IPC, the id is not used.
+// every rank must pass alike: for a group that uses NCCL, it starts joining
+// the NCCL communicator without waiting for the other ranks (so the ranks
+// of one process may connect one after another, as NewGroup does); the
+// first operation waits for them, bounded by the timeout. For a group that
+// TransportAuto resolves to IPC, the id is not used.
 func (c *Comm) ConnectNCCL(handles [][]byte, id NCCLID) error { return c.connect(handles, &id) }
 
 // NeedsNCCL reports whether the group of handles (every rank's, in rank
