@@ -190,7 +190,7 @@ func workerCollectives(rk launch.Rank) error {
 		for _, hd := range races {
 			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: hd[0], HeadDim: hd[1], DType: dt}
 			start := time.Now()
-			if err := check.BackToBack(comm, race, iters, 300*time.Microsecond, 77); err != nil {
+			if err := check.BackToBack(comm, race, iters, 3*time.Millisecond, 77); err != nil {
 				comm.Close()
 				return fmt.Errorf("%v: %w", race, err)
 			}
