@@ -6,7 +6,7 @@
 # .gpu-bin/ulysses .gpu-bin/nccl_bench.py. Prints one PASS/FAIL line per check at the end.
 # All of it takes longer than one call's 10 minutes: pass a pattern to run
 # the checks whose name matches it (`sh bench/lab/pending.sh 'attention|nccl'`,
-# then `sh bench/lab/pending.sh 'comms|stress'`).
+# then `sh bench/lab/pending.sh 'comms|stress'`, then 'collectives').
 set -u
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
 	NVSHMEM_DISABLE_NVLS=1 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -32,6 +32,8 @@ check attention-4ranks "$bin/attention" --ranks 4
 check nccl-group "$bin/a2a.test" -test.v -test.count=1 -test.run 'TestNCCLGroup$'
 check bench-plot "$bin/ulysses" bench --single-process --dtypes bf16 --bytes 128K,8M,128M \
 	--iters 200 --json "$out/bench.json" --plot "$out/bench.svg"
+# The back-to-back race with reads up to 3 ms late (was 0.3 ms).
+check collectives "$bin/a2a.test" -test.v -test.count=1 -test.timeout 540s -test.run 'TestCollectivesMultiProcess/(world1|world2|world2-same-gpu)$'
 # The refactored layers under several Comms at once, and the race stress.
 check comms-at-once "$bin/a2a.test" -test.v -test.count=1 -test.timeout 540s -test.run 'TestCommsAtOnce$'
 check stress "$bin/a2a.test" -test.v -test.count=1 -test.timeout 540s -test.run 'TestStress/world2$'
