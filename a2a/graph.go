@@ -204,20 +204,23 @@ func (g *Graph) Launch(s Stream) error {
 			return err
 		}
 	}
-	var gated []*device.Share
-	for _, c := range g.comms {
-		if !slices.Contains(gated, c.share) {
-			gated = append(gated, c.share)
-			c.share.Gate.RLock() // as every launch: no graveyard release starts meanwhile
-			defer c.share.Gate.RUnlock()
-		}
-	}
+	// Before the gates: a padding launch takes its share's gate itself, and
+	// a second read lock of a gate held here would wait behind a waiting
+	// release (Share.TryDrain) that waits for the first: a deadlock.
 	for i, c := range g.comms {
 		if err := c.orderBefore(stream); err != nil {
 			return err
 		}
 		if err := c.takeTurn(stream, g.turns[i]); err != nil {
 			return err
+		}
+	}
+	var gated []*device.Share
+	for _, c := range g.comms {
+		if !slices.Contains(gated, c.share) {
+			gated = append(gated, c.share)
+			c.share.Gate.RLock() // as every launch: no graveyard release starts meanwhile
+			defer c.share.Gate.RUnlock()
 		}
 	}
 	if err := g.ctx.GraphLaunch(g.exec, stream); err != nil {
