@@ -134,6 +134,9 @@ func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
 				nccl = append(nccl, plotter.XY{X: float64(n.BytesPerRank), Y: *n.MedianUS})
 			}
 		}
+		if len(ours) == 0 {
+			continue // no row of op on all SMs in dtype: no panel
+		}
 		lines := []any{"ulysses", ours}
 		if len(nccl) > 0 {
 			lines = append(lines, "PyTorch + NCCL", nccl)
@@ -148,6 +151,9 @@ func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
 		p.Y.Max *= 12
 		p.X.Min, p.X.Max = p.X.Min/1.4, p.X.Max*1.6
 		panels = append(panels, p)
+	}
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("no %s rows on all SMs to draw against size (bench --sms 0)", dtype)
 	}
 	return tiled(panels, fmt.Sprintf("%s, %d ranks, %s", dtype, rep.World, gpuName(rep)))
 }
@@ -177,6 +183,9 @@ func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
 			slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
 			lines = append(lines, formatBytes(float64(s)), xy)
 		}
+		if len(lines) == 0 {
+			continue // no row of op in dtype: no panel
+		}
 		if err := plotutil.AddLinePoints(p, lines...); err != nil {
 			return nil, err
 		}
@@ -184,6 +193,9 @@ func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
 		p.Y.Max *= 8
 		p.X.Max += 8
 		panels = append(panels, p)
+	}
+	if len(panels) == 0 {
+		return nil, fmt.Errorf("no %s rows to draw against SMs", dtype)
 	}
 	return tiled(panels, fmt.Sprintf("%s, %d ranks, %s: the SMs' share", dtype, rep.World, gpuName(rep)))
 }

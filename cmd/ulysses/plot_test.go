@@ -46,3 +46,21 @@ func TestPlotUsage(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %q", args, stderr)
 	}
 }
+
+// A file with nothing to draw against size (every row on 8 SMs), or no row
+// of the dtype asked for: one line of error, no panic.
+func TestPlotNothingToDraw(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "b.json")
+	rows := `{"impl":"ulysses","op":"send_recv_heads","dtype":"bf16","bytes_per_rank":131072,"sms":8,"blocks":8,"median_us":10}`
+	require.NoError(t, os.WriteFile(in, []byte(`{"world":2,"rows":[`+rows+`]}`), 0o644))
+	for _, args := range [][]string{
+		{"plot", in, "-o", filepath.Join(dir, "b.svg")},
+		{"plot", in, "-o", filepath.Join(dir, "c.svg"), "--dtype", "fp16", "--sms-o", filepath.Join(dir, "s.svg")},
+	} {
+		code, _, stderr := runArgs(args...)
+		assert.NotEqual(t, 0, code, "%v", args)
+		assert.Contains(t, stderr, "rows", "%v", args)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %q", args, stderr)
+	}
+}
