@@ -84,6 +84,9 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")
 	}
+	if o.plot != "" && !slices.Contains(p.sms, 0) {
+		return p, fmt.Errorf("--plot draws the times on all SMs against size: --sms must include 0")
+	}
 	if err := o.checkSizes(p); err != nil {
 		return p, err
 	}

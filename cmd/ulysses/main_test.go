@@ -56,6 +56,7 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 		{[]string{"bench", "--json", "/nonexistent/dir/out.json"}, "directory /nonexistent/dir does not exist"},
 		{[]string{"check", "--dtypes", "int8"}, "want bf16, fp16, fp8 or fp8e5m2"},
 		{[]string{"bench", "--plot", "/nonexistent/dir/b.svg"}, "directory /nonexistent/dir does not exist"},
+		{[]string{"bench", "--plot", "b.svg", "--sms", "8,16"}, "--sms must include 0"},
 	} {
 		code, stdout, stderr := runArgs(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)
