@@ -108,11 +108,23 @@ func (g groupFlags) validate() error {
 		return fmt.Errorf("--addr needs --rank in 0..%d", g.world-1)
 	case g.device < -1:
 		return fmt.Errorf("--device %d is negative", g.device)
-	case len(os.Getenv(launch.EnvSecret)) < exchange.MinSecretSize:
+	}
+	cfg := g.tcpConfig()
+	_, err := exchange.NewTCP(cfg) // checks without any I/O, as remoteMember will
+	if errors.Is(err, exchange.ErrNoSecret) {
 		return fmt.Errorf("--addr needs the group's secret in %s (the same on every host, at least %d bytes; it has %d): anyone who reaches the address could join the group otherwise",
-			launch.EnvSecret, exchange.MinSecretSize, len(os.Getenv(launch.EnvSecret)))
+			launch.EnvSecret, exchange.MinSecretSize, len(cfg.Secret))
+	}
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", g.addr, err)
 	}
 	return nil
+}
+
+// tcpConfig is the exchanger of one rank of a group across hosts: rank
+// 0's address, this rank, the world size and the secret of ULYSSES_SECRET.
+func (g groupFlags) tcpConfig() exchange.TCPConfig {
+	return exchange.TCPConfig{Addr: g.addr, Rank: g.rank, WorldSize: g.world, Secret: []byte(os.Getenv(launch.EnvSecret))}
 }
 
 // validateSize checks --world and --ranks-per-gpu.
@@ -154,7 +166,7 @@ func (g groupFlags) remoteMember(gpus int) (*member, error) {
 	if device >= gpus {
 		return nil, fmt.Errorf("--device %d: this host has %d GPUs", device, gpus)
 	}
-	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: g.addr, Rank: g.rank, WorldSize: g.world, Secret: []byte(os.Getenv(launch.EnvSecret))})
+	ex, err := exchange.NewTCP(g.tcpConfig())
 	if err != nil {
 		return nil, err
 	}

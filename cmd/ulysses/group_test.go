@@ -46,6 +46,7 @@ func TestGroupFlagsAcrossHosts(t *testing.T) {
 	t.Setenv(launch.EnvSecret, "0123456789abcdef0123456789abcdef")
 	assert.NoError(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1", "--device", "0", "--transport", "nccl"))
 	assert.ErrorContains(t, parse("--addr", "10.0.0.1:29600", "--world", "2", "--rank", "1", "--device", "-2"), "negative")
+	assert.ErrorContains(t, parse("--addr", "foo", "--world", "2", "--rank", "1"), "not host:port")
 
 	var stderr bytes.Buffer
 	t.Setenv(launch.EnvSecret, "")
