@@ -164,6 +164,12 @@ func (rk *ranked) step() ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Poison the region the view lay in (the caller's until the next
+	// operation): a later step that wrote nothing there cannot pass on
+	// this step's bytes.
+	if err := dev.Fill(rk.c.Buffer(), 0xff); err != nil {
+		return nil, err
+	}
 	return ms, same(got, rk.ownOut)
 }
 
