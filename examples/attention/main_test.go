@@ -52,12 +52,12 @@ func TestSplitGivesEveryRankTokensAndKeepsTheTotal(t *testing.T) {
 
 // A step on the GPUs of this machine, one rank per GPU and then four
 // ranks over them, with heads the world size does not divide, every
-// output read after a random 0-3 ms (skipped without a driver
+// output read after a random 0-4 ms (skipped without a driver
 // or a GPU, a failure then under ULYSSES_REQUIRE_GPU=1).
 func TestStepEqualsOneGPU(t *testing.T) {
 	sys, err := a2a.System()
 	testutil.RequireGPU(t, err, a2a.ErrNoDriver, a2a.ErrNoDevice)
-	delay := func() { time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond) }
+	delay := func() { time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond) }
 	for _, ranks := range slices.Compact([]int{len(sys.Devices), 4}) {
 		shares, err := runShape(ranks, 1000+ranks, 6, 5, delay)
 		require.NoError(t, err, "%d ranks", ranks)
