@@ -8,6 +8,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
+	"github.com/ulysses-go/ulysses/internal/timing"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -124,7 +125,7 @@ func (o ops) HeadAllGatherInto(heads int, dst, x Tensor) error {
 
 // ownStream stands for the Comm's own stream in run's argument, which is
 // read under the lock (Close clears it).
-const ownStream = driver.Stream(^uintptr(0))
+const ownStream = driver.Stream(timing.Own)
 
 // run validates, then enqueues r on stream s (ownStream or the caller's);
 // nothing is enqueued on any error. With dsts (one per input) it copies

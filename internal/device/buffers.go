@@ -51,8 +51,7 @@ func RegisterBuffer(ptr driver.DevicePtr, share *Share, rank int, dataBytes int6
 func OwnsBuffer(ptr driver.DevicePtr, rank int, dataBytes int64, id [16]byte) bool {
 	buffers.mu.Lock()
 	defer buffers.mu.Unlock()
-	b := buffers.m[ptr]
-	return b != nil && !b.ownerGone && b.rank == rank && b.dataBytes == dataBytes && b.id == id
+	return liveBuffer(ptr, rank, dataBytes, id) != nil
 }
 
 // RetainBuffer takes a peer's reference to the buffer at ptr, or reports
@@ -62,12 +61,23 @@ func OwnsBuffer(ptr driver.DevicePtr, rank int, dataBytes int64, id [16]byte) bo
 func RetainBuffer(ptr driver.DevicePtr, rank int, dataBytes int64, id [16]byte) bool {
 	buffers.mu.Lock()
 	defer buffers.mu.Unlock()
-	b := buffers.m[ptr]
-	if b == nil || b.ownerGone || b.rank != rank || b.dataBytes != dataBytes || b.id != id {
+	b := liveBuffer(ptr, rank, dataBytes, id)
+	if b == nil {
 		return false
 	}
 	b.refs++
 	return true
+}
+
+// liveBuffer is the buffer at ptr if it is a live buffer of a Comm of
+// this process of that rank, data half and handle ID, else nil. Called
+// with buffers.mu held.
+func liveBuffer(ptr driver.DevicePtr, rank int, dataBytes int64, id [16]byte) *ownedBuffer {
+	b := buffers.m[ptr]
+	if b == nil || b.ownerGone || b.rank != rank || b.dataBytes != dataBytes || b.id != id {
+		return nil
+	}
+	return b
 }
 
 // ReleaseBuffer drops the owner's reference (owner) or a peer's. The last

@@ -58,9 +58,7 @@ func Acquire(drv *driver.Driver, ordinal int) (*Share, error) {
 	shares.mu.Lock()
 	defer shares.mu.Unlock()
 	if s := shares.m[ordinal]; s != nil {
-		s.mu.Lock()
-		s.refs++
-		s.mu.Unlock()
+		s.Hold()
 		return s, nil
 	}
 	ctx, err := drv.RetainPrimaryContext(ordinal)
@@ -95,9 +93,7 @@ func Live(ordinal int) *Share {
 	defer shares.mu.Unlock()
 	s := shares.m[ordinal]
 	if s != nil {
-		s.mu.Lock()
-		s.refs++
-		s.mu.Unlock()
+		s.Hold()
 	}
 	return s
 }
