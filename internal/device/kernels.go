@@ -12,7 +12,6 @@ import (
 
 // Kernels is one element width's loaded kernels.
 type Kernels struct {
-	File   ptx.File
 	Widths []int // the file's vector widths, widest first
 	Module driver.Module
 	Ops    entryTable
@@ -41,7 +40,7 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*Kernels, error) {
 	if uintptr(file.ArgsBytes) != unsafe.Sizeof(kernelabi.Args{}) {
 		return nil, fmt.Errorf("a2a: kernels take %d parameter bytes, the host passes %d: %w", file.ArgsBytes, unsafe.Sizeof(kernelabi.Args{}), api.ErrNotSupported)
 	}
-	k := &Kernels{File: file, Widths: file.Widths()}
+	k := &Kernels{Widths: file.Widths()}
 	if k.Module, err = ctx.LoadModule(image); err != nil {
 		return nil, api.WrapDriver("loading kernels", err)
 	}

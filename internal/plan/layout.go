@@ -21,7 +21,6 @@ import (
 // the arrival count, the failure claim) is touched by this rank's kernels
 // only, and the live token table (kernelabi.Live) follows it.
 const (
-	numFlagPhases   = kernelabi.FlagPhases
 	FlagBytes       = 8 // a uint64 {epoch, signature}
 	SignalByeOff    = int64(unsafe.Offsetof(kernelabi.Signals{}.Bye))
 	SignalAreaBytes = int64(unsafe.Sizeof(kernelabi.Signals{}))

@@ -63,13 +63,3 @@ func ConstNamed(c string) Const {
 	}
 	panic(fmt.Sprintf("spec: no constant %s", c))
 }
-
-// StructNamed is the struct of that name, or false.
-func StructNamed(name string) (Struct, bool) {
-	for _, s := range Structs {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return Struct{}, false
-}
