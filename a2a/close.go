@@ -60,7 +60,7 @@ func (c *Comm) farewell(aborted bool) []error {
 	if err := c.joinOwnStream(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.connected {
+	if c.t != nil {
 		// After a timeout or an abort, say goodbye but do not wait for a
 		// peer that may be gone.
 		var te *TimeoutError

@@ -41,16 +41,14 @@ type Comm struct {
 
 	layout    plan.Layout
 	buf       driver.DevicePtr
-	self      handle.Handle
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
 	tokens    plan.Tokens
 	captured  []capturedOp // operations captured into graphs that may replay
 	inCapture bool         // CaptureGraph is recording: only captured operations may be enqueued
-	connected bool
-	failure   error // first failure; the Comm is broken once it is set
-	reported  bool  // failure has been returned once as itself
+	failure   error        // first failure; the Comm is broken once it is set
+	reported  bool         // failure has been returned once as itself
 
 	// Waiting and closing, which happen without the lock held: see wait
 	// and Close. changed (on mu) signals waiting reaching 0 and closed.
@@ -128,17 +126,17 @@ func (c *Comm) init() error {
 
 // initHandle fills the handle peers need to map the buffer.
 func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
-	c.self = handle.Handle{
+	self := handle.Handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.DataBytes),
 		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer, ID: id,
 	}
-	copy(c.self.BusID[:], c.dev.info.BusID)
-	c.self.Host, c.self.Transport = handle.HostIdentity(), c.cfg.Transport
+	copy(self.BusID[:], c.dev.info.BusID)
+	self.Host, self.Transport = handle.HostIdentity(), c.cfg.Transport
 	if c.cfg.Transport == TransportAuto {
-		c.self.NReach, c.self.Reach = reach(c.dev.drv, c.dev.info.Ordinal)
+		self.NReach, self.Reach = reach(c.dev.drv, c.dev.info.Ordinal)
 	}
-	c.selfBytes = c.self.Encode()
+	c.selfBytes = self.Encode()
 }
 
 // Handle returns the bytes peers need to map this rank's buffer

@@ -45,7 +45,7 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if c.closing {
 		return api.Prefixed(ErrClosed)
 	}
-	if c.connected {
+	if c.t != nil {
 		return api.Prefixed(ErrConnected)
 	}
 	hs, err := c.checkHandles(handles)
@@ -67,7 +67,7 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if c.tokens.Counts != nil {
 		t.SetTokens(c.tokens)
 	}
-	c.t, c.connected = t, true
+	c.t = t
 	return nil
 }
 

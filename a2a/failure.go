@@ -11,7 +11,7 @@ func (c *Comm) usable(needConnect bool) error {
 	if err := c.broken(); err != nil {
 		return err
 	}
-	if needConnect && !c.connected {
+	if needConnect && c.t == nil {
 		return api.Prefixed(ErrNotConnected)
 	}
 	return nil

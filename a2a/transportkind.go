@@ -6,7 +6,7 @@ package a2a
 func (c *Comm) Transport() Transport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.connected {
+	if c.t == nil {
 		return c.cfg.Transport
 	}
 	return c.t.Kind()
