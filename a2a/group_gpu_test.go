@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -132,18 +131,11 @@ func TestGroupSingleProcess(t *testing.T) {
 
 // eachRank runs f on every rank's Comm, one goroutine each.
 func eachRank(g *a2a.Group, f func(*a2a.Comm) error) error {
-	errs := make([]error, g.Size())
-	var wg sync.WaitGroup
-	for r := range g.Size() {
-		wg.Go(func() { errs[r] = f(g.Comm(r)) })
+	comms := make([]*a2a.Comm, g.Size())
+	for r := range comms {
+		comms[r] = g.Comm(r)
 	}
-	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
-		}
-	}
-	return nil
+	return runRanks(comms, f)
 }
 
 // TestExamples runs the package's examples, which have no Output lines

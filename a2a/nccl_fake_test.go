@@ -253,15 +253,9 @@ func TestFakeNCCLGroup(t *testing.T) {
 			lib := fakeDriver(t, tc.env)
 			nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
 			cases := ncclCases(len(tc.devices), a2a.BFloat16)
-			maxTokens, hidden := check.Capacity(cases...)
-			cfg := a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: a2a.BFloat16, MaxTensors: 3, Transport: tc.tr}
-			g, err := a2a.NewGroup(cfg, tc.devices)
-			require.NoError(t, err)
-			t.Cleanup(func() { g.Close() })
-			comms := make([]*a2a.Comm, g.Size())
-			for r := range comms {
-				comms[r] = g.Comm(r)
-				require.Equal(t, tc.want, comms[r].Transport(), "rank %d", r)
+			g := newTestGroup(t, tc.devices, a2a.BFloat16, cases, withTransport(tc.tr), func(c *a2a.Config) { c.MaxTensors = 3 })
+			for r := range g.Size() {
+				require.Equal(t, tc.want, g.Comm(r).Transport(), "rank %d", r)
 			}
 			counts, err := fakenccl.ReadCounts(nlib)
 			require.NoError(t, err)
@@ -273,10 +267,10 @@ func TestFakeNCCLGroup(t *testing.T) {
 			}
 			require.EqualValues(t, len(tc.devices), counts.LiveComms, "one communicator per rank")
 			for i, cs := range cases {
-				err := runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(90+i)) })
+				err := eachRank(g, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(90+i)) })
 				require.NoError(t, err, "%v", cs)
 			}
-			require.NoError(t, runRanks(comms, timeSendRecvHeads))
+			require.NoError(t, eachRank(g, timeSendRecvHeads))
 			require.NoError(t, g.Close())
 			counts, err = fakenccl.ReadCounts(nlib)
 			require.NoError(t, err)

@@ -81,15 +81,10 @@ func TestNCCLGroup(t *testing.T) {
 	}
 	cases := collectiveCases(gpus, a2a.BFloat16)
 	g := newTestGroup(t, devices, a2a.BFloat16, cases, withTransport(a2a.TransportNCCL))
-	comms := make([]*a2a.Comm, g.Size())
-	for r := range comms {
-		comms[r] = g.Comm(r)
-		require.Equal(t, a2a.TransportNCCL, comms[r].Transport())
+	for r := range g.Size() {
+		require.Equal(t, a2a.TransportNCCL, g.Comm(r).Transport(), "rank %d", r)
 	}
-	err := runRanks(comms, func(c *a2a.Comm) error {
-		return runNCCLCases(c, launch.Rank{Rank: c.Rank(), World: c.WorldSize()}, cases, a2a.BFloat16)
-	})
-	require.NoError(t, err)
+	require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return runNCCLCases(c, cases, a2a.BFloat16) }))
 }
 
 // workerNCCLCollectives: every case of collectiveCases, views and Into
@@ -116,7 +111,7 @@ func workerNCCLCollectives(rk launch.Rank) error {
 			comm.Close()
 			return fmt.Errorf("the Comm's transport is %v, want nccl", got)
 		}
-		if err := runNCCLCases(comm, rk, cases, mode.dt); err != nil {
+		if err := runNCCLCases(comm, cases, mode.dt); err != nil {
 			comm.Close()
 			return err
 		}
@@ -127,7 +122,7 @@ func workerNCCLCollectives(rk launch.Rank) error {
 	return nil
 }
 
-func runNCCLCases(comm *a2a.Comm, rk launch.Rank, cases []check.Case, dt a2a.DType) error {
+func runNCCLCases(comm *a2a.Comm, cases []check.Case, dt a2a.DType) error {
 	for i, c := range cases {
 		start := time.Now()
 		if err := check.Run(comm, c, uint64(2000+i)); err != nil {
@@ -136,7 +131,7 @@ func runNCCLCases(comm *a2a.Comm, rk launch.Rank, cases []check.Case, dt a2a.DTy
 		fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
 	}
 	iters := backToBackIters()
-	race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*rk.World + 1, HeadDim: 64, DType: dt}
+	race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*comm.WorldSize() + 1, HeadDim: 64, DType: dt}
 	start := time.Now()
 	if err := check.BackToBack(comm, race, iters, 3*time.Millisecond, 78); err != nil {
 		return fmt.Errorf("%v: %w", race, err)
