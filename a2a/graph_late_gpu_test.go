@@ -127,21 +127,21 @@ type lateOp struct {
 	fused  a2a.Tensor // SendRecvHeadsPacked's one input allocation
 	views  []a2a.Tensor
 	kept   []a2a.Tensor
-	late   []a2a.Tensor
-	want   [][]byte // this replay's expected outputs
+	late   []a2a.Tensor // the program's last operation only
+	want   [][]byte     // this replay's expected outputs
 	allocs []a2a.Tensor
 }
 
 // lateRank is what one rank needs to run lateReads.
 type lateRank struct {
-	c       *a2a.Comm
-	tk      *a2a.TestKernels
-	replays int
-	rng     *rand.Rand
+	c   *a2a.Comm
+	tk  *a2a.TestKernels
+	rng *rand.Rand
 }
 
-// newLateOp allocates op's inputs and output copies on rank's device.
-func (lr *lateRank) newLateOp(k lateKind) (*lateOp, error) {
+// newLateOp allocates op's inputs and output copies on rank's device;
+// only the program's last operation (last) gets late copies.
+func (lr *lateRank) newLateOp(k lateKind, last bool) (*lateOp, error) {
 	dev, dt := lr.c.Device(), lr.c.Config().DType
 	op := &lateOp{kind: k, cs: lateCase(k, lr.c.WorldSize(), dt)}
 	d, err := check.MakeData(op.cs, 0, lr.c.Rank())
@@ -174,11 +174,15 @@ func (lr *lateRank) newLateOp(k lateKind) (*lateOp, error) {
 		if err != nil {
 			return op, err
 		}
+		op.kept = append(op.kept, kept)
+		if !last {
+			continue
+		}
 		late, err := alloc([4]int{1, 1, 1, max(bytes, 1)})
 		if err != nil {
 			return op, err
 		}
-		op.kept, op.late = append(op.kept, kept), append(op.late, late)
+		op.late = append(op.late, late)
 	}
 	op.views = make([]a2a.Tensor, n)
 	return op, nil
@@ -235,7 +239,7 @@ func (op *lateOp) upload(dev *a2a.Device, rank int, seed uint64) error {
 
 // lateReads captures each of latePrograms on a stream of the rank's own,
 // with each view copied out inside the graph right after its operation,
-// and replays it lr.replays times with fresh inputs. After each replay
+// and replays it lateReplays times with fresh inputs. After each replay
 // the rank waits for its stream, sleeps a random 0-3 ms (ranks of a
 // service are never in lockstep: the peers are already replaying again),
 // then reads the last operation's views from the host and, with a kernel
@@ -286,8 +290,8 @@ func (lr *lateRank) replayProgram(ts, other *a2a.TestStream, program []lateKind,
 			op.free(dev)
 		}
 	}()
-	for _, k := range program {
-		op, err := lr.newLateOp(k)
+	for i, k := range program {
+		op, err := lr.newLateOp(k, i == len(program)-1)
 		if op != nil {
 			ops = append(ops, op)
 		}
@@ -313,7 +317,7 @@ func (lr *lateRank) replayProgram(ts, other *a2a.TestStream, program []lateKind,
 		return err
 	}
 	defer g.Close()
-	for i := range lr.replays {
+	for i := range lateReplays {
 		if err := lr.replayOnce(g, ts, other, ops, i, seed+uint64(i)<<8); err != nil {
 			return fmt.Errorf("replay %d: %w", i, err)
 		}
@@ -329,9 +333,11 @@ func (lr *lateRank) replayOnce(g *a2a.Graph, ts, other *a2a.TestStream, ops []*l
 		if err := op.upload(dev, rank, seed+uint64(j)<<4); err != nil {
 			return err
 		}
-		for k := range op.kept {
-			if err := errors.Join(dev.Fill(op.kept[k], poison), dev.Fill(op.late[k], poison)); err != nil {
-				return err
+		for _, copies := range [][]a2a.Tensor{op.kept, op.late} {
+			for _, t := range copies {
+				if err := dev.Fill(t, poison); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -391,13 +397,13 @@ func (lr *lateRank) compareCopy(what string, t a2a.Tensor, n int64, want []byte)
 // newLateRank is c's part of the late-read test, with the test kernels
 // (loaded before c runs any operation: a module load waits for the
 // device).
-func newLateRank(c *a2a.Comm, replays int) (*lateRank, error) {
+func newLateRank(c *a2a.Comm) (*lateRank, error) {
 	tk, err := a2a.LoadTestKernels(c.Device())
 	if err != nil {
 		return nil, err
 	}
 	seed := uint64(time.Now().UnixNano())
-	return &lateRank{c: c, tk: tk, replays: replays, rng: rand.New(rand.NewPCG(seed, uint64(c.Rank())))}, nil
+	return &lateRank{c: c, tk: tk, rng: rand.New(rand.NewPCG(seed, uint64(c.Rank())))}, nil
 }
 
 // workerLateGraph is lateReads in one process per rank.
@@ -411,7 +417,7 @@ func workerLateGraph(rk launch.Rank) error {
 	if err != nil {
 		return err
 	}
-	lr, err := newLateRank(comm, lateReplays)
+	lr, err := newLateRank(comm)
 	if err == nil {
 		err = lr.lateReads()
 		err = errors.Join(err, comm.Sync(), lr.tk.Close())
@@ -453,7 +459,7 @@ func TestGraphViewsOutliveLateReads(t *testing.T) {
 				g := newTestGroup(t, devices, m.dt, lateCases(len(devices), m.dt), m.opts...)
 				ranks := make([]*lateRank, g.Size())
 				for r := range ranks {
-					lr, err := newLateRank(g.Comm(r), lateReplays)
+					lr, err := newLateRank(g.Comm(r))
 					require.NoError(t, err)
 					t.Cleanup(func() { require.NoError(t, lr.tk.Close()) })
 					ranks[r] = lr
