@@ -86,9 +86,13 @@ func requireFormsAndCloses(t *testing.T, lib string, comms []*a2a.Comm, handles 
 // 32 heads of 128, connected and given 8 tokens if asked, and an input x
 // and an output dst of [1, 8, 32, 128] (every operation's shape in a world
 // of 1) allocated on the Comm's device.
-func fakeComm(t *testing.T, connect, tokens bool) (c *a2a.Comm, x, dst a2a.Tensor) {
+func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c *a2a.Comm, x, dst a2a.Tensor) {
 	t.Helper()
-	c, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16})
+	cfg := a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := a2a.New(cfg)
 	require.NoError(t, err)
 	x, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
 	require.NoError(t, err)
@@ -102,6 +106,9 @@ func fakeComm(t *testing.T, connect, tokens bool) (c *a2a.Comm, x, dst a2a.Tenso
 	}
 	return c, x, dst
 }
+
+// singleBuffer is a fakeComm option: Config.SingleBuffer.
+func singleBuffer(c *a2a.Config) { c.SingleBuffer = true }
 
 // closeFake frees x and dst and closes c, returning Close's error.
 func closeFake(t *testing.T, c *a2a.Comm, x, dst a2a.Tensor) error {
@@ -601,19 +608,13 @@ func checkLifecycle(t *testing.T, lib string) {
 
 	// Single-buffer: each operation launches a one-block start barrier,
 	// then the copy; Close launches the farewell.
-	sb, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16, SingleBuffer: true})
-	require.NoError(t, err)
-	require.NoError(t, sb.Connect([][]byte{sb.Handle()}))
-	require.NoError(t, sb.SetRankTokens([]int{8}))
-	x, err = sb.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
-	require.NoError(t, err)
+	sb, x, dst := fakeComm(t, true, true, singleBuffer)
 	before := fakeCounters(t, lib).Launches
 	_, err = sb.AllGather(x)
 	require.NoError(t, err)
 	require.EqualValues(t, before+2, fakeCounters(t, lib).Launches, "two kernels per single-buffer operation")
 	require.NoError(t, sb.Sync())
-	require.NoError(t, sb.Device().Free(x))
-	require.NoError(t, sb.Close())
+	require.NoError(t, closeFake(t, sb, x, dst))
 	require.EqualValues(t, before+3, fakeCounters(t, lib).Launches, "and one farewell")
 	requireReleased(t, lib)
 }

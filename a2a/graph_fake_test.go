@@ -136,12 +136,7 @@ func TestFakeGraphTurns(t *testing.T) {
 	require.NoError(t, ts.Close())
 	require.NoError(t, closeFake(t, c, x, dst))
 
-	single, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 64, HiddenDim: 32 * 128, DType: a2a.BFloat16, SingleBuffer: true})
-	require.NoError(t, err)
-	require.NoError(t, single.Connect([][]byte{single.Handle()}))
-	require.NoError(t, single.SetRankTokens([]int{8}))
-	x, err = single.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
-	require.NoError(t, err)
+	single, x, dst := fakeComm(t, true, true, singleBuffer)
 	ts = a2a.NewTestStream(t, single.Device())
 	g, err := a2a.CaptureGraph(ts.Stream(), func() error { _, err := single.On(ts.Stream()).AllGather(x); return err }, single)
 	require.NoError(t, err)
@@ -153,7 +148,6 @@ func TestFakeGraphTurns(t *testing.T) {
 	require.NoError(t, single.Sync())
 	require.NoError(t, g.Close())
 	require.NoError(t, ts.Close())
-	require.NoError(t, single.Device().Free(x))
-	require.NoError(t, single.Close())
+	require.NoError(t, closeFake(t, single, x, dst))
 	requireReleased(t, lib)
 }
