@@ -61,8 +61,8 @@ func systemError(stderr io.Writer, err error) int {
 // {"error": ..., "exit": ...} on stdout, so that a reader of the JSON
 // learns why there is none.
 func jsonError(stdout, stderr io.Writer, err error) int {
-	code := systemError(stderr, err)
-	msg, _ := systemMessage(err)
+	msg, code := systemMessage(err)
+	fmt.Fprintln(stderr, "ulysses: "+msg)
 	b, _ := json.Marshal(struct {
 		Error string `json:"error"`
 		Exit  int    `json:"exit"`
