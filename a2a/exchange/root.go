@@ -224,8 +224,7 @@ func (rr *rootRound) register(c net.Conn) (victim net.Conn, greeted, ok, stopped
 // write does not wait; turnAwayTimeout bounds it all the same.
 func (rr *rootRound) turnAway(c net.Conn, greeted bool) {
 	if greeted {
-		_ = c.SetWriteDeadline(time.Now().Add(turnAwayTimeout))
-		_ = encodeFrame(c, frame{kind: kindError, world: uint32(rr.world), payload: encodeError(errBusy, "dial again")})
+		rr.sendErrorWithin(c, turnAwayTimeout, errBusy, "dial again")
 	}
 	_ = c.Close()
 }
@@ -536,7 +535,12 @@ func (rr *rootRound) notify(sentinel error, msg string, extra net.Conn) {
 // sendError writes an error frame to c within notifyTimeout, ignoring
 // failures.
 func (rr *rootRound) sendError(c net.Conn, sentinel error, msg string) {
-	_ = c.SetWriteDeadline(time.Now().Add(notifyTimeout))
+	rr.sendErrorWithin(c, notifyTimeout, sentinel, msg)
+}
+
+// sendErrorWithin is sendError with the write bounded by d.
+func (rr *rootRound) sendErrorWithin(c net.Conn, d time.Duration, sentinel error, msg string) {
+	_ = c.SetWriteDeadline(time.Now().Add(d))
 	_ = encodeFrame(c, frame{kind: kindError, world: uint32(rr.world), payload: encodeError(sentinel, msg)})
 }
 
