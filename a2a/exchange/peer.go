@@ -39,8 +39,7 @@ func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 	if err != nil {
 		// Tell rank 0, so that it aborts the round for every rank now.
 		msg, sentinel := reason(err)
-		_ = conn.SetWriteDeadline(time.Now().Add(notifyTimeout))
-		_ = encodeFrame(conn, mine(kindError, encodeError(sentinel, fmt.Sprintf("rank %d: %s", r, msg))))
+		sendPeerError(conn, s, sentinel, fmt.Sprintf("rank %d: %s", r, msg))
 		return nil, fmt.Errorf("exchange: rank %d: result from rank 0 at %s: %w", r, addr, err)
 	}
 	if err := encodeFrame(conn, mine(kindAck, nil), s.mac(labelAck, nil)...); err != nil {
@@ -166,7 +165,7 @@ func isBusy(f frame) bool {
 // greet sends the hello on conn and reads and checks rank 0's challenge.
 // If rank 0 closed conn before answering, or evicted it, greet returns
 // the error that says so as refused, and a nil err. If rank 0's proof of
-// the secret is wrong it tells rank 0 (refuseProof) and fails with
+// the secret is wrong it tells rank 0 (proofRefusal) and fails with
 // ErrAuth.
 func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, err error) {
 	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
@@ -198,24 +197,25 @@ func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, er
 	}
 	copy(s.challenge[:], f.payload)
 	if !s.verify(labelProof, nil, f.payload[nonceSize:]) {
-		refuseProof(conn, s)
+		sendPeerError(conn, s, ErrAuth, proofRefusal)
 		return nil, nil, fmt.Errorf("exchange: rank %d: the process at %s does not prove the group secret "+
 			"(not rank 0 of this group, or its secret differs): %w", r, addr, ErrAuth)
 	}
 	return s, nil, nil
 }
 
-// proofRefusal is the message of the error frame refuseProof sends: short
-// enough for the 32-byte payload rank 0 reads in place of a proof.
+// proofRefusal is the message of the error frame a peer sends rank 0 in
+// place of its own proof when rank 0's proof of the secret is wrong: rank
+// 0 of the group can then say that a peer's secret differs (ErrAuth). It
+// says nothing a stranger could use, and is short enough for the 32-byte
+// payload rank 0 reads in place of a proof.
 const proofRefusal = "rank 0's proof is wrong"
 
-// refuseProof tells the process at the other end of conn, in place of this
-// rank's proof, that its proof of the secret is wrong: rank 0 of the group
-// can then say that a peer's secret differs (ErrAuth). It says nothing a
-// stranger could use, and failures are ignored.
-func refuseProof(conn net.Conn, s *session) {
+// sendPeerError writes this rank's error frame to rank 0 on conn within
+// notifyTimeout, ignoring failures.
+func sendPeerError(conn net.Conn, s *session, sentinel error, msg string) {
 	_ = conn.SetWriteDeadline(time.Now().Add(notifyTimeout))
-	_ = encodeFrame(conn, frame{kind: kindError, rank: s.rank, world: s.world, payload: encodeError(ErrAuth, proofRefusal)})
+	_ = encodeFrame(conn, frame{kind: kindError, rank: s.rank, world: s.world, payload: encodeError(sentinel, msg)})
 }
 
 // isRefusal reports whether err, from the first I/O on a connection, says
