@@ -1,11 +1,11 @@
 #!/bin/sh
-# The GPU checks written but not yet run on a device, in two calls (lab use,
+# The GPU checks written but not yet run on a device, in three calls (lab use,
 # not part of the product). Build here with `make gpu-bin`, then run on the
 # GPU machine, carrying only these (the whole .gpu-bin is over the 64 MiB a
 # call carries): .gpu-bin/attention.test .gpu-bin/attention .gpu-bin/a2a.test
-# .gpu-bin/ulysses .gpu-bin/nccl_bench.py. Prints one PASS/FAIL line per check at the end.
+# .gpu-bin/ulysses. Prints one PASS/FAIL line per check at the end.
 # All of it takes longer than one call's 10 minutes: pass a pattern to run
-# the checks whose name matches it (`sh bench/lab/pending.sh 'attention|nccl'`,
+# the checks whose name matches it (`sh bench/lab/pending.sh 'attention|nccl|bench'`,
 # then `sh bench/lab/pending.sh 'comms|stress'`, then 'collectives').
 set -u
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
