@@ -6,7 +6,7 @@ import (
 )
 
 // reach lists the hashes of the bus ids of the GPUs this process sees
-// that GPU me has peer access with, both ways (at most maxReach; a GPU
+// that GPU me has peer access with, both ways (at most handle.MaxReach; a GPU
 // whose bus id or access cannot be read is left out, which only makes
 // TransportAuto choose NCCL).
 func reach(drv *driver.Driver, me int) (n uint8, r [handle.MaxReach]uint32) {

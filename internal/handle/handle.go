@@ -157,7 +157,7 @@ func (h Handle) Bus() string {
 }
 
 // checkV2 checks the fields version 2 added: a known transport, at most
-// maxReach GPUs reached, and zeros wherever encode writes none.
+// MaxReach GPUs reached, and zeros wherever encode writes none.
 func (h Handle) checkV2(b []byte) error {
 	switch {
 	case h.Transport > api.TransportAuto:

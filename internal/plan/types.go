@@ -35,7 +35,7 @@ type Plan struct {
 	Spread    bool               // every rank takes the general entries: see generalSpread
 
 	// The copy-engine mode (Config.Mover): every box this rank moves, in
-	// the Comm's scratch slice, then ulysses_sync.
+	// the transport's scratch slice, then ulysses_sync.
 	ByCopies bool
 	Copies   []Box
 }

@@ -49,13 +49,13 @@ type Transport interface {
 	SetTokens(ts plan.Tokens)
 	SetTimeout(d time.Duration)
 	// RefreshCaptured makes what captured operations read when they
-	// replay hold the counts setTokens set last; it waits for that alone.
+	// replay hold the counts SetTokens set last; it waits for that alone.
 	RefreshCaptured() error
 	// Widths lists the vector Widths in bytes the transport copies with,
 	// widest first; planning picks the widest the operation allows.
 	Widths() []int
 	// Enqueue moves the bytes of the planned operation p on input x into
-	// every rank's data half ls.half, on ls.stream (the Comm's or the
+	// every rank's data half ls.Half, on ls.Stream (the Comm's or the
 	// caller's, already ordered after the Comm's previous operation),
 	// without waiting for anything.
 	Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls LaunchSpec) error

@@ -12,7 +12,7 @@ import (
 
 // enqueueCopies is the copy-engine mode's operation: the start barrier
 // with a single buffer, every copy of p into the peers' data half
-// ls.half (spread over the side streams, see copyFan), then ulysses_sync
+// ls.Half (spread over the side streams, see copyFan), then ulysses_sync
 // (one block: signal, wait, advance the epoch). Allocation-free.
 func (t *Transport) enqueueCopies(p plan.Plan, ls transport.LaunchSpec) error {
 	t.args.Active, t.args.Sig = 1, p.Sig

@@ -97,8 +97,7 @@ func mostOnOneGPU(hs []handle.Handle) int {
 // Kind is TransportIPC.
 func (t *Transport) Kind() api.Transport { return api.TransportIPC }
 
-// Blocks is the group's number of thread blocks (this rank's wish before
-// Connect).
+// Blocks is the group's number of thread blocks.
 func (t *Transport) Blocks() int { return t.nblocks }
 
 // SetTokens puts the counts in the argument of later launches and stages

@@ -16,9 +16,9 @@ import (
 // this rank to itself is a device copy; a peer's box whose side here is
 // contiguous is sent from the input or received into the data half
 // directly; otherwise it is packed into, or unpacked out of, a staging
-// area with one pitched device copy (nccl_plan.go, nccl_enqueue.go). NCCL
+// area with one pitched device copy (plan.go, enqueue.go). NCCL
 // has no timeout: the Comm's waits poll the stream and the communicator
-// against a deadline and abort the communicator past it (nccl_wait.go).
+// against a deadline and abort the communicator past it (wait.go).
 // Operations cannot be captured into CUDA graphs.
 type Transport struct {
 	env    *transport.Env
@@ -34,7 +34,7 @@ type Transport struct {
 	timeout     atomic.Int64 // nanoseconds
 
 	// stage is 2*stageBytes of device memory: the send region, then the
-	// receive region (nccl_plan.go says why one data half each is enough).
+	// receive region (plan.go says why one data half each is enough).
 	stage      driver.DevicePtr
 	stageBytes int64
 	plan       ncclPlan // the next enqueue's, from planBoxes
