@@ -29,25 +29,25 @@ func (t *Transport) enqueueCopies(p plan.Plan, ls transport.LaunchSpec) error {
 		}
 	}
 	used := 0 // side streams that waited on the fork
-	t.share.Gate.RLock()
+	t.env.Share.Gate.RLock()
 	for _, c := range p.Copies {
 		s := ls.Stream
 		if fan {
 			k := c.Peer % len(t.fan.sides)
 			for ; used <= k; used++ {
 				if err := ctx.StreamWaitEvent(t.fan.sides[used], t.fan.fork); err != nil {
-					t.share.Gate.RUnlock()
+					t.env.Share.Gate.RUnlock()
 					return api.WrapDriver("forking the copy streams", err)
 				}
 			}
 			s = t.fan.sides[k]
 		}
 		if err := t.copyBox(p.Inputs[c.Tensor], c, ls.Half, s); err != nil {
-			t.share.Gate.RUnlock()
+			t.env.Share.Gate.RUnlock()
 			return err
 		}
 	}
-	t.share.Gate.RUnlock()
+	t.env.Share.Gate.RUnlock()
 	for k := range used {
 		if err := ctx.EventRecord(t.fan.joins[k], t.fan.sides[k]); err != nil {
 			return api.WrapDriver("joining the copy streams", err)

@@ -9,9 +9,9 @@ import (
 // share's launch gate so that no graveyard release starts while it may
 // run.
 func (t *Transport) launch(f driver.Function, grid, threads int, s driver.Stream) error {
-	t.share.Gate.RLock()
+	t.env.Share.Gate.RLock()
 	err := t.env.Ctx.Launch(f, [3]uint32{uint32(grid), 1, 1}, [3]uint32{uint32(threads), 1, 1}, 0, s, t.params[:])
-	t.share.Gate.RUnlock()
+	t.env.Share.Gate.RUnlock()
 	if err != nil {
 		return api.WrapDriver("launching kernel", err)
 	}

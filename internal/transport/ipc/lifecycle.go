@@ -22,9 +22,8 @@ import (
 // unless the kernels alone move the bytes.
 func New(env *transport.Env) (*Transport, error) {
 	buf, l := env.Buf, env.Layout
-	t := &Transport{env: env, share: env.Share, stream: env.Stream, k: env.Share.Kernels[env.DType.Size()],
-		peers: ipcPeers{env: env, share: env.Share}, buf: buf, layout: l, nblocks: env.Blocks,
-		mover: env.Mover, es: int64(env.DType.Size())}
+	t := &Transport{env: env, k: env.Share.Kernels[env.DType.Size()],
+		peers: ipcPeers{env: env}, nblocks: env.Blocks, mover: env.Mover}
 	host, status, err := env.Ctx.HostAllocMapped(uint64(unsafe.Sizeof(statusWord{})))
 	if err != nil {
 		return nil, api.WrapDriver("allocating the status word", err)
@@ -63,14 +62,14 @@ func (t *Transport) Connect(hs []handle.Handle) error {
 	if err := t.peers.checkAccess(hs); err != nil {
 		return err
 	}
-	if err := t.peers.mapAll(hs, int(t.args.Rank), t.buf, t.layout.SignalOff+plan.SignalAreaBytes); err != nil {
+	if err := t.peers.mapAll(hs, int(t.args.Rank), t.env.Buf, t.env.Layout.SignalOff+plan.SignalAreaBytes); err != nil {
 		return err
 	}
 	t.sharers = mostOnOneGPU(hs)
 	t.oneProcess = true
 	for i, h := range hs {
 		t.args.Data[i] = uint64(t.peers.m[i].ptr)
-		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.layout.SignalOff)
+		t.args.Signal[i] = uint64(t.peers.m[i].ptr) + uint64(t.env.Layout.SignalOff)
 		t.nblocks = min(t.nblocks, int(h.Blocks))
 		t.oneProcess = t.oneProcess && FromThisProcess(h)
 	}
@@ -143,17 +142,17 @@ func (t *Transport) Widths() []int { return t.k.Widths }
 // the copy streams to the share's graveyard.
 func (t *Transport) Release() {
 	t.peers.bury()
-	ctx := t.share.Ctx
+	ctx := t.env.Share.Ctx
 	if host := t.statusHost; host != nil {
-		t.share.Bury(device.Release{What: "freeing the status word", Do: func() error { return ctx.HostFree(host) }})
+		t.env.Share.Bury(device.Release{What: "freeing the status word", Do: func() error { return ctx.HostFree(host) }})
 		t.statusHost = nil
 	}
 	if host := t.liveHost; host != nil {
-		t.share.Bury(device.Release{What: "freeing the token table", Do: func() error { return ctx.HostFree(host) }})
+		t.env.Share.Bury(device.Release{What: "freeing the token table", Do: func() error { return ctx.HostFree(host) }})
 		t.liveHost = nil
 	}
 	if t.fan != nil {
-		t.share.Bury(t.fan.releases(ctx)...)
+		t.env.Share.Bury(t.fan.releases(ctx)...)
 		t.fan = nil
 	}
 }

@@ -23,9 +23,8 @@ type peerMapping struct {
 // CUDA IPC from other processes, directly (with peer access) from this one.
 // Transports that write into the peers' memory share it.
 type ipcPeers struct {
-	env   *transport.Env
-	share *device.Share
-	m     [kernelabi.MaxRanks]peerMapping
+	env *transport.Env
+	m   [kernelabi.MaxRanks]peerMapping
 }
 
 // checkAccess decides for the whole group: every pair of distinct GPUs
@@ -102,7 +101,7 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	}
 	pc, err := p.peerContext(h)
 	if err != nil {
-		p.share.DeferError(device.ReleaseBuffer(m.ptr, false))
+		p.env.Share.DeferError(device.ReleaseBuffer(m.ptr, false))
 		return peerMapping{}, err
 	}
 	m.peerCtx = pc
@@ -176,7 +175,7 @@ func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 			h.Rank, size, ptr, base, need, api.ErrHandle)
 	}
 	if err != nil {
-		p.share.Bury(p.unmap(ptr))
+		p.env.Share.Bury(p.unmap(ptr))
 		return peerMapping{}, err
 	}
 	return peerMapping{ptr: ptr, ipcOpened: true}, nil
@@ -184,7 +183,7 @@ func (p *ipcPeers) openIPC(h handle.Handle, need int64) (peerMapping, error) {
 
 // unmap is the deferred release of an IPC mapping at ptr.
 func (p *ipcPeers) unmap(ptr driver.DevicePtr) device.Release {
-	ctx := p.share.Ctx
+	ctx := p.env.Share.Ctx
 	return device.Release{What: "closing an IPC mapping", Do: func() error { return ctx.IpcCloseMemHandle(ptr) }}
 }
 
@@ -206,10 +205,10 @@ func (p *ipcPeers) bury() {
 		}
 		p.m[i] = peerMapping{}
 	}
-	p.share.Bury(graves...)
+	p.env.Share.Bury(graves...)
 	// After the peer context's release is buried: freeing the buffer may
 	// tear its device's share down.
 	for _, ptr := range retained {
-		p.share.DeferError(device.ReleaseBuffer(ptr, false))
+		p.env.Share.DeferError(device.ReleaseBuffer(ptr, false))
 	}
 }

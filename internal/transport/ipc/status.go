@@ -14,7 +14,7 @@ func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 	if onCaller {
 		return t.env.Ctx.EventSynchronize(tail)
 	}
-	return t.env.Ctx.StreamSynchronize(t.stream)
+	return t.env.Ctx.StreamSynchronize(t.env.Stream)
 }
 
 // Failure decodes the status word a failed kernel wrote, or nil.
@@ -51,7 +51,7 @@ func (t *Transport) Goodbye(wait bool) error {
 	if wait {
 		t.args.Active = 1
 	}
-	return t.launch(t.k.Close, 1, farewellThreads, t.stream)
+	return t.launch(t.k.Close, 1, farewellThreads, t.env.Stream)
 }
 
 // Abort sets the status word's Abort word: every wait of a kernel queued

@@ -21,14 +21,10 @@ const farewellThreads = 32
 // kernels of the element width, the by-value kernel argument, the pinned
 // status word the kernels report failures in, and the peer mappings.
 type Transport struct {
-	env    *transport.Env
-	share  *device.Share
-	stream driver.Stream // the Comm's
-	k      *device.Kernels
-	peers  ipcPeers
+	env   *transport.Env // the Comm's share, stream, buffer, layout, rank and dtype
+	k     *device.Kernels
+	peers ipcPeers
 
-	buf        driver.DevicePtr
-	layout     plan.Layout
 	statusHost unsafe.Pointer // *statusWord in pinned host memory
 	// The live token table: staged in pinned host memory, copied into the
 	// buffer (liveDev) when captured operations need it.
@@ -45,7 +41,6 @@ type Transport struct {
 	// The copy-engine mode's choice and scratch.
 	mover      api.Mover
 	oneProcess bool       // every rank of the group is in this process (MoverAuto), from connect
-	es         int64      // element bytes
 	copies     []plan.Box // the last plan's boxes (Plan.Copies)
 
 	abortedByClose bool // who set the abort word, for the error

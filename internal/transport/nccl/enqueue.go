@@ -24,7 +24,7 @@ func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.L
 	if ls.Captured {
 		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, api.ErrNotSupported)
 	}
-	half := t.buf + driver.DevicePtr(int64(ls.Half)*t.layout.HalfBytes)
+	half := t.env.Buf + driver.DevicePtr(int64(ls.Half)*t.env.Layout.HalfBytes)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	err := t.env.Ctx.Do(func() error {
@@ -33,7 +33,7 @@ func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.L
 		}
 		for _, o := range t.plan.own {
 			if err := transport.CopyBox(t.env.Ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.Stream); err != nil {
-				return api.WrapDriver("copying rank "+strconv.Itoa(t.rank)+"'s own part", err)
+				return api.WrapDriver("copying rank "+strconv.Itoa(t.env.Rank)+"'s own part", err)
 			}
 		}
 		for round := range t.plan.rounds {

@@ -15,8 +15,8 @@ import (
 // New prepares the NCCL transport of env's Comm with rank 0's id;
 // Connect joins the communicator.
 func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
-	t := &Transport{env: env, share: env.Share, stream: env.Stream, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
-		rank: env.Rank, world: env.World, buf: env.Buf, layout: env.Layout, stageBytes: env.Layout.DataBytes}
+	t := &Transport{env: env, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
+		stageBytes: env.Layout.DataBytes}
 	t.timeout.Store(int64(env.Timeout))
 	return t
 }
@@ -27,7 +27,7 @@ func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transpo
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
 // may so Connect one after another from one goroutine.
 func (t *Transport) Connect(hs []handle.Handle) error {
-	if t.world > 1 && t.stageBytes > 0 {
+	if t.env.World > 1 && t.stageBytes > 0 {
 		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {
 			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
@@ -37,11 +37,11 @@ func (t *Transport) Connect(hs []handle.Handle) error {
 	var comm *binding.Comm
 	err := t.env.Ctx.Do(func() error {
 		var err error
-		comm, err = t.lib.InitRank(t.world, t.rank, t.id)
+		comm, err = t.lib.InitRank(t.env.World, t.env.Rank, t.id)
 		return err
 	})
 	if err != nil {
-		return api.WrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.rank), err)
+		return api.WrapNCCL(fmt.Sprintf("rank %d joining the NCCL communicator", t.env.Rank), err)
 	}
 	t.mu.Lock()
 	t.comm, t.settling = comm, true
@@ -107,8 +107,8 @@ func (t *Transport) Release() {
 	}
 	t.mu.Unlock()
 	if p := t.stage; p != 0 {
-		ctx := t.share.Ctx
-		t.share.Bury(device.Release{What: "freeing the NCCL staging", Do: func() error { return ctx.MemFree(p) }})
+		ctx := t.env.Share.Ctx
+		t.env.Share.Bury(device.Release{What: "freeing the NCCL staging", Do: func() error { return ctx.MemFree(p) }})
 		t.stage = 0
 	}
 }

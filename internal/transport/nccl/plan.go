@@ -35,12 +35,12 @@ func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) erro
 	}
 	elem := int64(r.Xs[0].DType.Size())
 	var recvUsed int64
-	for q := range t.world {
-		pl.scratch = plan.Boxes(pl.scratch[:0], r, *p, q, t.world, ts, elem)
+	for q := range t.env.World {
+		pl.scratch = plan.Boxes(pl.scratch[:0], r, *p, q, t.env.World, ts, elem)
 		round, used := 0, int64(0)
 		for _, c := range pl.scratch {
 			if c.Peer == q {
-				if q == t.rank {
+				if q == t.env.Rank {
 					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: p.Inputs[c.Tensor]})
 				}
 				continue
@@ -54,13 +54,13 @@ func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) erro
 			}
 			x := ncclXfer{box: c, round: round, stage: -1}
 			switch {
-			case q == t.rank:
+			case q == t.env.Rank:
 				x.peer, x.input = c.Peer, p.Inputs[c.Tensor]
 				if !c.Contiguous(c.Src) {
 					x.stage = used
 				}
 				pl.sends = append(pl.sends, x)
-			case c.Peer == t.rank:
+			case c.Peer == t.env.Rank:
 				x.peer = q
 				if !c.Contiguous(c.Dst) {
 					if recvUsed+n > t.stageBytes {

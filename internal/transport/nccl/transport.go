@@ -4,7 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -21,17 +20,11 @@ import (
 // against a deadline and abort the communicator past it (wait.go).
 // Operations cannot be captured into CUDA graphs.
 type Transport struct {
-	env    *transport.Env
-	share  *device.Share
-	stream driver.Stream // the Comm's
-	vecs   []int         // the kernels' vector widths, which planning picks from
-	lib    *binding.Library
-	id     binding.UniqueID
-
-	rank, world int
-	buf         driver.DevicePtr // the Comm's buffer
-	layout      plan.Layout
-	timeout     atomic.Int64 // nanoseconds
+	env     *transport.Env // the Comm's share, stream, buffer, layout, rank and world
+	vecs    []int          // the kernels' vector widths, which planning picks from
+	lib     *binding.Library
+	id      binding.UniqueID
+	timeout atomic.Int64 // nanoseconds
 
 	// stage is 2*stageBytes of device memory: the send region, then the
 	// receive region (plan.go says why one data half each is enough).

@@ -56,7 +56,7 @@ func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 	b := newBackoff()
 	for {
 		if how := t.abortAsk.Load(); how != 0 {
-			t.fail(&api.AbortedError{Rank: t.rank, Peer: -1, Phase: api.PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
+			t.fail(&api.AbortedError{Rank: t.env.Rank, Peer: -1, Phase: api.PhaseEnd, Epoch: t.ops.Load(), ByClose: how == abortByClose})
 			return nil
 		}
 		var done bool
@@ -64,7 +64,7 @@ func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 		if onCaller {
 			done, err = t.env.Ctx.EventDone(tail)
 		} else {
-			done, err = t.env.Ctx.StreamDone(t.stream)
+			done, err = t.env.Ctx.StreamDone(t.env.Stream)
 		}
 		if err != nil {
 			return err
@@ -76,7 +76,7 @@ func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 		case done && state == binding.Success:
 			return nil
 		case time.Now().UnixNano() > t.lastEnqueue.Load()+t.timeout.Load():
-			t.fail(&api.TimeoutError{Rank: t.rank, Peer: -1, Phase: api.PhaseEnd, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
+			t.fail(&api.TimeoutError{Rank: t.env.Rank, Peer: -1, Phase: api.PhaseEnd, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 			return nil
 		}
 		b.pause(nil, nil)
@@ -146,7 +146,7 @@ func (t *Transport) settle() error {
 		case r != binding.InProgress:
 			t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
 		case time.Now().After(deadline):
-			t.failLocked(&api.TimeoutError{Rank: t.rank, Peer: -1, Phase: api.PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
+			t.failLocked(&api.TimeoutError{Rank: t.env.Rank, Peer: -1, Phase: api.PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 		default:
 			b.pause(t.mu.Unlock, t.mu.Lock)
 		}
