@@ -49,6 +49,7 @@ func Plain(op ptx.Op, x api.Tensor, dt api.DType, rank, world int, ts Tokens, ca
 		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, c.maxOut, capacity, api.ErrCapacity)
 	}
 	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
+	p.Inputs[0] = uint64(x.Ptr)
 	p.Width = int(es)
 	for _, w := range widths {
 		if p.Chunk%int64(w) == 0 && x.Ptr%uintptr(w) == 0 {

@@ -27,7 +27,7 @@ type Plan struct {
 	Tensors   int
 	Region    int64 // bytes between consecutive tensors' outputs in a half
 	Heads     [kernelabi.MaxRanks + 1]int32
-	Inputs    [MaxTensors]uint64 // every tensor's input
+	Inputs    [MaxTensors]uint64 // every tensor's input (Plain and General fill it)
 	Units     int64              // vectors per input token row (SendRecvHeads) or per chunk
 	HeadUnits int64              // vectors per head
 	InRow     int64              // vectors between consecutive input tokens

@@ -17,9 +17,6 @@ func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captu
 	}
 	t.copies = plan.Boxes(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, int64(t.env.DType.Size()))
 	p.ByCopies, p.Copies = true, t.copies
-	for k := range r.N {
-		p.Inputs[k] = uint64(r.Xs[k].Ptr)
-	}
 	p.Sig = plan.MoverSignature(p.Sig, api.MoverCopyEngines)
 	return p, nil
 }

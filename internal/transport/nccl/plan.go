@@ -30,9 +30,6 @@ func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ boo
 func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
-	for k := range r.N {
-		p.Inputs[k] = uint64(r.Xs[k].Ptr)
-	}
 	elem := int64(r.Xs[0].DType.Size())
 	var recvUsed int64
 	for q := range t.env.World {
