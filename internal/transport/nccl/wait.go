@@ -89,6 +89,11 @@ func (t *Transport) Wait(onCaller bool, tail driver.Event) error {
 func (t *Transport) state() (binding.Result, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.stateLocked()
+}
+
+// stateLocked is state with mu held.
+func (t *Transport) stateLocked() (binding.Result, bool) {
 	if t.comm == nil || t.failed != nil {
 		return 0, true
 	}
@@ -134,22 +139,14 @@ func (t *Transport) settle() error {
 	deadline := time.Now().Add(time.Duration(t.timeout.Load()))
 	b := newBackoff()
 	for t.settling {
-		if t.failed != nil || t.comm == nil {
+		if _, broken := t.stateLocked(); broken || !t.settling {
 			break
 		}
-		r, err := t.comm.AsyncError()
-		switch {
-		case err != nil:
-			t.failLocked(api.WrapNCCL("asking the NCCL communicator's state", err))
-		case r == binding.Success:
-			t.settling = false
-		case r != binding.InProgress:
-			t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
-		case time.Now().After(deadline):
+		if time.Now().After(deadline) { // still in progress
 			t.failLocked(&api.TimeoutError{Rank: t.env.Rank, Peer: -1, Phase: api.PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
-		default:
-			b.pause(t.mu.Unlock, t.mu.Lock)
+			break
 		}
+		b.pause(t.mu.Unlock, t.mu.Lock)
 	}
 	if t.failed == nil && t.comm == nil {
 		return api.Prefixed(api.ErrClosed)
