@@ -16,10 +16,8 @@ import (
 // (one block: signal, wait, advance the epoch). Allocation-free.
 func (t *Transport) enqueueCopies(p plan.Plan, ls transport.LaunchSpec) error {
 	t.args.Active, t.args.Sig = 1, p.Sig
-	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.Start, 1, farewellThreads, ls.Stream); err != nil {
-			return err
-		}
+	if err := t.startBarrier(ls.Stream); err != nil {
+		return err
 	}
 	ctx := t.env.Ctx
 	fan := t.fan != nil && len(p.Copies) > 1 && planBytes(p.Copies) >= fanMinBytes

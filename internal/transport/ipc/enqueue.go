@@ -75,16 +75,24 @@ func (t *Transport) setGeneral(p plan.Plan) {
 // KiB-1 MiB. A captured operation computes its
 // active blocks when it runs, so it launches all.
 func (t *Transport) launchOp(f driver.Function, s driver.Stream) error {
-	if t.args.HalfBytes == 0 {
-		if err := t.launch(t.k.Start, 1, farewellThreads, s); err != nil {
-			return err
-		}
+	if err := t.startBarrier(s); err != nil {
+		return err
 	}
 	grid := t.nblocks
 	if t.args.Live == 0 {
 		grid = int(t.args.Active)
 	}
 	return t.launch(f, grid, t.threads, s)
+}
+
+// startBarrier launches the single-buffer mode's start barrier on s (one
+// block: every rank's operation waits there until every peer is done with
+// the previous one); with a double buffer there is none.
+func (t *Transport) startBarrier(s driver.Stream) error {
+	if t.args.HalfBytes != 0 {
+		return nil
+	}
+	return t.launch(t.k.Start, 1, farewellThreads, s)
 }
 
 // Pad launches the narrowest AllGather with no batch: one block that
