@@ -11,7 +11,7 @@ set -u
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
 	NVSHMEM_DISABLE_NVLS=1 CUDA_DEVICE_MAX_CONNECTIONS=32
 export ULYSSES_LIBNCCL=${ULYSSES_LIBNCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
-bin=${BIN:-.gpu-bin}
+bin=$(cd "${BIN:-.gpu-bin}" && pwd)
 out=${OUT:-/tmp}
 summary=""
 only=${1:-.}
@@ -26,7 +26,7 @@ check() { # name, command...
 $r $name"
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-check attention-test "$bin/attention.test" -test.v -test.count=1
+check attention-test sh -c "cd examples/attention && $bin/attention.test -test.v -test.count=1"
 check attention-run "$bin/attention"
 check attention-4ranks "$bin/attention" --ranks 4
 check nccl-group "$bin/a2a.test" -test.v -test.count=1 -test.run 'TestNCCLGroup$'
