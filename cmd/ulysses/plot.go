@@ -155,7 +155,7 @@ func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("no %s rows on all SMs to draw against size (bench --sms 0)", dtype)
 	}
-	return tiled(panels, fmt.Sprintf("%s, %d ranks, %s", dtype, rep.World, gpuName(rep)))
+	return tiled(panels, fmt.Sprintf("%s, %s, %s", dtype, ranks(rep.World), gpuName(rep)))
 }
 
 // smsFigure is one panel per operation: ulysses' median against the SMs
@@ -197,7 +197,7 @@ func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("no %s rows to draw against SMs", dtype)
 	}
-	return tiled(panels, fmt.Sprintf("%s, %d ranks, %s: the SMs' share", dtype, rep.World, gpuName(rep)))
+	return tiled(panels, fmt.Sprintf("%s, %s, %s: the SMs' share", dtype, ranks(rep.World), gpuName(rep)))
 }
 
 // blocksTicks marks the SM counts rep timed op with.
@@ -271,4 +271,12 @@ func gpuName(rep *benchReport) string {
 		return ""
 	}
 	return fmt.Sprintf("%d x %s", len(rep.GPUs), rep.GPUs[0])
+}
+
+// ranks says "1 rank" or "n ranks".
+func ranks(n int) string {
+	if n == 1 {
+		return "1 rank"
+	}
+	return fmt.Sprintf("%d ranks", n)
 }
