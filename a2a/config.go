@@ -59,6 +59,19 @@ type Config struct {
 	// Timeout bounds every barrier wait; 0 means DefaultTimeout.
 	Timeout time.Duration
 
+	// Wire chooses how bf16 and fp16 elements cross between the GPUs:
+	// exactly (WireExact, the zero value), or as fp8 rows with a scale
+	// each (WireE4M3, WireE5M2), about half the bytes, lossy: the output
+	// is the exact output with every row (one head of one token, D
+	// elements) rounded through fp8 and back, on every rank alike, its own
+	// rows included (a2a/ref.RoundTripRows is that reference;
+	// docs/DESIGN.md, "The fp8 wire", gives the error bound). Every
+	// operation and form takes it. It needs the SM kernels over CUDA IPC
+	// on GPUs of compute capability 8.9 or later (the copy engines and
+	// NCCL cannot convert: ErrConfig), and about 1.56 times the buffer
+	// (codes and scales beside the outputs, for heads of 8 or more
+	// elements). All ranks must agree.
+	Wire Wire
 	// SingleBuffer halves the buffer's memory at the cost of a second
 	// barrier per operation (a few microseconds: it matters for small
 	// messages). By default the data region has two halves that
@@ -82,6 +95,9 @@ func (c Config) halves() int64 {
 // MaxTensors of them, each from a multiple of outputAlign.
 func (c Config) capacityBytes() int64 {
 	one := int64(c.MaxTokens) * int64(c.HiddenDim) * int64(c.DType.Size())
+	if c.Wire.Lossy() {
+		return plan.WireBytes(one, c.MaxTensors)
+	}
 	if c.MaxTensors <= 1 {
 		return one
 	}
@@ -110,6 +126,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: Transport %d unknown: %w", c.Transport, ErrConfig)
 	case c.MaxTensors < 0 || c.MaxTensors > plan.MaxTensors:
 		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, plan.MaxTensors, ErrConfig)
+	case c.Wire > WireE5M2:
+		return fmt.Errorf("a2a: Wire %d unknown: %w", c.Wire, ErrConfig)
+	case c.Wire.Lossy() && c.DType.Size() != 2:
+		return fmt.Errorf("a2a: the %v wire moves bf16 or fp16, not %v: %w", c.Wire, c.DType, ErrConfig)
+	case c.Wire.Lossy() && c.Mover == MoverCopyEngines:
+		return fmt.Errorf("a2a: the %v wire converts in the kernels; the copy engines cannot (MoverAuto takes the kernels): %w", c.Wire, ErrConfig)
+	case c.Wire.Lossy() && c.Transport == TransportNCCL:
+		return fmt.Errorf("a2a: the %v wire converts in the IPC kernels; NCCL cannot: %w", c.Wire, ErrConfig)
 	case c.Timeout < 0:
 		return fmt.Errorf("a2a: negative timeout %v: %w", c.Timeout, ErrConfig)
 	case int64(c.MaxTokens) > plan.MaxDataBytes/int64(c.HiddenDim)/int64(c.DType.Size()):

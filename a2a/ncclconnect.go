@@ -16,9 +16,12 @@ import (
 func (c *Comm) newTransport(kind Transport, id *NCCLID) (tp.Transport, error) {
 	env := &tp.Env{Driver: c.dev.drv, Ctx: c.dev.ctx, Share: c.share, SMs: c.dev.info.SMs, BusID: c.dev.info.BusID,
 		Helpers: c.dev.copies, Stream: c.stream, Buf: c.buf, Layout: c.layout, Rank: c.cfg.Rank, World: c.cfg.WorldSize,
-		DType: c.cfg.DType, Mover: c.cfg.Mover, Timeout: c.cfg.timeout(), Blocks: c.blocks}
+		DType: c.cfg.DType, Mover: c.cfg.Mover, Wire: c.cfg.Wire, Timeout: c.cfg.timeout(), Blocks: c.blocks}
 	if kind == TransportIPC {
 		return ipc.New(env)
+	}
+	if c.cfg.Wire.Lossy() {
+		return nil, fmt.Errorf("a2a: the group's GPUs need NCCL, and the %v wire converts in the IPC kernels only: %w", c.cfg.Wire, ErrConfig)
 	}
 	if id == nil {
 		return nil, fmt.Errorf("a2a: rank %d's group uses NCCL: pass rank 0's NewNCCLID to ConnectNCCL, or use Join: %w", c.cfg.Rank, ErrConfig)

@@ -210,9 +210,13 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p plan.Plan, s driver.
 	return c.dev.ctx.MemcpyRowsAsync(driver.DevicePtr(dst.Ptr), uint64(api.RowElems(dst)*es), from, uint64(row), uint64(row), uint64(rows), s)
 }
 
-// plan plans r under the token counts ts: the plain entries when they
-// can run it, else the general ones.
+// plan plans r under the token counts ts: the fp8 wire's entries when
+// the Config asks for them, else the plain entries when they can run it,
+// else the general ones.
 func (c *Comm) plan(r plan.Request, ts plan.Tokens) (plan.Plan, error) {
+	if c.cfg.Wire.Lossy() {
+		return plan.Wire(r, c.cfg.DType, c.cfg.Wire, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes)
+	}
 	if r.NeedsGeneral(c.cfg.WorldSize) {
 		return plan.General(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
 	}

@@ -171,6 +171,28 @@ const (
 	TransportAuto = api.TransportAuto
 )
 
+// Wire chooses how a Comm's 16-bit elements cross between the GPUs:
+// exactly (the zero value), or as fp8 codes with one power-of-two scale per
+// row of D elements (one head of one token), which moves about half the
+// bytes and loses precision. See Config.Wire.
+type Wire = api.Wire
+
+const (
+	// WireExact moves the elements as they are: the output equals the input.
+	WireExact = api.WireExact
+	// WireE4M3 sends each row as E4M3 codes scaled by 2^k, the smallest
+	// power of two that brings the row's largest finite magnitude amax
+	// within 448: every element comes back within amax/16 (half an E4M3
+	// step at the row's top binade), nearer for smaller elements.
+	WireE4M3 = api.WireE4M3
+	// WireE5M2 sends E5M2 codes (max 57344): within amax/8 per row, with
+	// more range for small elements beside a large one.
+	WireE5M2 = api.WireE5M2
+)
+
+// ParseWire reads a wire's name as Wire.String prints it, in any case.
+func ParseWire(s string) (Wire, error) { return api.ParseWire(s) }
+
 // HeadRange returns the heads rank holds when heads are split over world
 // ranks (SendRecvHeads' output, GatherHeads' and HeadAllGather's input):
 // count heads from first. Each rank gets heads/world and the first

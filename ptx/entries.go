@@ -53,3 +53,25 @@ func CapturedEntryFor(op Op, width int) Entry {
 func GeneralEntryFor(op Op, width int) Entry {
 	return Entry(fmt.Sprintf("ulysses_%s_general_v%d", op, width))
 }
+
+// WireWidths lists the fp8 wire entries' widths in bytes of input read at
+// once, widest first: 8 (four elements; the head size a multiple of 4 and
+// every input address and token stride 8-byte aligned) and 2 (one).
+var WireWidths = []int{8, 2}
+
+// WireOps lists the operations with fp8 wire entries.
+var WireOps = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather, OpHeadAllGather}
+
+// WireEntryFor names the fp8 wire entry of op (one of WireOps) for format
+// ("e4m3" or "e5m2"), 16-bit element type out ("bf16" or "fp16") and
+// width (one of WireWidths).
+func WireEntryFor(op Op, format, out string, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_%s_wire_%s_%s_v%d", op, format, out, width))
+}
+
+// WireDecodeFor names the entry that turns a Comm's staged fp8 rows into
+// its 16-bit output, after an fp8 wire entry of the same format, type and
+// width.
+func WireDecodeFor(format, out string, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_wire_decode_%s_%s_v%d", format, out, width))
+}

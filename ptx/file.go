@@ -4,6 +4,7 @@ package ptx
 type File struct {
 	Name      string  // file name in this package
 	ElemBytes int     // element width it was compiled for
+	Wire      bool    // the fp8 wire's entries (WireEntryFor), not the exact ones
 	ISA       string  // PTX ISA version (.version): decides which drivers load it
 	Target    string  // .target of the file
 	ArgsBytes int     // size of the single by-value parameter of every entry

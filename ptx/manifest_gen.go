@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "05788032b82a9bfea1bd4398b3cd90ad07cdaee8468b1fb64fef34f72a0fd1ea"
+const SourceHash = "382399acf0b1ba4bc24d875a3e3ae3eb0c25985bb9f27c37017220c019bf44f6"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, ISA: "7.8", Target: "sm_70", ArgsBytes: 392, Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, ISA: "7.8", Target: "sm_70", ArgsBytes: 392, Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -90,5 +90,47 @@ var manifest = []File{
 		"ulysses_start",
 		"ulysses_sync",
 		"ulysses_close",
+	}},
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_89", ArgsBytes: 440, Entries: []Entry{
+		"ulysses_send_recv_heads_wire_e4m3_bf16_v8",
+		"ulysses_gather_heads_wire_e4m3_bf16_v8",
+		"ulysses_all_gather_wire_e4m3_bf16_v8",
+		"ulysses_head_all_gather_wire_e4m3_bf16_v8",
+		"ulysses_wire_decode_e4m3_bf16_v8",
+		"ulysses_send_recv_heads_wire_e4m3_bf16_v2",
+		"ulysses_gather_heads_wire_e4m3_bf16_v2",
+		"ulysses_all_gather_wire_e4m3_bf16_v2",
+		"ulysses_head_all_gather_wire_e4m3_bf16_v2",
+		"ulysses_wire_decode_e4m3_bf16_v2",
+		"ulysses_send_recv_heads_wire_e4m3_fp16_v8",
+		"ulysses_gather_heads_wire_e4m3_fp16_v8",
+		"ulysses_all_gather_wire_e4m3_fp16_v8",
+		"ulysses_head_all_gather_wire_e4m3_fp16_v8",
+		"ulysses_wire_decode_e4m3_fp16_v8",
+		"ulysses_send_recv_heads_wire_e4m3_fp16_v2",
+		"ulysses_gather_heads_wire_e4m3_fp16_v2",
+		"ulysses_all_gather_wire_e4m3_fp16_v2",
+		"ulysses_head_all_gather_wire_e4m3_fp16_v2",
+		"ulysses_wire_decode_e4m3_fp16_v2",
+		"ulysses_send_recv_heads_wire_e5m2_bf16_v8",
+		"ulysses_gather_heads_wire_e5m2_bf16_v8",
+		"ulysses_all_gather_wire_e5m2_bf16_v8",
+		"ulysses_head_all_gather_wire_e5m2_bf16_v8",
+		"ulysses_wire_decode_e5m2_bf16_v8",
+		"ulysses_send_recv_heads_wire_e5m2_bf16_v2",
+		"ulysses_gather_heads_wire_e5m2_bf16_v2",
+		"ulysses_all_gather_wire_e5m2_bf16_v2",
+		"ulysses_head_all_gather_wire_e5m2_bf16_v2",
+		"ulysses_wire_decode_e5m2_bf16_v2",
+		"ulysses_send_recv_heads_wire_e5m2_fp16_v8",
+		"ulysses_gather_heads_wire_e5m2_fp16_v8",
+		"ulysses_all_gather_wire_e5m2_fp16_v8",
+		"ulysses_head_all_gather_wire_e5m2_fp16_v8",
+		"ulysses_wire_decode_e5m2_fp16_v8",
+		"ulysses_send_recv_heads_wire_e5m2_fp16_v2",
+		"ulysses_gather_heads_wire_e5m2_fp16_v2",
+		"ulysses_all_gather_wire_e5m2_fp16_v2",
+		"ulysses_head_all_gather_wire_e5m2_fp16_v2",
+		"ulysses_wire_decode_e5m2_fp16_v2",
 	}},
 }

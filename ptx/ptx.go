@@ -23,13 +23,30 @@ func Files() []File {
 // PTX text, ready for the driver. Each call copies the text (about 1.2 MB).
 func ForElemBytes(n int) (File, []byte, error) {
 	for _, f := range manifest {
-		if f.ElemBytes == n {
-			b, err := files.ReadFile(f.Name)
-			if err != nil {
-				return File{}, nil, fmt.Errorf("ptx: %w", err)
-			}
-			return f, append(b, 0), nil
+		if f.ElemBytes == n && !f.Wire {
+			return withText(f)
 		}
 	}
 	return File{}, nil, fmt.Errorf("ptx: no kernels for %d-byte elements", n)
+}
+
+// ForWire returns the fp8 wire's file (16-bit elements exchanged as fp8
+// rows; sm_89 and later) and its NUL-terminated PTX text. Each call copies
+// the text (about 1 MB).
+func ForWire() (File, []byte, error) {
+	for _, f := range manifest {
+		if f.Wire {
+			return withText(f)
+		}
+	}
+	return File{}, nil, fmt.Errorf("ptx: no fp8 wire kernels")
+}
+
+// withText returns f and its text with a NUL appended.
+func withText(f File) (File, []byte, error) {
+	b, err := files.ReadFile(f.Name)
+	if err != nil {
+		return File{}, nil, fmt.Errorf("ptx: %w", err)
+	}
+	return f, append(b, 0), nil
 }

@@ -27,16 +27,23 @@ func TestPTXIsFresh(t *testing.T) {
 
 func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 	files := Files()
-	require.Len(t, files, 2)
+	require.Len(t, files, 3)
 	seen := map[int]bool{}
 	for _, f := range files {
-		seen[f.ElemBytes] = true
 		b, err := source(f.Name)
 		require.NoError(t, err)
 		text := string(b)
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\.version `+regexp.QuoteMeta(f.ISA)+`$`), text, f.Name)
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\.target `+regexp.QuoteMeta(f.Target)+`$`), text, f.Name)
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\.address_size 64$`), text, f.Name)
+		// Every listed entry is in the text, and nothing else is.
+		assert.Equal(t, len(f.Entries), strings.Count(text, ".visible .entry "), f.Name)
+		assert.Equal(t, 440, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
+		if f.Wire {
+			checkWireEntries(t, f, text)
+			continue
+		}
+		seen[f.ElemBytes] = true
 		for _, op := range Ops {
 			for _, w := range []int{16, 8, 4, f.ElemBytes} {
 				for _, e := range []Entry{EntryFor(op, w), CapturedEntryFor(op, w)} {
@@ -55,12 +62,31 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 		assert.True(t, f.HasEntry(Close), f.Name)
 		assert.True(t, f.HasEntry(Sync), f.Name)
 		assert.Equal(t, []int{16, 8, 4, f.ElemBytes}, f.Widths(), f.Name)
-		// Every listed entry is in the text, and nothing else is.
-		n := strings.Count(text, ".visible .entry ")
-		assert.Equal(t, len(f.Entries), n, f.Name)
-		assert.Equal(t, 392, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
 	}
 	assert.True(t, seen[1] && seen[2], "need one file per element width")
+}
+
+// checkWireEntries: the wire's file has an entry per operation, format,
+// output type and width, and a decode per format, type and width; it
+// targets sm_89, the first with the fp8 conversions.
+func checkWireEntries(t *testing.T, f File, text string) {
+	t.Helper()
+	assert.Equal(t, "sm_89", f.Target, f.Name)
+	assert.Equal(t, 2, f.ElemBytes, f.Name)
+	n := 0
+	for _, format := range []string{"e4m3", "e5m2"} {
+		for _, out := range []string{"bf16", "fp16"} {
+			for _, w := range WireWidths {
+				for _, op := range WireOps {
+					assert.Contains(t, text, ".entry "+string(WireEntryFor(op, format, out, w))+"(", f.Name)
+					n++
+				}
+				assert.True(t, f.HasEntry(WireDecodeFor(format, out, w)), "%s lacks a decode", f.Name)
+				n++
+			}
+		}
+	}
+	assert.Len(t, f.Entries, n, "%s has entries no name names", f.Name)
 }
 
 func TestForElemBytes(t *testing.T) {
@@ -73,6 +99,13 @@ func TestForElemBytes(t *testing.T) {
 	}
 	_, _, err := ForElemBytes(4)
 	require.Error(t, err)
+	f, b, err := ForWire()
+	require.NoError(t, err)
+	assert.True(t, f.Wire)
+	assert.Equal(t, byte(0), b[len(b)-1])
+	f, _, err = ForElemBytes(2)
+	require.NoError(t, err)
+	assert.False(t, f.Wire, "the exact kernels for 2-byte elements, not the wire's")
 }
 
 func TestISAIsLoadableByOldDrivers(t *testing.T) {

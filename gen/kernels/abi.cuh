@@ -131,6 +131,18 @@ struct Args {
     u32 head_units;  // vectors per head
     u32 in_row;  // vectors between consecutive tokens of an input
     u32 walk_total;  // captured: the walk grows with all tokens (HeadAllGather), not one rank's
+
+    // Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W> and
+    // ulysses_wire_decode_*) read what follows: where each row's codes and
+    // scale byte land in a data half, and what the decode walks.
+    u64 stage;  // bytes from a data half's start to tensor 0's fp8 codes
+    u64 scales;  // bytes from a data half's start to tensor 0's scale bytes
+    u64 stage_region;  // bytes between tensor k's codes and k+1's
+    u64 scale_region;  // bytes between tensor k's scale bytes and k+1's
+    u32 wire_rows;  // rows one tensor's codes hold: no store goes past them
+    u32 out_heads;  // rows per token of the output (and H of AllGather's input)
+    u32 out_rank_tokens;  // nonzero: the output holds this rank's tokens (GatherHeads), else all
+    u32 wire_reserved;
 };
 
 // The layout the host uses.
@@ -156,7 +168,7 @@ static_assert(offsetof(Status, rank) == 20, "Status.rank");
 static_assert(offsetof(Status, sig) == 24, "Status.sig");
 static_assert(offsetof(Status, peer_sig) == 28, "Status.peer_sig");
 static_assert(offsetof(Status, abort) == 32, "Status.abort");
-static_assert(sizeof(Args) == 392, "sizeof(Args)");
+static_assert(sizeof(Args) == 440, "sizeof(Args)");
 static_assert(offsetof(Args, data) == 0, "Args.data");
 static_assert(offsetof(Args, signal) == 64, "Args.signal");
 static_assert(offsetof(Args, input) == 128, "Args.input");
@@ -184,3 +196,11 @@ static_assert(offsetof(Args, tensors) == 372, "Args.tensors");
 static_assert(offsetof(Args, head_units) == 376, "Args.head_units");
 static_assert(offsetof(Args, in_row) == 380, "Args.in_row");
 static_assert(offsetof(Args, walk_total) == 384, "Args.walk_total");
+static_assert(offsetof(Args, stage) == 392, "Args.stage");
+static_assert(offsetof(Args, scales) == 400, "Args.scales");
+static_assert(offsetof(Args, stage_region) == 408, "Args.stage_region");
+static_assert(offsetof(Args, scale_region) == 416, "Args.scale_region");
+static_assert(offsetof(Args, wire_rows) == 424, "Args.wire_rows");
+static_assert(offsetof(Args, out_heads) == 428, "Args.out_heads");
+static_assert(offsetof(Args, out_rank_tokens) == 432, "Args.out_rank_tokens");
+static_assert(offsetof(Args, wire_reserved) == 436, "Args.wire_reserved");

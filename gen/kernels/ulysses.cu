@@ -4,7 +4,9 @@
 //
 // Compiled to PTX once per element width (ELEM_BYTES = 2 for bf16/fp16,
 // 1 for fp8) by `go generate ./ptx`. The ops only move bytes, so the element
-// width only decides the narrowest copy path.
+// width only decides the narrowest copy path. A third build (-DWIRE,
+// ELEM_BYTES = 2, sm_89 and later) holds the fp8 wire's entries instead
+// (wire.cuh): the same protocol, with rows quantized on the way.
 //
 // Protocol (docs/DESIGN.md, "The protocol" says why it is safe):
 //   1. Start: each active block reads the epoch e and counts itself in.
@@ -802,6 +804,11 @@ __device__ __forceinline__ void head_all_gather_general(const Args &a) {
     end(a, sh);
 }
 
+#ifdef WIRE
+// The fp8 wire's build (ulysses_wire.ptx) holds its own entries only.
+#include "wire.cuh"
+#else
+
 // ---- entry points -----------------------------------------------------------
 // One per operation and vector width: v16, v8, v4 and the element width
 // (v2 for 2-byte types, v1 for 1-byte types). The host picks the widest one
@@ -898,3 +905,5 @@ extern "C" __global__ void __launch_bounds__(THREADS) ulysses_close(const Args a
         }
     }
 }
+
+#endif  // WIRE

@@ -28,6 +28,9 @@ type Share struct {
 	Ordinal int
 	Ctx     *driver.Context
 	Kernels map[int]*Kernels // by element width
+	// The fp8 wire's module, loaded by the first Comm that asks (Wire);
+	// 0 until then. Guarded by mu.
+	wireModule driver.Module
 
 	// Gate is held shared by every launch of a Comm kernel and alone by a
 	// graveyard release, which runs only when no Comm stream has work.
@@ -150,6 +153,12 @@ func (s *Share) teardown() error {
 		}
 	}
 	s.Kernels = nil
+	if s.wireModule != 0 {
+		if err := s.Ctx.UnloadModule(s.wireModule); err != nil {
+			errs = append(errs, api.WrapDriver("unloading the fp8 wire's kernels", err))
+		}
+		s.wireModule = 0
+	}
 	if err := s.Ctx.Release(); err != nil {
 		errs = append(errs, api.WrapDriver("releasing the context", err))
 	}

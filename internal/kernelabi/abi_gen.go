@@ -126,4 +126,16 @@ type Args struct {
 	HeadUnits uint32              // vectors per head
 	InRow     uint32              // vectors between consecutive tokens of an input
 	WalkTotal uint32              // captured: the walk grows with all tokens (HeadAllGather), not one rank's
+
+	// Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W> and
+	// ulysses_wire_decode_*) read what follows: where each row's codes and scale
+	// byte land in a data half, and what the decode walks.
+	Stage         uint64 // bytes from a data half's start to tensor 0's fp8 codes
+	Scales        uint64 // bytes from a data half's start to tensor 0's scale bytes
+	StageRegion   uint64 // bytes between tensor k's codes and k+1's
+	ScaleRegion   uint64 // bytes between tensor k's scale bytes and k+1's
+	WireRows      uint32 // rows one tensor's codes hold: no store goes past them
+	OutHeads      uint32 // rows per token of the output (and H of AllGather's input)
+	OutRankTokens uint32 // nonzero: the output holds this rank's tokens (GatherHeads), else all
+	WireReserved  uint32
 }

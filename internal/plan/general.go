@@ -83,11 +83,11 @@ func SpreadFor(sharers int) int64 {
 	return max(1, generalSpread/int64(max(sharers, 1)))
 }
 
-// TotalHeads is H: the input's heads for SendRecvHeads, else what the
+// TotalHeads is H: the input's heads for SendRecvHeads and AllGather, else what the
 // caller gave or this rank's heads times the world size.
 func (r Request) TotalHeads(world int) int {
 	switch {
-	case r.Op == ptx.OpSendRecvHeads:
+	case r.Op == ptx.OpSendRecvHeads || r.Op == ptx.OpAllGather:
 		return r.Xs[0].Shape[2]
 	case r.Heads != 0:
 		return r.Heads
@@ -120,6 +120,15 @@ func CheckRequest(r Request, dt api.DType) error {
 // with a token stride, and HeadAllGather. Like Plain, everything that
 // decides whether the operation runs depends on values every rank shares.
 func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
+	if r.Op == ptx.OpAllGather {
+		return Plan{}, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
+	}
+	return planRows(r, dt, rank, world, ts, capacity, widths)
+}
+
+// planRows is General for any operation that moves whole heads of D
+// elements, AllGather included (the fp8 wire's entries have one).
+func planRows(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
 	x := r.Xs[0]
 	if err := checkInputShape(r.Op, x, dt); err != nil {
 		return Plan{}, err
@@ -128,7 +137,7 @@ func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64
 		return Plan{}, err
 	}
 	H := r.TotalHeads(world)
-	if H < world || H > api.MaxDim {
+	if r.Op != ptx.OpAllGather && (H < world || H > api.MaxDim) {
 		return Plan{}, fmt.Errorf("a2a: %s of %d heads on %d ranks: every rank needs a head: %w", r.Op, H, world, api.ErrShape)
 	}
 	es := int64(dt.Size())
@@ -210,6 +219,16 @@ func generalWalks(r Request, rank, world, H int, ts Tokens, es int64) (walks, er
 			w.maxOut, ok[2] = mulChecked(B, T, int64(H), D, es)
 			w.walkTotal = true
 		}
+	case ptx.OpAllGather:
+		if int64(t) != Tr {
+			return w, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", r.Op, t, rank, Tr, api.ErrTokens)
+		}
+		w.out = [4]int{b, int(T), h, d}
+		w.mine = h
+		w.walk, ok[0] = mulChecked(B, Tr, int64(h), D)
+		w.group, ok[1] = mulChecked(B, Tmax, int64(h), D)
+		w.row, ok[3] = mulChecked(B, int64(h), D)
+		w.maxOut, ok[2] = mulChecked(B, T, int64(h), D, es)
 	default:
 		return w, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
 	}

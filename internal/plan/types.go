@@ -34,6 +34,17 @@ type Plan struct {
 	WalkTotal bool               // HeadAllGather: the walk grows with all tokens
 	Spread    bool               // every rank takes the general entries: see generalSpread
 
+	// The fp8 wire (Wire): each tensor's staged codes and scale bytes in
+	// a data half, after the outputs, and what the decode walks.
+	Wire        api.Wire
+	WireWidth   int   // bytes of input the wire entries read at once: 8 (four elements) or 2
+	StageOff    int64 // tensor 0's codes, from the half's start
+	ScaleOff    int64 // tensor 0's scale bytes, from the half's start
+	StageRegion int64 // bytes between consecutive tensors' codes
+	ScaleRegion int64 // bytes between consecutive tensors' scale bytes
+	WireRows    int64 // rows one tensor's codes hold
+	OutElems    int64 // elements of one tensor's output on this rank (the decode's walk)
+
 	// The copy-engine mode (Config.Mover): every box this rank moves, in
 	// the transport's scratch slice, then ulysses_sync.
 	ByCopies bool

@@ -27,6 +27,7 @@ type Env struct {
 	Rank, World int
 	DType       api.DType
 	Mover       api.Mover
+	Wire        api.Wire
 	Timeout     time.Duration
 	Blocks      int // this rank's wish of thread blocks
 }

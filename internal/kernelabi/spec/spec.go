@@ -135,5 +135,13 @@ var Structs = []Struct{
 		{C: "head_units", Type: U32, Doc: "vectors per head"},
 		{C: "in_row", Type: U32, Doc: "vectors between consecutive tokens of an input"},
 		{C: "walk_total", Type: U32, Doc: "captured: the walk grows with all tokens (HeadAllGather), not one rank's"},
+		{C: "stage", Type: U64, Lead: "Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W> and ulysses_wire_decode_*) read what follows: where each row's codes and scale byte land in a data half, and what the decode walks.", Doc: "bytes from a data half's start to tensor 0's fp8 codes"},
+		{C: "scales", Type: U64, Doc: "bytes from a data half's start to tensor 0's scale bytes"},
+		{C: "stage_region", Type: U64, Doc: "bytes between tensor k's codes and k+1's"},
+		{C: "scale_region", Type: U64, Doc: "bytes between tensor k's scale bytes and k+1's"},
+		{C: "wire_rows", Type: U32, Doc: "rows one tensor's codes hold: no store goes past them"},
+		{C: "out_heads", Type: U32, Doc: "rows per token of the output (and H of AllGather's input)"},
+		{C: "out_rank_tokens", Type: U32, Doc: "nonzero: the output holds this rank's tokens (GatherHeads), else all"},
+		{C: "wire_reserved", Type: U32},
 	}},
 }

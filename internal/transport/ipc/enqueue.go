@@ -9,10 +9,11 @@ import (
 )
 
 // PlanMover adds the copy-engine mode's part to p when the copy engines
-// move it (moverFor): the copies into the scratch, every input's address,
-// the mover in the signature. The kernels need nothing more.
+// move it (moverFor; never over the fp8 wire, which the kernels convert):
+// the copies into the scratch, every input's address, the mover in the
+// signature. The kernels need nothing more.
 func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
-	if t.moverFor(r.Op, p.GroupBytes, captured) != api.MoverCopyEngines {
+	if p.Wire.Lossy() || t.moverFor(r.Op, p.GroupBytes, captured) != api.MoverCopyEngines {
 		return p, nil
 	}
 	t.copies = plan.Boxes(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, int64(t.env.DType.Size()))
@@ -43,6 +44,9 @@ func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.L
 	}
 	if p.ByCopies {
 		return t.enqueueCopies(p, ls)
+	}
+	if p.Wire.Lossy() {
+		return t.enqueueWire(op, p, ls)
 	}
 	if p.General {
 		t.setGeneral(p)

@@ -30,6 +30,12 @@ func New(env *transport.Env) (*Transport, error) {
 	}
 	t.statusHost = host
 	*(*statusWord)(host) = statusWord{}
+	if env.Wire.Lossy() {
+		if t.wire, err = env.Share.Wire(env.Wire, env.DType); err != nil {
+			t.Release()
+			return nil, err
+		}
+	}
 	if t.liveHost, _, err = env.Ctx.HostAllocMapped(uint64(unsafe.Sizeof(liveTable{}))); err != nil {
 		t.Release()
 		return nil, api.WrapDriver("allocating the token table", err)

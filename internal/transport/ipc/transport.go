@@ -23,6 +23,7 @@ const farewellThreads = 32
 type Transport struct {
 	env   *transport.Env // the Comm's share, stream, buffer, layout, rank and dtype
 	k     *device.Kernels
+	wire  *device.WireKernels // the fp8 wire's, when the Comm's Config asks for it
 	peers ipcPeers
 
 	statusHost unsafe.Pointer // *statusWord in pinned host memory

@@ -1,0 +1,507 @@
+// The fp8 wire: bf16/fp16 rows exchanged as fp8 codes with one
+// power-of-two scale per row (one head of one token), included by
+// ulysses.cu when compiled with -DWIRE (ulysses_wire.ptx, sm_89 and later:
+// the cvt to and from e4m3x2/e5m2x2 needs them).
+//
+// The format is defined bit for bit on the host (internal/fp8, row.go);
+// every step below is the one it names: an integer max over the row's
+// finite bit patterns, k from amax's exponent, a multiplication by 2^-k
+// built as a float32 (exact), cvt.rn.satfinite to fp8, NaN written as 0x7F
+// whatever its sign; and back: fp8 to f16 (exact), to f32, times 2^k
+// (exact, or beyond the output's range), then to bf16/fp16 by round to
+// nearest even with saturation, NaN as the canonical 0x7FC0 / 0x7E00.
+//
+// An operation is two launches on the Comm's stream. The exchange entry
+// (ulysses_<op>_wire_*) runs the protocol of ulysses.cu unchanged: each
+// active block reads its rows of the local input, quantizes each one and
+// stores the codes and the scale byte straight into the staging area of
+// the rank (or every rank) that holds the row in its output, at the row's
+// final index, then signals; the last block waits for the peers. The
+// decode entry (ulysses_wire_decode_*), queued after it, turns this rank's
+// staging area into the 16-bit output in the same half. Stream order makes
+// the decode start after the waiting block saw every peer's signal, so
+// every row has landed; a decode inside the exchange launch would need
+// blocks that wait for the peers, which the protocol never has (a waiting
+// block must not keep a block it depends on out of an SM).
+//
+// Local rows take the same path through this rank's own staging area, so
+// that the result is the exact result with every row round-tripped,
+// whichever rank held the row (a2a/ref's reference).
+
+#if ELEM_BYTES != 2
+#error "the wire kernels read 16-bit elements: compile with -DELEM_BYTES=2"
+#endif
+
+typedef unsigned short u16;
+typedef unsigned char u8;
+
+// FMT 0: E4M3 (max 448), 1: E5M2 (max 57344): the float32 bits of the
+// largest finite value.
+template <int FMT>
+struct WireFormat {
+    static constexpr u32 max_bits = FMT == 0 ? 0x43E00000u : 0x47600000u;
+};
+
+// OUT 0: bf16, 1: fp16: the Inf pattern (finite patterns are below it),
+// the largest finite value (as float32 bits and as a code) and the NaN
+// the decode writes.
+template <int OUT>
+struct HalfFormat {
+    static constexpr u32 inf = OUT == 0 ? 0x7F80u : 0x7C00u;
+    static constexpr u32 max_bits = OUT == 0 ? 0x7F7F0000u : 0x477FE000u;
+    static constexpr u32 max_code = OUT == 0 ? 0x7F7Fu : 0x7BFFu;
+    static constexpr u32 nan = OUT == 0 ? 0x7FC0u : 0x7E00u;
+};
+
+// The scale exponent's range; the byte on the wire is k + 128.
+#define MIN_SCALE_EXP (-120)
+#define MAX_SCALE_EXP 120
+
+// A 16-bit element as a float32 (exact).
+template <int OUT>
+__device__ __forceinline__ float half_to_float(u32 x) {
+    if (OUT == 0) {
+        return __uint_as_float(x << 16);
+    }
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<u16>(x)));
+    return f;
+}
+
+// 2^n as a float32, for MIN_SCALE_EXP <= n <= MAX_SCALE_EXP (a normal).
+__device__ __forceinline__ float pow2f(int n) {
+    return __uint_as_float(static_cast<u32>(n + 127) << 23);
+}
+
+// The smallest k with amax <= MAX * 2^k, clamped; 0 for amax 0. amax is
+// the largest finite magnitude's bit pattern (sign cleared).
+template <int FMT, int OUT>
+__device__ __forceinline__ int scale_exp(u32 amax) {
+    if (amax == 0u) {
+        return 0;
+    }
+    const u32 a = __float_as_uint(half_to_float<OUT>(amax));
+    const u32 m = WireFormat<FMT>::max_bits;
+    int k = static_cast<int>(a >> 23) - static_cast<int>(m >> 23);
+    if ((a & 0x7FFFFFu) > (m & 0x7FFFFFu)) {
+        k++;
+    }
+    return min(max(k, MIN_SCALE_EXP), MAX_SCALE_EXP);
+}
+
+// Two float32 to two fp8 codes, lo in the low byte. cvt.rn.satfinite
+// rounds to nearest even and saturates (Inf included); NaN is written as
+// 0x7F whatever the instruction makes of its sign.
+template <int FMT>
+__device__ __forceinline__ u32 encode2(float lo, float hi) {
+    u16 r;
+    if (FMT == 0) {
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    } else {
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+    }
+    u32 c = r;
+    c = lo != lo ? (c & 0xFF00u) | 0x7Fu : c;
+    c = hi != hi ? (c & 0x00FFu) | 0x7F00u : c;
+    return c;
+}
+
+// Two fp8 codes (lo in the low byte) to two float32, exactly (every fp8
+// value is an f16).
+template <int FMT>
+__device__ __forceinline__ void decode2(u32 codes, float &lo, float &hi) {
+    u32 h;
+    const u16 c = static_cast<u16>(codes);
+    if (FMT == 0) {
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(c));
+    } else {
+        asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(h) : "h"(c));
+    }
+    lo = half_to_float<1>(h & 0xFFFFu);
+    hi = half_to_float<1>(h >> 16);
+}
+
+// A float32 to the 16-bit output: NaN to the canonical NaN, beyond the
+// largest finite (Inf included) to it with the sign, else round to
+// nearest even (subnormals kept).
+template <int OUT>
+__device__ __forceinline__ u32 float_to_half(float v) {
+    const u32 b = __float_as_uint(v), abs = b & 0x7FFFFFFFu;
+    if (abs > 0x7F800000u) {
+        return HalfFormat<OUT>::nan;
+    }
+    if (abs > HalfFormat<OUT>::max_bits) {
+        return (b >> 16 & 0x8000u) | HalfFormat<OUT>::max_code;
+    }
+    u16 r;
+    if (OUT == 0) {
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
+    } else {
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
+    }
+    return r;
+}
+
+// ---- element groups ---------------------------------------------------------
+// A lane handles EPL consecutive elements of a row at a time: 4 (an 8-byte
+// load, a 4-byte store of codes) where the head size and every address
+// allow it, else 1.
+
+template <int EPL>
+struct Elems {
+    u32 x[EPL];  // 16-bit patterns
+};
+
+template <int EPL>
+__device__ __forceinline__ Elems<EPL> load_elems(const u16 *p) {
+    Elems<EPL> e;
+    if (EPL == 4) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+        e.x[0] = v.x & 0xFFFFu;
+        e.x[1] = v.x >> 16;
+        e.x[2 % EPL] = v.y & 0xFFFFu;
+        e.x[3 % EPL] = v.y >> 16;
+    } else {
+        e.x[0] = __ldg(p);
+    }
+    return e;
+}
+
+// The largest finite magnitude's pattern among e and amax.
+template <int OUT, int EPL>
+__device__ __forceinline__ u32 finite_max(const Elems<EPL> &e, u32 amax) {
+#pragma unroll
+    for (int i = 0; i < EPL; i++) {
+        const u32 a = e.x[i] & 0x7FFFu;
+        amax = a < HalfFormat<OUT>::inf ? max(amax, a) : amax;
+    }
+    return amax;
+}
+
+// EPL elements scaled by inv to EPL codes, the first in the low byte.
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
+    if (EPL == 4) {
+        const u32 lo = encode2<FMT>(half_to_float<OUT>(e.x[0]) * inv, half_to_float<OUT>(e.x[1]) * inv);
+        const u32 hi = encode2<FMT>(half_to_float<OUT>(e.x[2 % EPL]) * inv, half_to_float<OUT>(e.x[3 % EPL]) * inv);
+        return lo | hi << 16;
+    }
+    return encode2<FMT>(half_to_float<OUT>(e.x[0]) * inv, 0.0f) & 0xFFu;
+}
+
+template <int EPL>
+__device__ __forceinline__ void store_codes(u8 *p, u32 codes) {
+    if (EPL == 4) {
+        *reinterpret_cast<u32 *>(p) = codes;
+    } else {
+        *p = static_cast<u8>(codes);
+    }
+}
+
+// ---- where each row goes ----------------------------------------------------
+// Row j of an operation's walk (one head of one token of tensor k's input)
+// is read at src (elements from the tensor's input) and lands at row `row`
+// of the output of ranks q0..q1-1 (one rank for the head exchanges, every
+// rank for the gathers). The walks are those of ulysses.cu's maps, one
+// head at a time.
+
+struct RowDest {
+    u64 src;
+    u32 row, q0, q1;
+};
+
+// SendRecvHeads: input [B, T_r, H, D], rows in order (b, t, h); head h goes
+// to its owner q at token p_r + t, head h - heads[q] of [B, T, H_q, D].
+struct SendRecvRows {
+    const int *heads;
+    u64 in_row;
+    u32 D, H, base, extra, rank_tokens, total_tokens, rank_prefix;
+    __device__ bool locate(u32 j, RowDest &d) const {
+        const u32 tok = j / H, h = j - tok * H;
+        const u32 b = tok / rank_tokens, t = tok - b * rank_tokens;
+        const u32 q = head_owner(h, base, extra);
+        const u32 first = static_cast<u32>(heads[q]), count = static_cast<u32>(heads[q + 1]) - first;
+        d.src = tok * in_row + static_cast<u64>(h) * D;
+        d.row = (b * total_tokens + rank_prefix + t) * count + h - first;
+        d.q0 = q;
+        d.q1 = q + 1u;
+        return true;
+    }
+};
+
+// GatherHeads: input [B, T, H_rank, D] walked in chunks of this rank's heads
+// of one token, in the order (b, k, r) (GatherHeadsMap says why); the k-th
+// token of rank r goes to token k of r's [B, T_r, H, D], heads
+// heads[rank]...
+struct GatherRows {
+    const int *tokens, *prefix;
+    u64 in_row;
+    u32 D, H, mine, first, world, total_tokens, max_tokens;
+    __device__ bool locate(u32 j, RowDest &d) const {
+        const u32 c = j / mine, hh = j - c * mine;
+        const GatherIndex g = gather_index(c, 1u, world, max_tokens);
+        if (g.k >= static_cast<u32>(tokens[g.r])) {
+            return false;
+        }
+        d.src = (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * in_row + static_cast<u64>(hh) * D;
+        d.row = (g.b * static_cast<u32>(tokens[g.r]) + g.k) * H + first + hh;
+        d.q0 = g.r;
+        d.q1 = g.r + 1u;
+        return true;
+    }
+};
+
+// HeadAllGather: input [B, T, H_rank, D]; row (b, t) goes to heads
+// heads[rank].. of row (b, t) of every rank's [B, T, H, D].
+struct HeadGatherRows {
+    u64 in_row;
+    u32 D, H, mine, first, world;
+    __device__ bool locate(u32 j, RowDest &d) const {
+        const u32 tok = j / mine, hh = j - tok * mine;
+        d.src = tok * in_row + static_cast<u64>(hh) * D;
+        d.row = tok * H + first + hh;
+        d.q0 = 0u;
+        d.q1 = world;
+        return true;
+    }
+};
+
+// AllGather: input [B, T_r, H, D]; token (b, t) goes to token p_r + t of
+// every rank's [B, T, H, D].
+struct AllGatherRows {
+    u64 in_row;
+    u32 D, H, world, rank_tokens, total_tokens, rank_prefix;
+    __device__ bool locate(u32 j, RowDest &d) const {
+        const u32 tok = j / H, h = j - tok * H;
+        const u32 b = tok / rank_tokens, t = tok - b * rank_tokens;
+        d.src = tok * in_row + static_cast<u64>(h) * D;
+        d.row = (b * total_tokens + rank_prefix + t) * H + h;
+        d.q0 = 0u;
+        d.q1 = world;
+        return true;
+    }
+};
+
+// ---- the exchange -----------------------------------------------------------
+
+// Lanes that share a row: enough for D elements EPL at a time, a power of
+// two, at most a warp.
+template <int EPL>
+__device__ __forceinline__ u32 lanes_per_row(u32 D) {
+    const u32 need = (D + EPL - 1) / EPL;
+    u32 g = 1u;
+    while (g < need && g < 32u) {
+        g <<= 1;
+    }
+    return g;
+}
+
+// Quantizes rows 0..n-1 of tensor k's walk and stores each one's codes and
+// scale byte into its destinations' staging areas. A group of G lanes
+// takes a row: it reads it once for amax (shuffled across the group), then
+// again (from L1) to encode and store. The loop bounds are the same for
+// the whole warp, so every lane reaches every shuffle.
+template <int FMT, int OUT, int EPL, typename Rows>
+__device__ __forceinline__ void quantize_rows(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n, u32 k) {
+    const u32 D = a.head_units;
+    const u32 G = lanes_per_row<EPL>(D);
+    const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u);
+    const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
+    const u32 stride = active * warps * per_warp;
+    const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
+    const u64 stage = a.stage + k * a.stage_region, scales = a.scales + k * a.scale_region;
+    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += stride) {
+        const u32 j = first + lane / G;
+        RowDest d;
+        const bool ok = j < n && m.locate(j, d) && d.row < a.wire_rows;
+        u32 amax = 0u;
+        if (ok) {
+            for (u32 e = gl * EPL; e < D; e += G * EPL) {
+                amax = finite_max<OUT, EPL>(load_elems<EPL>(src + d.src + e), amax);
+            }
+        }
+        for (u32 o = G >> 1; o > 0u; o >>= 1) {
+            amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+        }
+        if (!ok) {
+            continue;
+        }
+        const int s = scale_exp<FMT, OUT>(amax);
+        const float inv = pow2f(-s);
+        for (u32 e = gl * EPL; e < D; e += G * EPL) {
+            const u32 codes = encode_elems<FMT, OUT, EPL>(load_elems<EPL>(src + d.src + e), inv);
+            for (u32 q = d.q0; q < d.q1; q++) {
+                store_codes<EPL>(reinterpret_cast<u8 *>(sh.data[q] + stage) + static_cast<u64>(d.row) * D + e, codes);
+            }
+        }
+        if (gl == 0u) {
+            for (u32 q = d.q0; q < d.q1; q++) {
+                reinterpret_cast<u8 *>(sh.data[q] + scales)[d.row] = static_cast<u8>(s + 128);
+            }
+        }
+    }
+}
+
+template <int FMT, int OUT, int EPL, typename Rows>
+__device__ __forceinline__ void quantize_tensors(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n) {
+    for (u32 k = 0; k < a.tensors; k++) {
+        quantize_rows<FMT, OUT, EPL>(a, sh, active, m, n, k);
+    }
+}
+
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void send_recv_heads_wire(const Args &a) {
+    __shared__ Shared sh;
+    __shared__ int heads[MAX_RANKS + 1];
+    if (threadIdx.x <= a.world) {
+        heads[threadIdx.x] = a.heads[threadIdx.x];  // before begin's barrier
+    }
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    SendRecvRows m;
+    m.heads = heads;
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = static_cast<u32>(heads[a.world]);
+    m.base = m.H / a.world;
+    m.extra = m.H - m.base * a.world;
+    m.rank_tokens = sh.tokens[a.rank];
+    m.total_tokens = sh.prefix[a.world];
+    m.rank_prefix = sh.prefix[a.rank];
+    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.rank_tokens * m.H);
+    end(a, sh);
+}
+
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void gather_heads_wire(const Args &a) {
+    __shared__ Shared sh;
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    GatherRows m;
+    m.tokens = sh.tokens;
+    m.prefix = sh.prefix;
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = static_cast<u32>(a.heads[a.world]);
+    m.first = static_cast<u32>(a.heads[a.rank]);
+    m.mine = static_cast<u32>(a.heads[a.rank + 1]) - m.first;
+    m.world = a.world;
+    m.total_tokens = sh.prefix[a.world];
+    most_tokens(m.max_tokens, sh, a);
+    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.max_tokens * a.world * m.mine);
+    end(a, sh);
+}
+
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void head_all_gather_wire(const Args &a) {
+    __shared__ Shared sh;
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    HeadGatherRows m;
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = static_cast<u32>(a.heads[a.world]);
+    m.first = static_cast<u32>(a.heads[a.rank]);
+    m.mine = static_cast<u32>(a.heads[a.rank + 1]) - m.first;
+    m.world = a.world;
+    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * static_cast<u32>(sh.prefix[a.world]) * m.mine);
+    end(a, sh);
+}
+
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void all_gather_wire(const Args &a) {
+    __shared__ Shared sh;
+    const u32 active = begin<true>(a, sh, true);
+    if (active == 0u) {
+        return;
+    }
+    AllGatherRows m;
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = a.out_heads;
+    m.world = a.world;
+    m.rank_tokens = sh.tokens[a.rank];
+    m.total_tokens = sh.prefix[a.world];
+    m.rank_prefix = sh.prefix[a.rank];
+    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.rank_tokens * m.H);
+    end(a, sh);
+}
+
+// ---- the decode -------------------------------------------------------------
+
+// Turns the staging area of the half the exchange just wrote into the
+// 16-bit output: element i of tensor k from code i and the scale byte of
+// its row. Queued after the exchange entry: that launch has finished, its
+// last block having seen every peer's signal, and it advanced the epoch to
+// the operation's own, whose parity names the half. A failed exchange
+// claimed the Comm; the decode then writes nothing. The token counts come
+// from the Live table when the operation was captured.
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void wire_decode(const Args &a) {
+    const State *st = reinterpret_cast<const State *>(a.state);
+    if (*reinterpret_cast<const volatile u32 *>(&st->claimed) != 0u) {
+        return;
+    }
+    const u32 e = st->epoch;
+    const Live *live = reinterpret_cast<const Live *>(a.live);
+    int tokens = a.out_rank_tokens != 0u ? a.tokens[a.rank] : a.prefix[a.world];
+    if (live != nullptr) {
+        tokens = a.out_rank_tokens != 0u ? live->tokens[a.rank] : live->prefix[a.world];
+    }
+    const u32 D = a.head_units;
+    const u32 n = a.batch * static_cast<u32>(tokens) * a.out_heads * D;  // the host checks it fits
+    const u64 half = a.data[a.rank] + ((e & 1u) ? a.half_bytes : 0ull);
+    const u32 step = gridDim.x * blockDim.x * EPL;
+    for (u32 k = 0; k < a.tensors; k++) {
+        u16 *out = reinterpret_cast<u16 *>(half + k * a.region);
+        const u8 *codes = reinterpret_cast<const u8 *>(half + a.stage + k * a.stage_region);
+        const u8 *scales = reinterpret_cast<const u8 *>(half + a.scales + k * a.scale_region);
+        for (u32 i = (blockIdx.x * blockDim.x + threadIdx.x) * EPL; i < n; i += step) {
+            const float p = pow2f(static_cast<int>(scales[i / D]) - 128);
+            float v[4];
+            if (EPL == 4) {
+                const u32 c = *reinterpret_cast<const u32 *>(codes + i);
+                decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
+                decode2<FMT>(c >> 16, v[2], v[3]);
+                uint2 o;
+                o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
+                o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
+                *reinterpret_cast<uint2 *>(out + i) = o;
+            } else {
+                decode2<FMT>(codes[i], v[0], v[1]);
+                out[i] = static_cast<u16>(float_to_half<OUT>(v[0] * p));
+            }
+        }
+    }
+}
+
+// ---- entry points -----------------------------------------------------------
+// ulysses_<op>_wire_<fmt>_<out>_v<W>: W = 8 reads 8-byte groups of 4
+// elements (D a multiple of 4, inputs and token strides 8-byte aligned),
+// W = 2 one element at a time. ulysses_wire_decode_<fmt>_<out>_v<W>
+// likewise (W = 8: D a multiple of 4).
+
+#define WIRE_ENTRY(OP, FMT, OUT, EPL, NAME) \
+    extern "C" __global__ void __launch_bounds__(THREADS) NAME(const Args a) { OP<FMT, OUT, EPL>(a); }
+
+#define WIRE_ENTRIES(FMT, OUT, F, O, EPL, W)                                                        \
+    WIRE_ENTRY(send_recv_heads_wire, FMT, OUT, EPL, ulysses_send_recv_heads_wire_##F##_##O##_v##W) \
+    WIRE_ENTRY(gather_heads_wire, FMT, OUT, EPL, ulysses_gather_heads_wire_##F##_##O##_v##W)       \
+    WIRE_ENTRY(all_gather_wire, FMT, OUT, EPL, ulysses_all_gather_wire_##F##_##O##_v##W)           \
+    WIRE_ENTRY(head_all_gather_wire, FMT, OUT, EPL, ulysses_head_all_gather_wire_##F##_##O##_v##W) \
+    WIRE_ENTRY(wire_decode, FMT, OUT, EPL, ulysses_wire_decode_##F##_##O##_v##W)
+
+#define WIRE_WIDTHS(FMT, OUT, F, O)         \
+    WIRE_ENTRIES(FMT, OUT, F, O, 4, 8)      \
+    WIRE_ENTRIES(FMT, OUT, F, O, 1, 2)
+
+WIRE_WIDTHS(0, 0, e4m3, bf16)
+WIRE_WIDTHS(0, 1, e4m3, fp16)
+WIRE_WIDTHS(1, 0, e5m2, bf16)
+WIRE_WIDTHS(1, 1, e5m2, fp16)

@@ -1,0 +1,79 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+)
+
+// The fp8 wire's part of a data half, after the N outputs of Region bytes:
+//
+//	[ outputs: N x Region | codes: N x StageRegion | scale bytes: N x ScaleRegion ]
+//
+// Row i of tensor k's output (one head of one token, D elements) lands as
+// D codes at StageOff + k*StageRegion + i*D and one scale byte at
+// ScaleOff + k*ScaleRegion + i, written by the rank that held the row; the
+// decode turns them into the output in place.
+
+// WireMinHeadDim is the head size WireBytes reserves scale bytes for:
+// smaller heads need a scale byte for fewer elements, and fit fewer tokens.
+const WireMinHeadDim = 8
+
+// WireBytes is what one data half needs for tensors outputs of at most
+// outBytes each (16-bit elements) with the fp8 wire: each output from a
+// multiple of OutputAlign, then one code per element and one scale byte
+// per head of WireMinHeadDim elements or more, each tensor's from a
+// multiple of OutputAlign. About 1.56 times outBytes per tensor.
+func WireBytes(outBytes int64, tensors int) int64 {
+	r := AlignUp(outBytes, OutputAlign)
+	return int64(max(tensors, 1)) * (r + AlignUp(r/2, OutputAlign) + AlignUp(r/(2*WireMinHeadDim), OutputAlign))
+}
+
+// Wire plans r with its 16-bit rows exchanged as fp8 (w lossy): the
+// general walks in elements for the four operations, the staging area
+// placed after the outputs and checked against capacity, the width the
+// wire entries read with, and w in the signature, so that ranks that
+// disagree on the wire fail with ErrOpMismatch instead of decoding each
+// other's bytes.
+func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capacity int64) (Plan, error) {
+	if !w.Lossy() || dt.Size() != 2 {
+		return Plan{}, fmt.Errorf("a2a: the %v wire moves 16-bit elements, not %v: %w", w, dt, api.ErrConfig)
+	}
+	p, err := planRows(r, dt, rank, world, ts, capacity, []int{2})
+	if err != nil {
+		return Plan{}, err
+	}
+	D := int64(r.Xs[0].Shape[3])
+	p.Wire, p.Spread = w, true
+	p.WireRows = p.Region / (2 * D)
+	p.StageRegion = AlignUp(p.WireRows*D, OutputAlign)
+	p.ScaleRegion = AlignUp(p.WireRows, OutputAlign)
+	N := int64(r.N)
+	p.StageOff = N * p.Region
+	p.ScaleOff = p.StageOff + N*p.StageRegion
+	if need := p.ScaleOff + N*p.ScaleRegion; need > capacity {
+		return Plan{}, fmt.Errorf("a2a: %s of %d tensors over the %v wire needs up to %d bytes on a rank (outputs, codes and scales), the buffer holds %d (raise MaxTokens or MaxTensors): %w", r.Op, r.N, w, need, capacity, api.ErrCapacity)
+	}
+	p.OutElems = p.OutBytes / 2
+	if p.WireRows > math.MaxInt32 || p.OutElems > math.MaxInt32 {
+		return Plan{}, fmt.Errorf("a2a: %s over the %v wire: %d output elements per tensor, over the kernels' 32-bit limit: %w", r.Op, w, p.OutElems, api.ErrCapacity)
+	}
+	p.WireWidth = wireWidth(r, D)
+	p.ShapeSig = fnvAdd(p.ShapeSig, uint64(w)<<40)
+	p.Sig = withTokens(p.ShapeSig, ts.Hash)
+	return p, nil
+}
+
+// wireWidth is 8 (four elements at once) when heads of D elements, the
+// token stride and every input's address allow 8-byte loads, else 2.
+func wireWidth(r Request, D int64) int {
+	fits := D%4 == 0 && api.RowElems(r.Xs[0])%4 == 0
+	for k := range r.N {
+		fits = fits && r.Xs[k].Ptr%8 == 0
+	}
+	if fits {
+		return 8
+	}
+	return 2
+}

@@ -1,0 +1,38 @@
+package ipc
+
+import (
+	"github.com/ulysses-go/ulysses/internal/plan"
+	"github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// decodeBytesPerBlock is how many output bytes one block of the decode
+// takes at least: a block of 512 threads writes 8 bytes each per pass.
+const decodeBytesPerBlock = 64 << 10
+
+// enqueueWire launches an fp8 wire operation: the exchange entry of op
+// (after the start barrier with a single buffer), which stages every row
+// as codes and a scale byte in its destinations' halves and waits for the
+// peers like any operation, then the decode, which turns this rank's
+// staged rows into the 16-bit output in the same half. Allocation-free.
+func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec) error {
+	t.setGeneral(p)
+	t.args.Stage = uint64(p.StageOff)
+	t.args.Scales = uint64(p.ScaleOff)
+	t.args.StageRegion = uint64(p.StageRegion)
+	t.args.ScaleRegion = uint64(p.ScaleRegion)
+	t.args.WireRows = uint32(p.WireRows)
+	t.args.OutHeads = uint32(p.Out[2])
+	t.args.OutRankTokens = 0
+	if op == ptx.OpGatherHeads {
+		t.args.OutRankTokens = 1
+	}
+	if err := t.launchOp(t.wire.Ops[op][p.WireWidth], ls.Stream); err != nil {
+		return err
+	}
+	grid := t.nblocks // a captured operation's output grows with the counts at replay
+	if !ls.Captured {
+		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
+	}
+	return t.launch(t.wire.Decode[p.WireWidth], grid, t.threads, ls.Stream)
+}
