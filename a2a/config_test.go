@@ -46,6 +46,8 @@ func TestConfigValidateGood(t *testing.T) {
 		func(c *Config) { c.NumSMs = maxBlocks },
 		func(c *Config) { c.Timeout = time.Nanosecond },
 		func(c *Config) { c.SingleBuffer = true },
+		func(c *Config) { c.Wire = WireE4M3 },
+		func(c *Config) { c.Wire, c.DType, c.Mover, c.Transport = WireE5M2, Float16, MoverAuto, TransportAuto },
 		func(c *Config) { c.MaxTokens, c.HiddenDim, c.DType = 1<<20, 1<<20, Float8E4M3 }, // exactly maxDataBytes
 	}
 	for i, mod := range ok {
@@ -80,6 +82,10 @@ func TestConfigValidateBad(t *testing.T) {
 		{"num sms -1", func(c *Config) { c.NumSMs = -1 }, ErrConfig},
 		{"num sms 1025", func(c *Config) { c.NumSMs = maxBlocks + 1 }, ErrConfig},
 		{"timeout -1ns", func(c *Config) { c.Timeout = -time.Nanosecond }, ErrConfig},
+		{"wire 3", func(c *Config) { c.Wire = 3 }, ErrConfig},
+		{"fp8 over the fp8 wire", func(c *Config) { c.Wire, c.DType = WireE4M3, Float8E4M3 }, ErrConfig},
+		{"the wire by copy engines", func(c *Config) { c.Wire, c.Mover = WireE4M3, MoverCopyEngines }, ErrConfig},
+		{"the wire over NCCL", func(c *Config) { c.Wire, c.Transport = WireE5M2, TransportNCCL }, ErrConfig},
 		{"over plan.MaxDataBytes", func(c *Config) { c.MaxTokens, c.HiddenDim, c.DType = 1<<20, 1<<20+1, Float8E4M3 }, ErrConfig},
 	}
 	for _, tc := range cases {
@@ -157,4 +163,15 @@ func TestTimeoutError(t *testing.T) {
 
 	start := (&TimeoutError{Phase: PhaseStart}).Error()
 	assert.Contains(t, start, "start barrier")
+}
+
+// The wire's buffer holds the outputs, a code per element and a scale
+// byte per head of 8 elements or more, each part from a multiple of 256.
+func TestWireCapacity(t *testing.T) {
+	c := goodConfig()
+	c.Wire = WireE4M3
+	one := int64(4096 * 1024 * 2)
+	assert.Equal(t, one+one/2+one/16, c.capacityBytes())
+	c.MaxTensors = 3
+	assert.Equal(t, 3*(one+one/2+one/16), c.capacityBytes())
 }

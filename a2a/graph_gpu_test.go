@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/check"
 	"github.com/ulysses-go/ulysses/internal/launch"
 )
@@ -194,6 +195,11 @@ func replayChecked(c *a2a.Comm, ts *a2a.TestStream, g *a2a.Graph, cases []check.
 		x0, y0 := s.x[:copy(s.x, d.X)], s.y[:copy(s.y, d.Shard)]
 		if err := errors.Join(ts.Upload(x, x0), ts.Upload(y, y0)); err != nil {
 			return err
+		}
+		for _, w := range s.want { // over a lossy wire, what the rows become
+			if err := ref.RoundTripRows(c.Config().Wire, cs.DType, w, cs.HeadDim); err != nil {
+				return err
+			}
 		}
 		if err := g.Launch(ts.Stream()); err != nil {
 			return fmt.Errorf("%s: %w", s.what, err)

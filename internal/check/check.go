@@ -5,6 +5,7 @@ package check
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -29,6 +30,12 @@ type Case struct {
 	// Strided makes the packed operations' inputs views into one fused
 	// tensor ([B, T, Tensors, H, D]), as q, k and v out of one projection.
 	Strided bool
+	// Narrow draws 16-bit inputs as activations look: magnitudes in
+	// [2^-8, 2^8), except one element in 64 left as a random pattern
+	// (subnormals, Inf and NaN among them). Without it every pattern is
+	// equally likely, so a row's largest element dwarfs the others, which
+	// a lossy wire then rounds to zero.
+	Narrow bool
 }
 
 func (c Case) String() string {
@@ -41,6 +48,9 @@ func (c Case) String() string {
 	}
 	if c.Strided {
 		s += " strided"
+	}
+	if c.Narrow {
+		s += " narrow"
 	}
 	return s
 }
@@ -78,13 +88,37 @@ func Capacity(cases ...Case) (maxTokens, hiddenDim int) {
 
 // inputs makes every rank's input of the case from seed, so every process
 // can compute any rank's expected output.
-func inputs(s ref.Shape, seed uint64) [][]byte {
+func inputs(cs Case, seed uint64) [][]byte {
+	s := cs.Shape()
 	in := make([][]byte, s.World())
 	for r := range in {
 		in[r] = make([]byte, s.RankInputBytes(r))
 		ref.FillRandom(in[r], seed, r)
+		if cs.Narrow {
+			narrow(in[r], cs.DType)
+		}
 	}
 	return in
+}
+
+// narrow rewrites the exponent of all but every 64th 16-bit element of b
+// so that its magnitude lies in [2^-8, 2^8); other types are left as they are.
+func narrow(b []byte, dt a2a.DType) {
+	for i := 0; i+1 < len(b); i += 2 {
+		if i%128 == 0 {
+			continue
+		}
+		u := binary.LittleEndian.Uint16(b[i:])
+		switch dt {
+		case a2a.BFloat16: // 1.8.7: biased exponents 119..134
+			u = u&0x807F | (119+u>>7&15)<<7
+		case a2a.Float16: // 1.5.10: biased exponents 7..22
+			u = u&0x83FF | (7+u>>10&15)<<10
+		default:
+			return
+		}
+		binary.LittleEndian.PutUint16(b[i:], u)
+	}
 }
 
 // poisons are the byte values outputs are filled with before a run; they
@@ -182,7 +216,7 @@ func MakeData(cs Case, seed uint64, rank int) (Data, error) {
 	if err := s.Validate(); err != nil {
 		return Data{}, err
 	}
-	in := inputs(s, seed)
+	in := inputs(cs, seed)
 	d := Data{X: in[rank], Shard: make([]byte, s.HeadShardBytesFor(rank)), Gathered: make([]byte, s.GatheredBytes())}
 	if err := ref.SendRecvHeadsFor(s, rank, in, d.Shard); err != nil {
 		return d, err
@@ -205,8 +239,23 @@ func (r *runner) inputs(seed uint64) (inputSet, error) {
 	if set.x, err = r.upload(r.localShape(), set.own); err != nil {
 		return set, err
 	}
-	set.y, err = r.upload(r.shardShape(), set.srh)
-	return set, err
+	if set.y, err = r.upload(r.shardShape(), set.srh); err != nil {
+		return set, err
+	}
+	return set, r.overTheWire(set.own, set.srh, set.ag)
+}
+
+// overTheWire turns exact expected outputs, in place, into what the
+// Comm's wire delivers (ref.RoundTripRows: every operation moves whole
+// rows); with the exact wire it does nothing. Call it after uploading
+// whatever of them is also an input.
+func (r *runner) overTheWire(wants ...[]byte) error {
+	for _, b := range wants {
+		if err := ref.RoundTripRows(r.comm.Config().Wire, r.cs.DType, b, r.cs.HeadDim); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // localShape is [B, T_r, H, D] on this rank; shardShape [B, T, H/P, D];

@@ -1,7 +1,9 @@
 package check
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,10 +45,11 @@ func TestCaseShapeAndCapacity(t *testing.T) {
 }
 
 func TestInputsAreDeterministicPerRankAndNeverZero(t *testing.T) {
-	s := Case{Batch: 2, Tokens: []int{3, 1}, Heads: 2, HeadDim: 8, DType: a2a.BFloat16}.Shape()
-	a, b := inputs(s, 7), inputs(s, 7)
+	cs := Case{Batch: 2, Tokens: []int{3, 1}, Heads: 2, HeadDim: 8, DType: a2a.BFloat16}
+	s := cs.Shape()
+	a, b := inputs(cs, 7), inputs(cs, 7)
 	require.Equal(t, a, b)
-	require.NotEqual(t, inputs(s, 8)[0], a[0])
+	require.NotEqual(t, inputs(cs, 8)[0], a[0])
 	require.Len(t, a[0], s.RankInputBytes(0))
 	require.Len(t, a[1], s.RankInputBytes(1))
 	for _, in := range a {
@@ -66,4 +69,28 @@ func TestFuse(t *testing.T) {
 	require.Equal(t, uintptr(0x1004), views[2].Ptr)
 	require.Equal(t, 3, views[2].RowStride)
 	require.Equal(t, [4]int{1, 2, 3, 1}, FusedShape([4]int{1, 2, 1, 1}, 3))
+}
+
+// Narrow inputs keep every 64th element as drawn and put the others'
+// magnitudes in [2^-8, 2^8), for both 16-bit types.
+func TestNarrowInputs(t *testing.T) {
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
+		cs := Case{Batch: 1, Tokens: []int{64, 3}, Heads: 2, HeadDim: 32, DType: dt}
+		wide := inputs(cs, 9)
+		cs.Narrow = true
+		in := inputs(cs, 9)
+		for i := 0; i < len(in[0]); i += 2 {
+			u := binary.LittleEndian.Uint16(in[0][i:])
+			if i%128 == 0 {
+				require.Equal(t, binary.LittleEndian.Uint16(wide[0][i:]), u, "element %d is kept", i/2)
+				continue
+			}
+			m := math.Abs(float64(math.Float32frombits(uint32(u) << 16)))
+			if dt == a2a.Float16 {
+				e := int(u>>10&31) - 15
+				m = math.Ldexp(1+float64(u&0x3FF)/1024, e)
+			}
+			require.True(t, m >= 0x1p-8 && m < 0x1p8, "%v element %d: %g", dt, i/2, m)
+		}
+	}
 }

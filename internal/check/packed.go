@@ -52,8 +52,15 @@ func (r *runner) packedSets(seed uint64) (xs, ys []a2a.Tensor, sets []inputSet, 
 	if xs, err = r.uploadPacked(r.localShape(), sets, own); err != nil {
 		return nil, nil, nil, err
 	}
-	ys, err = r.uploadPacked(r.shardShape(), sets, srh)
-	return xs, ys, sets, err
+	if ys, err = r.uploadPacked(r.shardShape(), sets, srh); err != nil {
+		return nil, nil, nil, err
+	}
+	for _, s := range sets {
+		if err := r.overTheWire(s.own, s.srh, s.ag); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return xs, ys, sets, nil
 }
 
 // uploadPacked uploads part(sets[k]) as tensor k of shape: separately, or

@@ -1,0 +1,57 @@
+package a2a_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/check"
+)
+
+func withWire(w a2a.Wire) func(*a2a.Config) {
+	return func(c *a2a.Config) { c.Wire = w }
+}
+
+// TestWire runs every operation over the fp8 wire, in both formats, both
+// 16-bit types and both buffer modes, on a group of two ranks: every case
+// of collectiveCases (views and Into forms, packed, strided, uneven heads
+// and tokens, misaligned inputs) on random bit patterns and on narrow,
+// activation-like values, then the back-to-back race reading each view
+// up to 3 ms late, then graph replays with new data and counts each time
+// on a caller's stream. Every output must equal the exact output with
+// its rows round-tripped (ref.RoundTripRows) byte for byte.
+func TestWire(t *testing.T) {
+	info := requireGPU(t)
+	if d := info.Devices[0]; d.Major*10+d.Minor < 89 {
+		t.Skipf("the fp8 wire needs compute capability 8.9; GPU 0 has %d.%d", d.Major, d.Minor)
+	}
+	devices := pairDevices(info)
+	world := len(devices)
+	for _, w := range []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2} {
+		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
+			for _, single := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/%v/single=%v", w, dt, single), func(t *testing.T) {
+					cases := collectiveCases(world, dt)
+					g := newTestGroup(t, devices, dt, cases, withWire(w), func(c *a2a.Config) { c.SingleBuffer = single })
+					for i, cs := range cases {
+						for _, narrow := range []bool{false, true} {
+							cs.Narrow = narrow
+							err := eachRank(g, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(3000+i)) })
+							require.NoError(t, err, "%v", cs)
+						}
+					}
+					race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*world + 1, HeadDim: 64, DType: dt, Narrow: true}
+					err := eachRank(g, func(c *a2a.Comm) error { return check.BackToBack(c, race, backToBackIters(), 3*time.Millisecond, 79) })
+					require.NoError(t, err, "%v", race)
+				})
+			}
+			t.Run(fmt.Sprintf("%v/%v/graph", w, dt), func(t *testing.T) {
+				g := newTestGroup(t, devices, dt, graphCases(world, dt, true), withWire(w))
+				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()/4, true) }))
+			})
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package plan
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// wireRequest is op on one tensor of shape at ptr.
+func wireRequest(op ptx.Op, shape [4]int, ptr uintptr) Request {
+	return Request{Op: op, N: 1, Xs: [MaxTensors]api.Tensor{{Ptr: ptr, Shape: shape, DType: api.BFloat16}}}
+}
+
+// The staging area follows the outputs: codes then scale bytes, each
+// tensor's from a multiple of 256, one code per element and one byte per
+// head; the walk is counted in elements.
+func TestWirePlanLayout(t *testing.T) {
+	ts := NewTokens([]int{5, 3})
+	r := wireRequest(ptx.OpSendRecvHeads, [4]int{2, 5, 6, 72}, 0x10000)
+	r.N, r.Xs[1], r.Xs[2] = 3, r.Xs[0], r.Xs[0]
+	r.Xs[1].Ptr, r.Xs[2].Ptr = 0x20000, 0x30000
+	p, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	require.NoError(t, err)
+	out := int64(2 * 8 * 3 * 72 * 2) // [B, T, H/P, D] bf16
+	assert.Equal(t, [4]int{2, 8, 3, 72}, p.Out)
+	assert.Equal(t, AlignUp(out, 256), p.Region)
+	assert.Equal(t, 3*p.Region, p.StageOff)
+	assert.Equal(t, p.Region/144, p.WireRows)
+	assert.Equal(t, AlignUp(p.WireRows*72, 256), p.StageRegion)
+	assert.Equal(t, p.StageOff+3*p.StageRegion, p.ScaleOff)
+	assert.Equal(t, AlignUp(p.WireRows, 256), p.ScaleRegion)
+	assert.Equal(t, out/2, p.OutElems)
+	assert.Equal(t, 2, p.Width, "the walk counts elements")
+	assert.Equal(t, int64(72), p.HeadUnits)
+	assert.Equal(t, 8, p.WireWidth)
+	assert.True(t, p.Spread && p.General)
+	assert.GreaterOrEqual(t, p.WireRows*144, out, "every row of an output has a code row and a scale byte")
+}
+
+// 8-byte reads need heads of a multiple of 4 elements, 8-byte aligned
+// inputs and token strides; anything else reads one element at a time.
+func TestWireWidth(t *testing.T) {
+	ts := NewTokens([]int{4, 4})
+	for _, c := range []struct {
+		shape [4]int
+		ptr   uintptr
+		want  int
+	}{
+		{[4]int{1, 4, 2, 64}, 0x1000, 8},
+		{[4]int{1, 4, 2, 64}, 0x1002, 2},
+		{[4]int{1, 4, 2, 66}, 0x1000, 2},
+		{[4]int{1, 4, 2, 3}, 0x1000, 2},
+	} {
+		p, err := Wire(wireRequest(ptx.OpAllGather, c.shape, c.ptr), api.BFloat16, api.WireE5M2, 1, 2, ts, 1<<20)
+		require.NoError(t, err, "%v", c)
+		assert.Equal(t, c.want, p.WireWidth, "%v at %#x", c.shape, c.ptr)
+	}
+}
+
+// Ranks that disagree on the wire, or run the exact operation, fail with a
+// mismatch instead of reading each other's bytes: the signatures differ.
+func TestWireSignature(t *testing.T) {
+	ts := NewTokens([]int{4, 4})
+	r := wireRequest(ptx.OpAllGather, [4]int{1, 4, 2, 64}, 0x1000)
+	exact, err := Plain(r.Op, r.Xs[0], api.BFloat16, 0, 2, ts, 1<<20, []int{16, 8, 4, 2})
+	require.NoError(t, err)
+	e4, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	require.NoError(t, err)
+	e5, err := Wire(r, api.BFloat16, api.WireE5M2, 0, 2, ts, 1<<20)
+	require.NoError(t, err)
+	assert.NotEqual(t, exact.Sig, e4.Sig)
+	assert.NotEqual(t, e4.Sig, e5.Sig)
+	assert.NotEqual(t, e4.ShapeSig, e5.ShapeSig)
+	assert.Equal(t, withTokens(e4.ShapeSig, ts.Hash), e4.Sig)
+}
+
+func TestWireRefuses(t *testing.T) {
+	ts := NewTokens([]int{4, 4})
+	r := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 4, 2, 64}, 0x1000)
+	_, err := Wire(r, api.BFloat16, api.WireExact, 0, 2, ts, 1<<20)
+	assert.ErrorIs(t, err, api.ErrConfig)
+	r8 := r
+	r8.Xs[0].DType = api.Float8E4M3
+	_, err = Wire(r8, api.Float8E4M3, api.WireE4M3, 0, 2, ts, 1<<20)
+	assert.ErrorIs(t, err, api.ErrConfig)
+	// The output fits, the codes and scales do not.
+	out := int64(1 * 8 * 1 * 64 * 2)
+	_, err = Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, out)
+	assert.ErrorIs(t, err, api.ErrCapacity)
+	_, err = Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, WireBytes(out, 1))
+	assert.NoError(t, err, "WireBytes is enough")
+	// AllGather has no exact general form.
+	_, err = General(wireRequest(ptx.OpAllGather, [4]int{1, 4, 2, 64}, 0x1000), api.BFloat16, 0, 2, ts, 1<<20, []int{2})
+	assert.ErrorIs(t, err, api.ErrNotSupported)
+}
