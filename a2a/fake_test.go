@@ -179,7 +179,7 @@ func distinctDevices(devices []int) int {
 
 // fakeGroup makes a world-3 group in this process, rank r on device
 // r % FAKECUDA_DEVICES, and returns the ranks, their handles and devices.
-func fakeGroup(t *testing.T) ([]*a2a.Comm, [][]byte, []int) {
+func fakeGroup(t *testing.T, mods ...func(*a2a.Config)) ([]*a2a.Comm, [][]byte, []int) {
 	t.Helper()
 	n, err := strconv.Atoi(os.Getenv(fakecuda.EnvDevices))
 	require.NoError(t, err)
@@ -189,10 +189,14 @@ func fakeGroup(t *testing.T) ([]*a2a.Comm, [][]byte, []int) {
 	devices := make([]int, world)
 	for r := range comms {
 		devices[r] = r % n
-		comms[r], err = a2a.New(a2a.Config{
+		cfg := a2a.Config{
 			Rank: r, WorldSize: world, Device: a2a.DeviceOrdinal(devices[r]),
 			MaxTokens: 16, HiddenDim: 6 * 64, DType: a2a.BFloat16,
-		})
+		}
+		for _, m := range mods {
+			m(&cfg)
+		}
+		comms[r], err = a2a.New(cfg)
 		require.NoError(t, err)
 		handles[r] = comms[r].Handle()
 	}
@@ -328,6 +332,45 @@ func checkPeerAllowed(t *testing.T, lib string) {
 	// Not single-buffer: one kernel per operation, and the farewell kernel
 	// in Close.
 	require.EqualValues(t, 3*4, n.Launches, "three operations and the farewell per rank")
+	requireReleased(t, lib)
+}
+
+// TestFakeWire: a Comm over the fp8 wire loads the wire's module once per
+// device beside the exact kernels, and each operation is two launches
+// (the exchange and the decode); MoverAuto stays on the kernels, and the
+// outputs keep their 16-bit shapes.
+func TestFakeWire(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+	a2a.SetAutoCopyBytes(t, 1)
+	comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
+	var wg sync.WaitGroup
+	errs := make([]error, len(comms))
+	for r, c := range comms {
+		wg.Go(func() { errs[r] = c.Connect(handles) })
+	}
+	wg.Wait()
+	for r := range comms {
+		require.NoError(t, errs[r], "rank %d", r)
+	}
+	require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
+	tokens := []int{4, 5, 6}
+	for r, c := range comms {
+		require.NoError(t, c.SetRankTokens(tokens))
+		x, err := c.Device().Alloc([4]int{1, tokens[r], 6, 64}, a2a.BFloat16)
+		require.NoError(t, err)
+		out, err := c.SendRecvHeads(x)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, 15, 2, 64}, out.Shape)
+		all, err := c.AllGather(x)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, 15, 6, 64}, all.Shape)
+		require.NoError(t, c.Sync())
+		require.NoError(t, c.Device().Free(x))
+	}
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	require.EqualValues(t, 3*(2*2+1), fakeCounters(t, lib).Launches, "two launches per operation and the farewell, per rank")
 	requireReleased(t, lib)
 }
 
