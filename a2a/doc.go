@@ -48,6 +48,16 @@
 // for the barrier, the rest left to the caller's kernels), or either by
 // size (MoverAuto). Captured operations always take the kernels.
 //
+// # The fp8 wire
+//
+// Config.Wire (WireE4M3, WireE5M2; opt-in, lossy) sends bf16 and fp16 rows
+// of D elements as fp8 codes with one power-of-two scale per row, about
+// half the bytes: every output equals ref.RoundTripRows of the exact one,
+// byte for byte, each element within amax/16 (E4M3) or amax/8 (E5M2) of
+// its row's largest magnitude amax. It takes the SM kernels (compute
+// capability 8.9 or later) and costs a second launch per operation that
+// decodes the rows, and about 1.56 times the buffer.
+//
 // # Views
 //
 // An operation returns a view: a Tensor inside the Comm's buffer, valid

@@ -19,11 +19,12 @@ type checkOpts struct {
 	seed   uint64
 	sms    int
 	mover  string
+	wire   string
 }
 
 func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	o := &checkOpts{}
-	fs := newFlagSet("check", "ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S] [--sms N]",
+	fs := newFlagSet("check", "ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S] [--sms N] [--wire exact]",
 		"Runs SendRecvHeads, GatherHeads and AllGather (view and Into forms) on shapes from public\n"+
 			"model configs, one process per rank, and compares every output with the CPU reference.\n"+
 			"Exits 0 only when every rank passes every case.")
@@ -32,6 +33,8 @@ func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
 	fs.IntVar(&o.sms, "sms", 0, "SMs (thread blocks) the kernels use; 0: all")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
+	fs.StringVar(&o.wire, "wire", "exact", "how bf16 and fp16 cross (a2a.Config.Wire): exact, or e4m3 or e5m2 (fp8 rows with a scale each, lossy: outputs\n"+
+		"compared with the reference rounded through fp8); a lossy wire needs --dtypes of bf16 and fp16 only")
 	return fs, o
 }
 
@@ -60,7 +63,7 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs\n", world, len(sys.Devices))
+	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs%s\n", world, len(sys.Devices), wireNote(plan.cfg.Wire))
 	ctx, stop := signalContext()
 	defer stop()
 	prog := newProgress(stdout, stderr, "check: cases", world*checkSteps(world, plan.dtypes), isCaseLine)
@@ -166,7 +169,31 @@ func (o *checkOpts) plan() (checkPlan, error) {
 		return p, fmt.Errorf("--sms %d: want 0 (all) to %d", o.sms, maxSMs)
 	}
 	p.cfg.NumSMs = o.sms
-	return p, nil
+	if p.cfg.Wire, err = parseWire("--wire", o.wire); err != nil {
+		return p, err
+	}
+	return p, checkWirePlan(p)
+}
+
+// checkWirePlan refuses a lossy wire that some dtype of the check, its
+// mover or its transport cannot cross.
+func checkWirePlan(p checkPlan) error {
+	w := p.cfg.Wire
+	for _, dt := range p.dtypes {
+		if !wireFits(w, dt) {
+			return fmt.Errorf("--wire %v moves bf16 and fp16 only, and --dtypes has %v: give --dtypes bf16,fp16 (or some of them)", w, dt)
+		}
+	}
+	return wireConflict(w, p.cfg.Mover, p.cfg.Transport)
+}
+
+// wireNote is what check's first line says of a lossy wire: "" for the
+// exact one.
+func wireNote(w a2a.Wire) string {
+	if !w.Lossy() {
+		return ""
+	}
+	return fmt.Sprintf(", over the %v wire (outputs compared with the reference's rows rounded through %v)", w, w)
 }
 
 // checkRank runs every case of every dtype on rank m, printing a PASS or

@@ -7,8 +7,11 @@ import (
 )
 
 // decodeBytesPerBlock is how many output bytes one block of the decode
-// takes at least: a block of 512 threads writes 8 bytes each per pass.
-const decodeBytesPerBlock = 64 << 10
+// takes at least: four passes of a block of 512 threads writing 8 bytes
+// each. (Not measured yet: a first guess between one block per pass,
+// which small operations would wait on to launch, and a long serial loop
+// per thread.)
+const decodeBytesPerBlock = 16 << 10
 
 // enqueueWire launches an fp8 wire operation: the exchange entry of op
 // (after the start barrier with a single buffer), which stages every row
@@ -34,5 +37,9 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 	if !ls.Captured {
 		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
 	}
-	return t.launch(t.wire.Decode[p.WireWidth], grid, t.threads, ls.Stream)
+	width := 2 // the decode reads the staging area only: four at once needs D a multiple of 4
+	if p.HeadUnits%4 == 0 {
+		width = 8
+	}
+	return t.launch(t.wire.Decode[width], grid, t.threads, ls.Stream)
 }
