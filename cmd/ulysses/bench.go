@@ -40,6 +40,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.BoolVar(&o.overlap, "overlap", false,
 		"also time each operation back to back while a compute-bound kernel of the bench's own (one "+strconv.Itoa(burnThreads)+"-thread block per SM) runs beside it, and report both slowdowns")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
+	fs.StringVar(&o.wires, "wires", "exact", "wires to time every row over, side by side, e.g. exact,e4m3 (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy, about half the NVLink bytes; compute capability 8.9 or later), for bf16 and fp16 rows only")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -81,6 +82,9 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	if p.transport, err = parseTransport(o.group.transport); err != nil {
 		return p, err
 	}
+	if err := p.checkWires(o.wires); err != nil {
+		return p, err
+	}
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")
 	}
@@ -102,6 +106,50 @@ func (o *benchOpts) checkSizes(p benchPlan) error {
 		}
 	}
 	return nil
+}
+
+// checkWires reads --wires into p and refuses a lossy wire that no
+// dtype of p, or its mover or transport, can cross.
+func (p *benchPlan) checkWires(s string) error {
+	var err error
+	if p.wires, err = parseWires(s); err != nil {
+		return err
+	}
+	for _, w := range p.wires {
+		if !slices.ContainsFunc(p.dtypes, func(dt a2a.DType) bool { return wireFits(w, dt) }) {
+			return fmt.Errorf("--wires %v moves bf16 and fp16 only, and --dtypes has neither", w)
+		}
+		if err := wireConflict(w, p.mover, p.transport); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wiresFor is the wires of p that dtype dt crosses, and a note for each
+// it cannot.
+func (p benchPlan) wiresFor(dt a2a.DType) ([]a2a.Wire, []string) {
+	var out []a2a.Wire
+	var notes []string
+	for _, w := range p.wires {
+		if wireFits(w, dt) {
+			out = append(out, w)
+		} else {
+			notes = append(notes, fmt.Sprintf("%v over the %v wire skipped: the fp8 wire moves bf16 and fp16", dt, w))
+		}
+	}
+	return out, notes
+}
+
+// rowCount is how many rows the bench times at most (sizes that hold no
+// whole token are counted too).
+func (p benchPlan) rowCount() int {
+	n := 0
+	for _, dt := range p.dtypes {
+		wires, _ := p.wiresFor(dt)
+		n += len(wires)
+	}
+	return n * len(p.sms) * len(p.sizes) * len(p.ops)
 }
 
 func parseOps(s string) ([]benchOp, error) {
@@ -213,7 +261,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	fmt.Fprintf(stderr, "bench: %d ranks on %d GPUs, B=%d H=%d D=%d\n", world, len(sys.Devices), o.batch, o.heads, o.headDim)
 	var res *benchResults
-	prog := newProgress(stderr, stderr, "bench: rows", len(plan.dtypes)*len(plan.sms)*len(plan.sizes)*len(plan.ops), isRowLine)
+	prog := newProgress(stderr, stderr, "bench: rows", plan.rowCount(), isRowLine)
 	if o.singleProcess {
 		res, err = benchInProcess(o, plan, devices, prog)
 	} else if _, err = startRanks(ctx, "bench", append([]string{"--results", resultsPath}, args...), devices, prog); err == nil {
@@ -310,10 +358,10 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	}
 	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d,%s moved by %s, %d iterations (%d warm-up), peer copy %s %s\n",
 		rep.World, o.batch, o.heads, o.headDim, over, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
-	writeTable(w, benchHead, benchAlign, benchTableRows(rep.Rows))
+	writeWireTable(w, benchHead, benchAlign, benchTableRows(rep.Rows), rowWires(rep.Rows))
 	if o.overlap {
 		fmt.Fprintf(w, "beside a compute-bound kernel (one %d-thread block per SM), back to back:\n", burnThreads)
-		writeTable(w, overlapHead, overlapAlign, overlapTableRows(rep.Rows))
+		writeWireTable(w, overlapHead, overlapAlign, overlapTableRows(rep.Rows), rowWires(rep.Rows))
 	}
 	if rep.PeerNote != "" {
 		fmt.Fprintf(w, "note: %s\n", rep.PeerNote)

@@ -51,6 +51,19 @@ func TestNVLinkFloor(t *testing.T) {
 	r = benchRow{Op: "all_gather", BytesPerRank: mib, World: 1, MedianUS: 10}
 	r.finish(392e9)
 	assert.Zero(t, r.FloorUS, "one rank moves nothing over NVLink")
+
+	// Over the fp8 wire a bf16 row crosses as a code per element and a
+	// scale byte per head of D: (1/2 + 1/(2D)) of the bytes, and the floor
+	// with them; the algorithmic bandwidth counts the bf16 bytes.
+	r = benchRow{Op: "send_recv_heads", BytesPerRank: 128 * mib, World: 2, HeadDim: 128, MedianUS: 110, Wire: "e4m3"}
+	r.finish(392e9)
+	assert.Equal(t, float64(64*mib)*(0.5+1.0/256), r.NVLinkBytes)
+	assert.InDelta(t, 171.2*(0.5+1.0/256), r.FloorUS, 0.1)
+	assert.InDelta(t, 110/r.FloorUS, r.TimeOverFloor, 1e-9)
+	assert.InDelta(t, 1220.2, r.AlgBWGBps, 0.1)
+	r.Wire = ""
+	r.finish(392e9)
+	assert.Equal(t, float64(64*mib), r.NVLinkBytes, "exact again")
 }
 
 func TestBenchPlan(t *testing.T) {

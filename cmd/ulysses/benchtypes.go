@@ -10,6 +10,7 @@ type benchOpts struct {
 	warmup, iters, rotate int
 	graphOps              int
 	json, compare, mover  string
+	wires                 string // --wires: the wires each row is timed over
 	plot                  string // --plot: the SVG of the times against size
 	singleProcess         bool
 	overlap               bool
@@ -24,6 +25,7 @@ type benchPlan struct {
 	sms       []int
 	mover     a2a.Mover
 	transport a2a.Transport
+	wires     []a2a.Wire
 }
 
 // benchOp is an operation as bench and nccl_bench.py name it.
@@ -52,6 +54,7 @@ type benchRow struct {
 	Impl          string  `json:"impl"`
 	Mover         string  `json:"mover,omitempty"`     // a2a.Config.Mover of ulysses rows
 	Transport     string  `json:"transport,omitempty"` // what the Comm used (Comm.Transport) of ulysses rows
+	Wire          string  `json:"wire,omitempty"`      // a2a.Config.Wire of ulysses rows over a lossy wire; "" exactly
 	Op            string  `json:"op"`
 	DType         string  `json:"dtype"`
 	BytesPerRank  int64   `json:"bytes_per_rank"`
@@ -83,12 +86,13 @@ type benchRow struct {
 }
 
 // finish fills in the derived columns, given the peer copy rate in bytes
-// per second (0: unknown, no floor).
+// per second (0: unknown, no floor). Over a lossy wire, the NVLink bytes
+// and the floor are those of the fp8 rows and their scales.
 func (r *benchRow) finish(peerBW float64) {
 	if r.MedianUS > 0 {
 		r.AlgBWGBps = float64(r.BytesPerRank) / r.MedianUS / 1e3
 	}
-	r.NVLinkBytes = nvlinkBytes(benchOp(r.Op), r.BytesPerRank, r.World)
+	r.NVLinkBytes = nvlinkBytes(benchOp(r.Op), r.BytesPerRank, r.World) * wireShare(r.Wire, r.HeadDim)
 	r.FloorUS, r.TimeOverFloor = 0, 0
 	if peerBW > 0 && r.NVLinkBytes > 0 {
 		r.FloorUS = r.NVLinkBytes / peerBW * 1e6

@@ -67,7 +67,7 @@ type rankReport struct {
 	Err   string    `json:"err,omitempty"`
 }
 
-// benchRun times every dtype, SM count and size on one rank. Rank 0 returns
+// benchRun times every dtype, SM count, wire and size on one rank. Rank 0 returns
 // the rows (the slowest rank's statistics); the other ranks return nil
 // rows.
 func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*benchResults, error) {
@@ -87,13 +87,15 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 	}
 	for _, dt := range plan.dtypes {
 		sizes, notes := sizePlans(plan.sizes, o.batch, o.heads, o.headDim, dt)
+		wires, wireNotes := plan.wiresFor(dt)
+		notes = append(notes, wireNotes...)
 		if lead {
 			res.Notes = append(res.Notes, notes...)
 			for _, n := range notes {
 				fmt.Fprintf(stderr, "bench: %s\n", n)
 			}
 		}
-		if len(sizes) == 0 {
+		if len(sizes) == 0 || len(wires) == 0 {
 			continue
 		}
 		maxTokens := 0
@@ -101,25 +103,36 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 			maxTokens = max(maxTokens, s.tokens)
 		}
 		for _, sms := range plan.sms {
-			cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms, Mover: plan.mover, Transport: plan.transport}
-			if slices.Contains(plan.ops, opQKVPacked) {
-				cfg.MaxTensors = qkvTensors
+			batches := make([][]benchRow, 0, len(wires))
+			for _, w := range wires {
+				cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms, Mover: plan.mover, Transport: plan.transport, Wire: w}
+				if slices.Contains(plan.ops, opQKVPacked) {
+					cfg.MaxTensors = qkvTensors
+				}
+				rows, err := benchConfig(m, cfg, o, plan.ops, sizes, stderr)
+				if err != nil {
+					return nil, err
+				}
+				batches = append(batches, rows)
 			}
-			comm, err := m.join(cfg)
-			if err != nil {
-				return nil, err
-			}
-			rows, err := benchComm(m, comm, dt, o, plan.ops, sizes, sms, stderr)
-			if cerr := comm.Close(); err == nil && cerr != nil {
-				err = cerr
-			}
-			if err != nil {
-				return nil, err
-			}
-			res.Rows = append(res.Rows, rows...)
+			res.Rows = append(res.Rows, interleaveWires(batches)...)
 		}
 	}
 	return res, nil
+}
+
+// benchConfig times every size on a Comm of cfg, which it joins and
+// closes.
+func benchConfig(m *member, cfg a2a.Config, o *benchOpts, ops []benchOp, sizes []sizePlan, stderr io.Writer) ([]benchRow, error) {
+	comm, err := m.join(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := benchComm(m, comm, cfg.DType, o, ops, sizes, cfg.NumSMs, stderr)
+	if cerr := comm.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return rows, err
 }
 
 // benchComm times every size on one Comm; after each size the ranks send
@@ -127,6 +140,11 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sizes []sizePlan, sms int, stderr io.Writer) ([]benchRow, error) {
 	lead := m.rank == 0
 	var rows []benchRow
+	wire := wireName(comm.Config().Wire)
+	label := dt.String() // the dtype, and the wire when lossy
+	if wire != "" {
+		label += " over " + wire
+	}
 	var burn *burner
 	if o.overlap {
 		info := comm.Device().Info()
@@ -141,7 +159,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 	}
 	for _, sz := range sizes {
 		if lead {
-			fmt.Fprintf(stderr, "bench: %v %s SMs %s: %v ...\n", dt, formatBytes(float64(sz.bytes)), smsLabel(sms, comm.Blocks()), ops)
+			fmt.Fprintf(stderr, "bench: %s %s SMs %s: %v ...\n", label, formatBytes(float64(sz.bytes)), smsLabel(sms, comm.Blocks()), ops)
 		}
 		stats, err := benchSize(comm, dt, o, ops, sz, burn)
 		var rep rankReport
@@ -162,7 +180,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 				return nil, fmt.Errorf("rank %d's report: %w", r, err)
 			}
 			if rr.Err != "" {
-				return nil, fmt.Errorf("%v %s on rank %d: %s", dt, formatBytes(float64(sz.bytes)), r, rr.Err)
+				return nil, fmt.Errorf("%s %s on rank %d: %s", label, formatBytes(float64(sz.bytes)), r, rr.Err)
 			}
 			if len(rr.Stats) != len(ops) {
 				return nil, fmt.Errorf("rank %d reported %d operations, want %d", r, len(rr.Stats), len(ops))
@@ -177,14 +195,14 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 		for k, op := range ops {
 			s := maxOver(perOp[k])
 			rows = append(rows, benchRow{
-				Impl: "ulysses", Mover: comm.Config().Mover.String(), Transport: comm.Transport().String(), Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
+				Impl: "ulysses", Mover: comm.Config().Mover.String(), Transport: comm.Transport().String(), Wire: wire, Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 				StreamUS: s.Stream, GraphUS: s.Graph, GraphOps: o.graphOps,
 				OverlapUS: s.OverlapExchange, OverlapComputeSlowdown: s.OverlapComputeSlowdown, OverlapExchangeSlowdown: s.OverlapExchangeSlowdown,
 			})
-			fmt.Fprintf(stderr, "bench: %v %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
-				dt, formatBytes(float64(sz.bytes)), op, s.Median, s.P10, s.P90)
+			fmt.Fprintf(stderr, "bench: %s %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
+				label, formatBytes(float64(sz.bytes)), op, s.Median, s.P10, s.P90)
 		}
 	}
 	return rows, nil

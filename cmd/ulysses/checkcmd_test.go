@@ -129,3 +129,34 @@ func TestLayout(t *testing.T) {
 	_, _, err = groupFlags{ranksPerGPU: 1}.layout(0)
 	assert.ErrorIs(t, err, a2a.ErrNoDevice)
 }
+
+// --wire sets the Config every Comm of the check starts from; a lossy
+// one takes 16-bit dtypes only.
+func TestCheckPlanWire(t *testing.T) {
+	fs, o := newCheckFlags()
+	require.NoError(t, fs.Parse(nil))
+	p, err := o.plan()
+	require.NoError(t, err)
+	assert.Equal(t, a2a.WireExact, p.cfg.Wire, "exact by default")
+	assert.Empty(t, wireNote(p.cfg.Wire))
+
+	fs, o = newCheckFlags()
+	require.NoError(t, fs.Parse([]string{"--wire", "e5m2", "--dtypes", "bf16,fp16", "--mover", "auto"}))
+	p, err = o.plan()
+	require.NoError(t, err)
+	assert.Equal(t, a2a.WireE5M2, p.cfg.Wire)
+	assert.Equal(t, a2a.MoverAuto, p.cfg.Mover)
+	assert.Contains(t, wireNote(p.cfg.Wire), "over the e5m2 wire")
+
+	for _, args := range [][]string{
+		{"--wire", "e4m3", "--dtypes", "bf16,fp8e5m2"},
+		{"--wire", "e4m3", "--dtypes", "bf16", "--mover", "copy-engines"},
+		{"--wire", "e4m3", "--dtypes", "bf16", "--transport", "nccl"},
+		{"--wire", "bf16"},
+	} {
+		fs, o = newCheckFlags()
+		require.NoError(t, fs.Parse(args))
+		_, err = o.plan()
+		assert.Error(t, err, "%v", args)
+	}
+}

@@ -5,11 +5,12 @@
 //
 //	ulysses info [--json]
 //	ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S]
+//	              [--wire exact|e4m3|e5m2]
 //	ulysses bench [--world N] [--ranks-per-gpu K] [--batch B] [--heads H] [--head-dim D]
 //	              [--bytes 128K,1M,8M,32M,128M] [--dtypes bf16,fp8]
 //	              [--ops send_recv_heads,gather_heads,all_gather]
 //	              [--warmup W] [--iters I] [--rotate R] [--sms 0|8,16,32,64,0]
-//	              [--json FILE] [--compare nccl]
+//	              [--wires exact,e4m3] [--json FILE] [--compare nccl]
 //	ulysses help [command]
 //
 // info prints the CUDA driver, every GPU, which GPUs can access each other's
@@ -20,14 +21,17 @@
 // the world size, uneven token counts, one rank with no tokens) and compares
 // every output with the CPU reference, byte for byte. It prints PASS or FAIL
 // per case and rank, then "check: N passed, M failed"; it exits 0 only when
-// every rank passed every case.
+// every rank passed every case. --wire e4m3 or e5m2 checks the lossy fp8
+// wire (bf16 and fp16 only) against the reference's rows rounded through fp8.
 //
 // bench times the collectives with device events, per dtype, SM count and
 // per-rank size, and prints the median (the slowest rank's), the spread, the
 // algorithmic bandwidth and the time over the NVLink floor (the bytes that
 // must cross NVLink over the measured one-way peer copy rate). --compare nccl
 // also runs bench/nccl_bench.py (PyTorch + NCCL) on the same shapes and
-// prints NCCL's time next to ulysses'.
+// prints NCCL's time next to ulysses'. --wires exact,e4m3 times every row
+// over each wire, side by side (a "wire" column; the NVLink bytes and floor
+// of an fp8 row count its codes and scales).
 //
 // Exit status: 0 success; 1 a check or benchmark failed; 2 bad usage (every
 // flag is checked before the driver is loaded); 3 no CUDA driver or no GPU.

@@ -57,6 +57,15 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 		{[]string{"check", "--dtypes", "int8"}, "want bf16, fp16, fp8 or fp8e5m2"},
 		{[]string{"bench", "--plot", "/nonexistent/dir/b.svg"}, "directory /nonexistent/dir does not exist"},
 		{[]string{"bench", "--plot", "b.svg", "--sms", "8,16"}, "--sms must include 0"},
+		{[]string{"check", "--wire", "fp4"}, `unknown --wire "fp4" (want exact, e4m3 or e5m2)`},
+		{[]string{"check", "--wire", "e4m3"}, "--wire e4m3 moves bf16 and fp16 only, and --dtypes has fp8e4m3"},
+		{[]string{"check", "--wire", "e5m2", "--dtypes", "bf16", "--mover", "copy-engines"}, "--mover copy-engines cannot carry it"},
+		{[]string{"check", "--wire", "e4m3", "--dtypes", "fp16", "--transport", "nccl"}, "--transport nccl cannot carry it"},
+		{[]string{"bench", "--wires", "exact,fp4"}, `unknown --wires "fp4"`},
+		{[]string{"bench", "--wires", ","}, "no wires"},
+		{[]string{"bench", "--wires", "exact,e4m3", "--dtypes", "fp8,fp8e5m2"}, "--wires e4m3 moves bf16 and fp16 only, and --dtypes has neither"},
+		{[]string{"bench", "--wires", "e5m2", "--mover", "copy-engines"}, "--mover copy-engines cannot carry it"},
+		{[]string{"bench", "--wires", "exact,e4m3", "--transport", "nccl"}, "--transport nccl cannot carry it"},
 	} {
 		code, stdout, stderr := runArgs(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)
@@ -69,6 +78,14 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 	code, _, stderr := runArgs("check", "--dtypes", "BF16,FP8", "--sms", "-1")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "--sms -1", "dtype names in any case: %s", stderr)
+	// A lossy wire with 16-bit dtypes, the kernels and auto is fine (wire
+	// names in any case): the bad --sms stops the run.
+	code, _, stderr = runArgs("check", "--wire", "E4M3", "--dtypes", "bf16,fp16", "--mover", "auto", "--sms", "-1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--sms -1", stderr)
+	code, _, stderr = runArgs("bench", "--wires", "exact,E5M2", "--sms", "-1")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "bad SM count", "fp8 dtypes beside bf16 are skipped over the wire, not refused: %s", stderr)
 }
 
 func TestUsage(t *testing.T) {
@@ -106,6 +123,8 @@ func TestBadFlags(t *testing.T) {
 		{"bench", "--ops", "reduce"},
 		{"bench", "--sms", "-1"},
 		{"bench", "--compare", "mpi"},
+		{"bench", "--wires", "fp8"},
+		{"check", "--wire", "exact,e4m3"},
 		{"bench", "--iters", "0"},
 		{"check", "--world", "9"},
 		{"check", "--ranks-per-gpu", "0"},

@@ -46,6 +46,7 @@ type ncclRecord struct {
 type compareRow struct {
 	Op           string  `json:"op"`
 	DType        string  `json:"dtype"`
+	Wire         string  `json:"wire,omitempty"` // the ulysses row's; NCCL's are exact
 	BytesPerRank int64   `json:"bytes_per_rank"`
 	SMs          int     `json:"sms"`
 	Blocks       int     `json:"blocks"`
@@ -171,7 +172,8 @@ func lastLine(s string) string {
 }
 
 // compareRows pairs each ulysses row with NCCL's record of the same op,
-// dtype and size (records without a time are left out).
+// dtype and size (records without a time are left out); a row over a
+// lossy wire is paired with NCCL's exact exchange.
 func compareRows(rows []benchRow, recs []ncclRecord) []compareRow {
 	type key struct {
 		op, dtype string
@@ -193,7 +195,7 @@ func compareRows(rows []benchRow, recs []ncclRecord) []compareRow {
 		if !ok || r.MedianUS <= 0 {
 			continue
 		}
-		out = append(out, compareRow{Op: r.Op, DType: r.DType, BytesPerRank: r.BytesPerRank, SMs: r.SMs, Blocks: r.Blocks,
+		out = append(out, compareRow{Op: r.Op, DType: r.DType, Wire: r.Wire, BytesPerRank: r.BytesPerRank, SMs: r.SMs, Blocks: r.Blocks,
 			UlyssesUS: r.MedianUS, NCCLUS: n, Ratio: n / r.MedianUS})
 	}
 	return out
@@ -221,7 +223,11 @@ func compareNCCL(ctx context.Context, stdout, stderr io.Writer, rep *benchReport
 	rep.Compare = compareRows(rep.Rows, recs)
 	if len(rep.Compare) > 0 {
 		fmt.Fprintln(stdout, "\nNCCL (PyTorch: permute + all_to_all_single + permute, all_gather_into_tensor), slowest rank's median:")
-		writeTable(stdout, compareHead, compareAlign, compareTableRows(rep.Compare))
+		wires := make([]string, len(rep.Compare))
+		for i, c := range rep.Compare {
+			wires[i] = c.Wire
+		}
+		writeWireTable(stdout, compareHead, compareAlign, compareTableRows(rep.Compare), wires)
 	}
 	if err != nil {
 		rep.NCCLNote = oneLine(err)

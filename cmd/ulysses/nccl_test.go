@@ -53,9 +53,13 @@ func TestCompareRows(t *testing.T) {
 		{Op: "all_gather", DType: "fp8e4m3", BytesPerRank: 131072, MedianUS: 6.1, Blocks: 132},
 		{Op: "gather_heads", DType: "bf16", BytesPerRank: 131072, MedianUS: 9},  // no NCCL record
 		{Op: "all_gather", DType: "fp8e5m2", BytesPerRank: 131072, MedianUS: 6}, // NCCL has no e5m2
+		{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 131072, MedianUS: 5.425, Blocks: 132, Wire: "e4m3"},
 	}
 	cmp := compareRows(rows, recs)
-	require.Len(t, cmp, 3)
+	require.Len(t, cmp, 4)
+	assert.Equal(t, "e4m3", cmp[3].Wire, "a lossy row beside NCCL's exact one")
+	assert.InDelta(t, 20.0, cmp[3].Ratio, 1e-9)
+	assert.Empty(t, cmp[0].Wire)
 	assert.InDelta(t, 10.0, cmp[0].Ratio, 1e-9)
 	assert.Equal(t, 108.5, cmp[0].NCCLUS)
 	assert.InDelta(t, 5.0, cmp[1].Ratio, 1e-9)

@@ -113,37 +113,17 @@ func reportOps(rep *benchReport) []string {
 	return ops
 }
 
-// sizeFigure is one panel per operation: ulysses' median on all SMs,
-// PyTorch + NCCL's and the NVLink floor against the bytes per rank.
+// sizeFigure is one panel per operation: ulysses' median on all SMs (a
+// line per wire), PyTorch + NCCL's and the NVLink floor against the bytes
+// per rank.
 func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
-	ops := reportOps(rep)
 	var panels []*plot.Plot
-	for _, op := range ops {
-		p := logLogPlot(op, "bytes per rank", "median time (us)")
-		var ours, floor, nccl plotter.XYs
-		for _, r := range rep.Rows {
-			if r.Op == op && r.DType == dtype && r.SMs == 0 && r.MedianUS > 0 {
-				ours = append(ours, plotter.XY{X: float64(r.BytesPerRank), Y: r.MedianUS})
-				if r.FloorUS > 0 {
-					floor = append(floor, plotter.XY{X: float64(r.BytesPerRank), Y: r.FloorUS})
-				}
-			}
-		}
-		for _, n := range rep.NCCL {
-			if n.Op == op && n.DType == dtype && n.MedianUS != nil {
-				nccl = append(nccl, plotter.XY{X: float64(n.BytesPerRank), Y: *n.MedianUS})
-			}
-		}
-		if len(ours) == 0 {
+	for _, op := range reportOps(rep) {
+		lines := sizeLines(rep, op, dtype)
+		if len(lines) == 0 {
 			continue // no row of op on all SMs in dtype: no panel
 		}
-		lines := []any{"ulysses", ours}
-		if len(nccl) > 0 {
-			lines = append(lines, "PyTorch + NCCL", nccl)
-		}
-		if len(floor) > 0 {
-			lines = append(lines, "NVLink floor", floor)
-		}
+		p := logLogPlot(op, "bytes per rank", "median time (us)")
 		if err := plotutil.AddLinePoints(p, lines...); err != nil {
 			return nil, err
 		}
@@ -158,6 +138,55 @@ func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
 	return tiled(panels, fmt.Sprintf("%s, %s, %s", dtype, ranks(rep.World), gpuName(rep)))
 }
 
+// sizeLines are the lines of op's panel against size, as
+// plotutil.AddLinePoints takes them: ulysses' (one per wire, "ulysses
+// e4m3" over a lossy one), PyTorch + NCCL's and the NVLink floor of each
+// wire; none when no ulysses row of op in dtype ran on all SMs.
+func sizeLines(rep *benchReport, op, dtype string) []any {
+	var wires []string
+	ours, floor := map[string]plotter.XYs{}, map[string]plotter.XYs{}
+	for _, r := range rep.Rows {
+		if r.Op != op || r.DType != dtype || r.SMs != 0 || r.MedianUS <= 0 {
+			continue
+		}
+		if _, ok := ours[r.Wire]; !ok {
+			wires = append(wires, r.Wire)
+		}
+		ours[r.Wire] = append(ours[r.Wire], plotter.XY{X: float64(r.BytesPerRank), Y: r.MedianUS})
+		if r.FloorUS > 0 {
+			floor[r.Wire] = append(floor[r.Wire], plotter.XY{X: float64(r.BytesPerRank), Y: r.FloorUS})
+		}
+	}
+	var nccl plotter.XYs
+	for _, n := range rep.NCCL {
+		if n.Op == op && n.DType == dtype && n.MedianUS != nil {
+			nccl = append(nccl, plotter.XY{X: float64(n.BytesPerRank), Y: *n.MedianUS})
+		}
+	}
+	var lines []any
+	for _, w := range wires {
+		lines = append(lines, wireLabel("ulysses", w), ours[w])
+	}
+	if len(lines) > 0 && len(nccl) > 0 {
+		lines = append(lines, "PyTorch + NCCL", nccl)
+	}
+	for _, w := range wires {
+		if len(floor[w]) > 0 {
+			lines = append(lines, wireLabel("NVLink floor", w), floor[w])
+		}
+	}
+	return lines
+}
+
+// wireLabel is a line's label: name, followed by the wire when lossy
+// (wire is a row's wire field, "" when exact).
+func wireLabel(name, wire string) string {
+	if wire == "" {
+		return name
+	}
+	return name + " " + wire
+}
+
 // smsFigure is one panel per operation: ulysses' median against the SMs
 // its kernels used (the blocks they ran), one line per size.
 func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
@@ -166,23 +195,7 @@ func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
 		p := logLogPlot(op, "SMs (thread blocks)", "median time (us)")
 		p.X.Scale = plot.LinearScale{}
 		p.Legend.Left = false
-		bySize := map[int64]plotter.XYs{}
-		var sizes []int64
-		for _, r := range rep.Rows {
-			if r.Op != op || r.DType != dtype || r.MedianUS <= 0 {
-				continue
-			}
-			if _, ok := bySize[r.BytesPerRank]; !ok {
-				sizes = append(sizes, r.BytesPerRank)
-			}
-			bySize[r.BytesPerRank] = append(bySize[r.BytesPerRank], plotter.XY{X: float64(r.Blocks), Y: r.MedianUS})
-		}
-		var lines []any
-		for _, s := range sizes {
-			xy := bySize[s]
-			slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
-			lines = append(lines, formatBytes(float64(s)), xy)
-		}
+		lines := smsLines(rep, op, dtype)
 		if len(lines) == 0 {
 			continue // no row of op in dtype: no panel
 		}
@@ -198,6 +211,35 @@ func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
 		return nil, fmt.Errorf("no %s rows to draw against SMs", dtype)
 	}
 	return tiled(panels, fmt.Sprintf("%s, %s, %s: the SMs' share", dtype, ranks(rep.World), gpuName(rep)))
+}
+
+// smsLines are the lines of op's panel against SMs, as
+// plotutil.AddLinePoints takes them: one per size and wire, labelled with
+// the size (and the wire when lossy).
+func smsLines(rep *benchReport, op, dtype string) []any {
+	type key struct {
+		bytes int64
+		wire  string
+	}
+	byKey := map[key]plotter.XYs{}
+	var keys []key
+	for _, r := range rep.Rows {
+		if r.Op != op || r.DType != dtype || r.MedianUS <= 0 {
+			continue
+		}
+		k := key{r.BytesPerRank, r.Wire}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], plotter.XY{X: float64(r.Blocks), Y: r.MedianUS})
+	}
+	var lines []any
+	for _, k := range keys {
+		xy := byKey[k]
+		slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		lines = append(lines, wireLabel(formatBytes(float64(k.bytes)), k.wire), xy)
+	}
+	return lines
 }
 
 // blocksTicks marks the SM counts rep timed op with.

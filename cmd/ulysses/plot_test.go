@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,5 +63,35 @@ func TestPlotNothingToDraw(t *testing.T) {
 		assert.NotEqual(t, 0, code, "%v", args)
 		assert.Contains(t, stderr, "rows", "%v", args)
 		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %q", args, stderr)
+	}
+}
+
+// Rows over a lossy wire draw lines of their own beside the exact ones:
+// "ulysses e4m3" against size, "1 MiB e4m3" against SMs.
+func TestPlotWires(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "b.json")
+	var rows []string
+	for _, wire := range []string{"", "e4m3"} {
+		for _, sms := range []int{16, 0} {
+			for _, size := range []int{131072, 1048576} {
+				rows = append(rows, fmt.Sprintf(`{"impl":"ulysses","wire":%q,"op":"send_recv_heads","dtype":"bf16","bytes_per_rank":%d,"sms":%d,"blocks":%d,"median_us":%d,"floor_us":5}`,
+					wire, size, sms, max(sms, 132), 10+sms+size/65536))
+			}
+		}
+	}
+	require.NoError(t, os.WriteFile(in, []byte(`{"world":2,"rows":[`+strings.Join(rows, ",")+`]}`), 0o644))
+	out, sms := filepath.Join(dir, "b.svg"), filepath.Join(dir, "s.svg")
+	code, _, stderr := runArgs("plot", in, "-o", out, "--sms-o", sms)
+	require.Equal(t, 0, code, stderr)
+	for path, want := range map[string][]string{
+		out: {">ulysses<", ">ulysses e4m3<", ">NVLink floor<", ">NVLink floor e4m3<"},
+		sms: {">128 KiB<", ">128 KiB e4m3<", ">1 MiB e4m3<"},
+	} {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, w := range want {
+			assert.Contains(t, string(b), w, "%s", path)
+		}
 	}
 }

@@ -46,6 +46,23 @@ func writeTable(w io.Writer, head []string, align string, rows [][]string) {
 	}
 }
 
+// writeWireTable is writeTable with a "wire" column after the dtype when
+// some row crossed a lossy wire (wires[i] is rows[i]'s wire field), and
+// the same table as before the wire existed otherwise.
+func writeWireTable(w io.Writer, head []string, align string, rows [][]string, wires []string) {
+	head, align, rows = withWireColumn(head, align, rows, wires)
+	writeTable(w, head, align, rows)
+}
+
+// rowWires is the wire field of each row.
+func rowWires(rows []benchRow) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Wire
+	}
+	return out
+}
+
 var benchHead = []string{"op", "dtype", "bytes/rank", "SMs", "median us", "p10-p90 us", "b2b us", "stream us", "graph us", "algbw GB/s", "NVLink bytes/rank", "floor us", "time/floor"}
 
 const benchAlign = "llrrrrrrrrrrr"
