@@ -71,9 +71,9 @@ func New(cfg Config) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info := dev.Info(); cfg.Wire.Lossy() && info.Major*10+info.Minor < 89 {
+	if info := dev.Info(); cfg.Wire.Lossy() && info.Major*10+info.Minor < 90 {
 		dev.Close()
-		return nil, fmt.Errorf("a2a: the %v wire needs compute capability 8.9 or later; GPU %d has %d.%d: %w", cfg.Wire, info.Ordinal, info.Major, info.Minor, ErrNotSupported)
+		return nil, fmt.Errorf("a2a: the %v wire needs compute capability 9.0 or later; GPU %d has %d.%d: %w", cfg.Wire, info.Ordinal, info.Major, info.Minor, ErrNotSupported)
 	}
 	c := &Comm{cfg: cfg, dev: dev}
 	c.ops = ops{c: c, s: ownStream}

@@ -67,7 +67,7 @@ type Config struct {
 	// rows included (a2a/ref.RoundTripRows is that reference;
 	// docs/DESIGN.md, "The fp8 wire", gives the error bound). Every
 	// operation and form takes it. It needs the SM kernels over CUDA IPC
-	// on GPUs of compute capability 8.9 or later (the copy engines and
+	// on GPUs of compute capability 9.0 or later (the copy engines and
 	// NCCL cannot convert: ErrConfig), and about 1.56 times the buffer
 	// (codes and scales beside the outputs, for heads of 8 or more
 	// elements). All ranks must agree.

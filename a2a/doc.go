@@ -55,7 +55,7 @@
 // half the bytes: every output equals ref.RoundTripRows of the exact one,
 // byte for byte, each element within amax/16 (E4M3) or amax/8 (E5M2) of
 // its row's largest magnitude amax. It takes the SM kernels (compute
-// capability 8.9 or later) and costs a second launch per operation that
+// capability 9.0 or later) and costs a second launch per operation that
 // decodes the rows, and about 1.56 times the buffer.
 //
 // # Views

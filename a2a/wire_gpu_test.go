@@ -25,8 +25,8 @@ func withWire(w a2a.Wire) func(*a2a.Config) {
 // its rows round-tripped (ref.RoundTripRows) byte for byte.
 func TestWire(t *testing.T) {
 	info := requireGPU(t)
-	if d := info.Devices[0]; d.Major*10+d.Minor < 89 {
-		t.Skipf("the fp8 wire needs compute capability 8.9; GPU 0 has %d.%d", d.Major, d.Minor)
+	if d := info.Devices[0]; d.Major*10+d.Minor < 90 {
+		t.Skipf("the fp8 wire needs compute capability 9.0; GPU 0 has %d.%d", d.Major, d.Minor)
 	}
 	devices := pairDevices(info)
 	world := len(devices)

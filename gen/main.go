@@ -26,7 +26,8 @@ import (
 
 // variant is one compilation of the kernel source. The wire's build
 // (wire.cuh) holds the fp8 wire's entries: its cvt instructions need
-// compute_89 at least, whatever -arch asks for.
+// compute_90 at least, whatever -arch asks for (ISA 7.8 has them for
+// sm_90 only; sm_89 needs ISA 8.1).
 type variant struct {
 	file      string
 	elemBytes int
@@ -40,7 +41,7 @@ var variants = []variant{
 }
 
 // wireArch is the oldest virtual architecture with the fp8 conversions.
-const wireArch = "compute_89"
+const wireArch = "compute_90"
 
 // archFor is the architecture v is compiled for: arch, or wireArch for the
 // wire's build when arch is older.

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "382399acf0b1ba4bc24d875a3e3ae3eb0c25985bb9f27c37017220c019bf44f6"
+const SourceHash = "90d1c2c75adeb2a45d0a66db4080c7980d895ed7405b278f125cc6c1aa3e4357"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_89", ArgsBytes: 440, Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 440, Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v8",
 		"ulysses_gather_heads_wire_e4m3_bf16_v8",
 		"ulysses_all_gather_wire_e4m3_bf16_v8",

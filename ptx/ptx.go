@@ -31,7 +31,7 @@ func ForElemBytes(n int) (File, []byte, error) {
 }
 
 // ForWire returns the fp8 wire's file (16-bit elements exchanged as fp8
-// rows; sm_89 and later) and its NUL-terminated PTX text. Each call copies
+// rows; sm_90 (Hopper) and later: ISA 7.8 has the fp8 conversions for sm_90 only) and its NUL-terminated PTX text. Each call copies
 // the text (about 1 MB).
 func ForWire() (File, []byte, error) {
 	for _, f := range manifest {

@@ -40,7 +40,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.BoolVar(&o.overlap, "overlap", false,
 		"also time each operation back to back while a compute-bound kernel of the bench's own (one "+strconv.Itoa(burnThreads)+"-thread block per SM) runs beside it, and report both slowdowns")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
-	fs.StringVar(&o.wires, "wires", "exact", "wires to time every row over, side by side, e.g. exact,e4m3 (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy, about half the NVLink bytes; compute capability 8.9 or later), for bf16 and fp16 rows only")
+	fs.StringVar(&o.wires, "wires", "exact", "wires to time every row over, side by side, e.g. exact,e4m3 (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy, about half the NVLink bytes; compute capability 9.0 or later), for bf16 and fp16 rows only")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")

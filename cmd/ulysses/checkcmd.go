@@ -33,7 +33,7 @@ func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
 	fs.IntVar(&o.sms, "sms", 0, "SMs (thread blocks) the kernels use; 0: all")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
-	fs.StringVar(&o.wire, "wire", "exact", "how bf16 and fp16 cross (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy; compute capability 8.9 or later), checked against the reference rounded the same way; a lossy wire needs --dtypes of bf16 and fp16 only")
+	fs.StringVar(&o.wire, "wire", "exact", "how bf16 and fp16 cross (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy; compute capability 9.0 or later), checked against the reference rounded the same way; a lossy wire needs --dtypes of bf16 and fp16 only")
 	return fs, o
 }
 

@@ -5,7 +5,7 @@
 // Compiled to PTX once per element width (ELEM_BYTES = 2 for bf16/fp16,
 // 1 for fp8) by `go generate ./ptx`. The ops only move bytes, so the element
 // width only decides the narrowest copy path. A third build (-DWIRE,
-// ELEM_BYTES = 2, sm_89 and later) holds the fp8 wire's entries instead
+// ELEM_BYTES = 2, sm_90 (Hopper) and later: ISA 7.8 has the fp8 conversions for sm_90 only) holds the fp8 wire's entries instead
 // (wire.cuh): the same protocol, with rows quantized on the way.
 //
 // Protocol (docs/DESIGN.md, "The protocol" says why it is safe):

@@ -1,6 +1,6 @@
 // The fp8 wire: bf16/fp16 rows exchanged as fp8 codes with one
 // power-of-two scale per row (one head of one token), included by
-// ulysses.cu when compiled with -DWIRE (ulysses_wire.ptx, sm_89 and later:
+// ulysses.cu when compiled with -DWIRE (ulysses_wire.ptx, sm_90 (Hopper) and later: ISA 7.8 has the fp8 conversions for sm_90 only:
 // the cvt to and from e4m3x2/e5m2x2 needs them).
 //
 // The format is defined bit for bit on the host (internal/fp8, row.go);

@@ -29,7 +29,7 @@ func wireNames(w api.Wire, dt api.DType) (format, out string) {
 // Wire returns the fp8 wire's kernels of w for 16-bit type dt. The first
 // call on a device loads the wire's module (about 1 MB of PTX, compiled by
 // the driver once per process and device, which needs compute capability
-// 8.9 or later); later calls only look its functions up.
+// 9.0 or later); later calls only look its functions up.
 func (s *Share) Wire(w api.Wire, dt api.DType) (*WireKernels, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
