@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "90d1c2c75adeb2a45d0a66db4080c7980d895ed7405b278f125cc6c1aa3e4357"
+const SourceHash = "745a58871a9aed59530f8dcd36a022e98bf99b747c79b823016eb35034ab458c"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -28,7 +28,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # Every operation over the fp8 wire against the reference's round trip.
 check wire-test "$bin/a2a.test" -test.v -test.count=1 -test.timeout 400s -test.run 'TestWire$'
 check wire-check "$bin/ulysses" check --world 2 --wire e4m3 --dtypes bf16,fp16
-# The exact kernels with the grown argument: a process per rank, one process, graphs.
+# The exact kernels with the grown argument: one process, graphs, allocations.
 check exact-regression "$bin/a2a.test" -test.short -test.count=1 -test.timeout 300s \
 	-test.run 'TestCollectivesMultiProcess/world2$|TestGroupSingleProcess|TestGraphReplay$|TestEnqueueAllocations'
 # The wire beside the exact exchange, all SMs and 32.

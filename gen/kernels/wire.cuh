@@ -147,9 +147,11 @@ __device__ __forceinline__ u32 float_to_half(float v) {
 // load, a 4-byte store of codes) where the head size and every address
 // allow it, else 1.
 
+// EPL 16-bit patterns, two to a word (one word for EPL 1).
 template <int EPL>
 struct Elems {
-    u32 x[EPL];  // 16-bit patterns
+    u32 w[(EPL + 1) / 2];
+    __device__ __forceinline__ u32 at(int i) const { return EPL == 1 ? w[0] : (w[i / 2] >> (16 * (i & 1))) & 0xFFFFu; }
 };
 
 template <int EPL>
@@ -157,12 +159,10 @@ __device__ __forceinline__ Elems<EPL> load_elems(const u16 *p) {
     Elems<EPL> e;
     if (EPL == 4) {
         const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
-        e.x[0] = v.x & 0xFFFFu;
-        e.x[1] = v.x >> 16;
-        e.x[2 % EPL] = v.y & 0xFFFFu;
-        e.x[3 % EPL] = v.y >> 16;
+        e.w[0] = v.x;
+        e.w[1 % ((EPL + 1) / 2)] = v.y;
     } else {
-        e.x[0] = __ldg(p);
+        e.w[0] = __ldg(p);
     }
     return e;
 }
@@ -172,7 +172,7 @@ template <int OUT, int EPL>
 __device__ __forceinline__ u32 finite_max(const Elems<EPL> &e, u32 amax) {
 #pragma unroll
     for (int i = 0; i < EPL; i++) {
-        const u32 a = e.x[i] & 0x7FFFu;
+        const u32 a = e.at(i) & 0x7FFFu;
         amax = a < HalfFormat<OUT>::inf ? max(amax, a) : amax;
     }
     return amax;
@@ -182,11 +182,11 @@ __device__ __forceinline__ u32 finite_max(const Elems<EPL> &e, u32 amax) {
 template <int FMT, int OUT, int EPL>
 __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
     if (EPL == 4) {
-        const u32 lo = encode2<FMT>(half_to_float<OUT>(e.x[0]) * inv, half_to_float<OUT>(e.x[1]) * inv);
-        const u32 hi = encode2<FMT>(half_to_float<OUT>(e.x[2 % EPL]) * inv, half_to_float<OUT>(e.x[3 % EPL]) * inv);
+        const u32 lo = encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, half_to_float<OUT>(e.at(1)) * inv);
+        const u32 hi = encode2<FMT>(half_to_float<OUT>(e.at(2)) * inv, half_to_float<OUT>(e.at(3)) * inv);
         return lo | hi << 16;
     }
-    return encode2<FMT>(half_to_float<OUT>(e.x[0]) * inv, 0.0f) & 0xFFu;
+    return encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, 0.0f) & 0xFFu;
 }
 
 template <int EPL>
@@ -342,10 +342,85 @@ __device__ __forceinline__ void quantize_rows(const Args &a, const Shared &sh, u
     }
 }
 
+// Rows of one warp in flight at once in quantize_held: each lane keeps its
+// part of WIRE_UNROLL rows in registers, so that their loads are all issued
+// before the first one is needed (one row at a time, the loads' latency
+// bounded the first build at about a sixth of the exact exchange's speed).
+#define WIRE_UNROLL 8
+
+// Stores the codes of one row (this lane's part) and its scale byte into
+// the staging areas of ranks d.q0..d.q1-1.
+template <int EPL>
+__device__ __forceinline__ void store_row(const Shared &sh, const RowDest &d, u64 stage, u64 scales, u32 D, u32 e, u32 codes,
+                                          bool has_codes, bool has_scale, int s) {
+    for (u32 q = d.q0; q < d.q1; q++) {
+        if (has_codes) {
+            store_codes<EPL>(reinterpret_cast<u8 *>(sh.data[q] + stage) + static_cast<u64>(d.row) * D + e, codes);
+        }
+        if (has_scale) {
+            reinterpret_cast<u8 *>(sh.data[q] + scales)[d.row] = static_cast<u8>(s + 128);
+        }
+    }
+}
+
+// quantize_rows for rows a group of lanes covers in one chunk each (D at
+// most G*EPL): a warp takes WIRE_UNROLL slots of rows at once, loads them
+// all, then reduces, encodes and stores each. Slot t of the warp with
+// global index w holds rows (w + t*W)*per_warp.., W the warps of the
+// active blocks, as in quantize_rows.
+template <int FMT, int OUT, int EPL, typename Rows>
+__device__ __forceinline__ void quantize_held(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n, u32 k) {
+    const u32 D = a.head_units;
+    const u32 G = lanes_per_row<EPL>(D);
+    const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u), e = gl * EPL;
+    const bool holds = e < D;  // the lane's elements e..e+EPL-1 are in the row
+    const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
+    const u32 stride = active * warps * per_warp;
+    const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
+    const u64 stage = a.stage + k * a.stage_region, scales = a.scales + k * a.scale_region;
+    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += WIRE_UNROLL * stride) {
+        RowDest d[WIRE_UNROLL];
+        Elems<EPL> x[WIRE_UNROLL];
+        u32 amax[WIRE_UNROLL];
+        bool ok[WIRE_UNROLL];
+#pragma unroll
+        for (int r = 0; r < WIRE_UNROLL; r++) {
+            const u32 j = first + r * stride + lane / G;
+            ok[r] = j < n && m.locate(j, d[r]) && d[r].row < a.wire_rows;
+            amax[r] = 0u;
+            if (ok[r] && holds) {
+                x[r] = load_elems<EPL>(src + d[r].src + e);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WIRE_UNROLL; r++) {
+            if (ok[r] && holds) {
+                amax[r] = finite_max<OUT, EPL>(x[r], 0u);
+            }
+            for (u32 o = G >> 1; o > 0u; o >>= 1) {
+                amax[r] = max(amax[r], __shfl_xor_sync(0xFFFFFFFFu, amax[r], o));
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WIRE_UNROLL; r++) {
+            if (ok[r]) {
+                const int s = scale_exp<FMT, OUT>(amax[r]);
+                const u32 codes = holds ? encode_elems<FMT, OUT, EPL>(x[r], pow2f(-s)) : 0u;
+                store_row<EPL>(sh, d[r], stage, scales, D, e, codes, holds, gl == 0u, s);
+            }
+        }
+    }
+}
+
 template <int FMT, int OUT, int EPL, typename Rows>
 __device__ __forceinline__ void quantize_tensors(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n) {
+    const bool held = a.head_units <= 32u * EPL;  // one chunk per lane: quantize_held
     for (u32 k = 0; k < a.tensors; k++) {
-        quantize_rows<FMT, OUT, EPL>(a, sh, active, m, n, k);
+        if (held) {
+            quantize_held<FMT, OUT, EPL>(a, sh, active, m, n, k);
+        } else {
+            quantize_rows<FMT, OUT, EPL>(a, sh, active, m, n, k);
+        }
     }
 }
 
@@ -462,20 +537,37 @@ __device__ __forceinline__ void wire_decode(const Args &a) {
         u16 *out = reinterpret_cast<u16 *>(half + k * a.region);
         const u8 *codes = reinterpret_cast<const u8 *>(half + a.stage + k * a.stage_region);
         const u8 *scales = reinterpret_cast<const u8 *>(half + a.scales + k * a.scale_region);
-        for (u32 i = (blockIdx.x * blockDim.x + threadIdx.x) * EPL; i < n; i += step) {
-            const float p = pow2f(static_cast<int>(scales[i / D]) - 128);
-            float v[4];
-            if (EPL == 4) {
-                const u32 c = *reinterpret_cast<const u32 *>(codes + i);
-                decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
-                decode2<FMT>(c >> 16, v[2], v[3]);
-                uint2 o;
-                o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
-                o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
-                *reinterpret_cast<uint2 *>(out + i) = o;
-            } else {
-                decode2<FMT>(codes[i], v[0], v[1]);
-                out[i] = static_cast<u16>(float_to_half<OUT>(v[0] * p));
+        // WIRE_UNROLL groups in flight per thread: all loads, then the
+        // conversions and stores (one at a time, the loads' latency bound it).
+        for (u32 base = (blockIdx.x * blockDim.x + threadIdx.x) * EPL; base < n; base += WIRE_UNROLL * step) {
+            u32 c[WIRE_UNROLL], sb[WIRE_UNROLL];
+#pragma unroll
+            for (int r = 0; r < WIRE_UNROLL; r++) {
+                const u32 i = base + r * step;
+                if (i < n) {
+                    c[r] = EPL == 4 ? __ldg(reinterpret_cast<const unsigned int *>(codes + i)) : __ldg(codes + i);
+                    sb[r] = __ldg(scales + i / D);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < WIRE_UNROLL; r++) {
+                const u32 i = base + r * step;
+                if (i >= n) {
+                    continue;
+                }
+                const float p = pow2f(static_cast<int>(sb[r]) - 128);
+                float v[4];
+                if (EPL == 4) {
+                    decode2<FMT>(c[r] & 0xFFFFu, v[0], v[1]);
+                    decode2<FMT>(c[r] >> 16, v[2], v[3]);
+                    uint2 o;
+                    o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
+                    o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
+                    *reinterpret_cast<uint2 *>(out + i) = o;
+                } else {
+                    decode2<FMT>(c[r], v[0], v[1]);
+                    out[i] = static_cast<u16>(float_to_half<OUT>(v[0] * p));
+                }
             }
         }
     }
