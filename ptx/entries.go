@@ -55,9 +55,15 @@ func GeneralEntryFor(op Op, width int) Entry {
 }
 
 // WireWidths lists the fp8 wire entries' widths in bytes of input read at
-// once, widest first: 8 (four elements; the head size a multiple of 4 and
-// every input address and token stride 8-byte aligned) and 2 (one).
-var WireWidths = []int{8, 2}
+// once, widest first: 16 (eight elements; the head size a multiple of 8,
+// at most WireWideMaxDim, every input address and token stride 16-byte
+// aligned), 8 (four elements; a multiple of 4, 8-byte alignment) and 2
+// (one).
+var WireWidths = []int{16, 8, 2}
+
+// WireWideMaxDim is the largest head size the 16-byte wire entries take
+// (a warp's 32 lanes, four chunks of eight elements each).
+const WireWideMaxDim = 1024
 
 // WireOps lists the operations with fp8 wire entries.
 var WireOps = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather, OpHeadAllGather}

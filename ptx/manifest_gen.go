@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "745a58871a9aed59530f8dcd36a022e98bf99b747c79b823016eb35034ab458c"
+const SourceHash = "8f912986c5809ca0efeee86c33f2e7c508f414d68dd3f02d0575d2c069f04803"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
@@ -92,6 +92,11 @@ var manifest = []File{
 		"ulysses_close",
 	}},
 	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 440, Entries: []Entry{
+		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
+		"ulysses_gather_heads_wire_e4m3_bf16_v16",
+		"ulysses_all_gather_wire_e4m3_bf16_v16",
+		"ulysses_head_all_gather_wire_e4m3_bf16_v16",
+		"ulysses_wire_decode_e4m3_bf16_v16",
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v8",
 		"ulysses_gather_heads_wire_e4m3_bf16_v8",
 		"ulysses_all_gather_wire_e4m3_bf16_v8",
@@ -102,6 +107,11 @@ var manifest = []File{
 		"ulysses_all_gather_wire_e4m3_bf16_v2",
 		"ulysses_head_all_gather_wire_e4m3_bf16_v2",
 		"ulysses_wire_decode_e4m3_bf16_v2",
+		"ulysses_send_recv_heads_wire_e4m3_fp16_v16",
+		"ulysses_gather_heads_wire_e4m3_fp16_v16",
+		"ulysses_all_gather_wire_e4m3_fp16_v16",
+		"ulysses_head_all_gather_wire_e4m3_fp16_v16",
+		"ulysses_wire_decode_e4m3_fp16_v16",
 		"ulysses_send_recv_heads_wire_e4m3_fp16_v8",
 		"ulysses_gather_heads_wire_e4m3_fp16_v8",
 		"ulysses_all_gather_wire_e4m3_fp16_v8",
@@ -112,6 +122,11 @@ var manifest = []File{
 		"ulysses_all_gather_wire_e4m3_fp16_v2",
 		"ulysses_head_all_gather_wire_e4m3_fp16_v2",
 		"ulysses_wire_decode_e4m3_fp16_v2",
+		"ulysses_send_recv_heads_wire_e5m2_bf16_v16",
+		"ulysses_gather_heads_wire_e5m2_bf16_v16",
+		"ulysses_all_gather_wire_e5m2_bf16_v16",
+		"ulysses_head_all_gather_wire_e5m2_bf16_v16",
+		"ulysses_wire_decode_e5m2_bf16_v16",
 		"ulysses_send_recv_heads_wire_e5m2_bf16_v8",
 		"ulysses_gather_heads_wire_e5m2_bf16_v8",
 		"ulysses_all_gather_wire_e5m2_bf16_v8",
@@ -122,6 +137,11 @@ var manifest = []File{
 		"ulysses_all_gather_wire_e5m2_bf16_v2",
 		"ulysses_head_all_gather_wire_e5m2_bf16_v2",
 		"ulysses_wire_decode_e5m2_bf16_v2",
+		"ulysses_send_recv_heads_wire_e5m2_fp16_v16",
+		"ulysses_gather_heads_wire_e5m2_fp16_v16",
+		"ulysses_all_gather_wire_e5m2_fp16_v16",
+		"ulysses_head_all_gather_wire_e5m2_fp16_v16",
+		"ulysses_wire_decode_e5m2_fp16_v16",
 		"ulysses_send_recv_heads_wire_e5m2_fp16_v8",
 		"ulysses_gather_heads_wire_e5m2_fp16_v8",
 		"ulysses_all_gather_wire_e5m2_fp16_v8",

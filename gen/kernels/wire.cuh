@@ -412,11 +412,181 @@ __device__ __forceinline__ void quantize_held(const Args &a, const Shared &sh, u
     }
 }
 
+// ---- the wide path: eight elements a chunk, several chunks a lane -----------
+// With a group of lanes as wide as the row (quantize_held), every lane
+// repeats the row's index arithmetic and the group's shuffles for four
+// elements, and the kernel is bound by those instructions. The wide path
+// gives each lane WIDE_CHUNKS chunks of eight elements (16-byte loads,
+// 8-byte stores of codes) so that a group of a few lanes covers a row
+// (4 for D = 128: a warp works on 8 rows at once), and holds WIDE_ROWS
+// rows at a time. It takes heads of a multiple of 8 elements, at most
+// 32 * 8 * WIDE_CHUNKS, with 16-byte aligned inputs and token strides.
+
+#define WIDE_CHUNKS 4
+#define WIDE_ROWS 2
+
+// Lanes per row of the wide path: the fewest, a power of two, whose
+// WIDE_CHUNKS chunks of eight cover D; at most a warp.
+__device__ __forceinline__ u32 wide_lanes(u32 D) {
+    u32 g = 1u;
+    while (g * 8u * WIDE_CHUNKS < D && g < 32u) {
+        g <<= 1;
+    }
+    return g;
+}
+
+// Eight 16-bit patterns' largest finite magnitude, with amax.
+template <int OUT>
+__device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
+    const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const u32 a = (w[i / 2] >> (16 * (i & 1))) & 0x7FFFu;
+        amax = a < HalfFormat<OUT>::inf ? max(amax, a) : amax;
+    }
+    return amax;
+}
+
+// Two words of two 16-bit patterns each, scaled by inv, to four codes.
+template <int FMT, int OUT>
+__device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
+    const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
+    const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
+    return lo | hi << 16;
+}
+
+// Four codes times p to two words of two 16-bit outputs each.
+template <int FMT, int OUT>
+__device__ __forceinline__ uint2 decode4(u32 c, float p) {
+    float v[4];
+    decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
+    decode2<FMT>(c >> 16, v[2], v[3]);
+    uint2 o;
+    o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
+    o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
+    return o;
+}
+
+// quantize_rows on the wide path. Slot t of the warp with global index w
+// holds rows (w + t*W)*per_warp.., W the warps of the active blocks; a
+// warp takes WIDE_ROWS slots at once.
+template <int FMT, int OUT, typename Rows>
+__device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n, u32 k) {
+    const u32 D = a.head_units, G = wide_lanes(D);
+    const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u);
+    const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
+    const u32 stride = active * warps * per_warp;
+    const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
+    const u64 stage = a.stage + k * a.stage_region, scales = a.scales + k * a.scale_region;
+    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += WIDE_ROWS * stride) {
+        RowDest d[WIDE_ROWS];
+        uint4 x[WIDE_ROWS][WIDE_CHUNKS];
+        u32 amax[WIDE_ROWS];
+        bool ok[WIDE_ROWS];
+#pragma unroll
+        for (int r = 0; r < WIDE_ROWS; r++) {
+            const u32 j = first + r * stride + lane / G;
+            ok[r] = j < n && m.locate(j, d[r]) && d[r].row < a.wire_rows;
+#pragma unroll
+            for (int c = 0; c < WIDE_CHUNKS; c++) {
+                const u32 e = (gl + c * G) * 8u;
+                if (ok[r] && e < D) {
+                    x[r][c] = __ldg(reinterpret_cast<const uint4 *>(src + d[r].src + e));
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WIDE_ROWS; r++) {
+            amax[r] = 0u;
+#pragma unroll
+            for (int c = 0; c < WIDE_CHUNKS; c++) {
+                if (ok[r] && (gl + c * G) * 8u < D) {
+                    amax[r] = finite_max8<OUT>(x[r][c], amax[r]);
+                }
+            }
+            for (u32 o = G >> 1; o > 0u; o >>= 1) {
+                amax[r] = max(amax[r], __shfl_xor_sync(0xFFFFFFFFu, amax[r], o));
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WIDE_ROWS; r++) {
+            if (!ok[r]) {
+                continue;
+            }
+            const int s = scale_exp<FMT, OUT>(amax[r]);
+            const float inv = pow2f(-s);
+#pragma unroll
+            for (int c = 0; c < WIDE_CHUNKS; c++) {
+                const u32 e = (gl + c * G) * 8u;
+                if (e < D) {
+                    uint2 codes;
+                    codes.x = encode4<FMT, OUT>(x[r][c].x, x[r][c].y, inv);
+                    codes.y = encode4<FMT, OUT>(x[r][c].z, x[r][c].w, inv);
+                    for (u32 q = d[r].q0; q < d[r].q1; q++) {
+                        *reinterpret_cast<uint2 *>(reinterpret_cast<u8 *>(sh.data[q] + stage) + static_cast<u64>(d[r].row) * D + e) = codes;
+                    }
+                }
+            }
+            if (gl == 0u) {
+                for (u32 q = d[r].q0; q < d[r].q1; q++) {
+                    reinterpret_cast<u8 *>(sh.data[q] + scales)[d[r].row] = static_cast<u8>(s + 128);
+                }
+            }
+        }
+    }
+}
+
+// The decode on the wide path: rows 0..rows-1 of one tensor, laid out as
+// quantize_wide's, so that no element's row needs a division.
+template <int FMT, int OUT>
+__device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 *scales, u32 D, u32 rows) {
+    const u32 G = wide_lanes(D);
+    const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u);
+    const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
+    const u32 stride = gridDim.x * warps * per_warp;
+    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < rows; first += WIDE_ROWS * stride) {
+        uint2 c[WIDE_ROWS][WIDE_CHUNKS];
+        u32 sb[WIDE_ROWS];
+#pragma unroll
+        for (int r = 0; r < WIDE_ROWS; r++) {
+            const u32 row = first + r * stride + lane / G;
+            if (row < rows) {
+                sb[r] = __ldg(scales + row);
+#pragma unroll
+                for (int k = 0; k < WIDE_CHUNKS; k++) {
+                    const u32 e = (gl + k * G) * 8u;
+                    if (e < D) {
+                        c[r][k] = __ldg(reinterpret_cast<const uint2 *>(codes + static_cast<u64>(row) * D + e));
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WIDE_ROWS; r++) {
+            const u32 row = first + r * stride + lane / G;
+            if (row >= rows) {
+                continue;
+            }
+            const float p = pow2f(static_cast<int>(sb[r]) - 128);
+#pragma unroll
+            for (int k = 0; k < WIDE_CHUNKS; k++) {
+                const u32 e = (gl + k * G) * 8u;
+                if (e < D) {
+                    const uint2 lo = decode4<FMT, OUT>(c[r][k].x, p), hi = decode4<FMT, OUT>(c[r][k].y, p);
+                    *reinterpret_cast<uint4 *>(out + static_cast<u64>(row) * D + e) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+                }
+            }
+        }
+    }
+}
+
 template <int FMT, int OUT, int EPL, typename Rows>
 __device__ __forceinline__ void quantize_tensors(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n) {
     const bool held = a.head_units <= 32u * EPL;  // one chunk per lane: quantize_held
     for (u32 k = 0; k < a.tensors; k++) {
-        if (held) {
+        if (EPL == 8) {
+            quantize_wide<FMT, OUT>(a, sh, active, m, n, k);
+        } else if (held) {
             quantize_held<FMT, OUT, EPL>(a, sh, active, m, n, k);
         } else {
             quantize_rows<FMT, OUT, EPL>(a, sh, active, m, n, k);
@@ -510,6 +680,41 @@ __device__ __forceinline__ void all_gather_wire(const Args &a) {
 
 // ---- the decode -------------------------------------------------------------
 
+// The decode of widths 8 and 2: element i of a tensor from code i and the
+// scale byte of its row i / D, EPL elements a thread.
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void decode_narrow(u16 *out, const u8 *codes, const u8 *scales, u32 D, u32 n) {
+    const u32 step = gridDim.x * blockDim.x * EPL;
+    // WIRE_UNROLL groups in flight per thread: all loads, then the
+    // conversions and stores (one at a time, the loads' latency bound it).
+    for (u32 base = (blockIdx.x * blockDim.x + threadIdx.x) * EPL; base < n; base += WIRE_UNROLL * step) {
+        u32 c[WIRE_UNROLL], sb[WIRE_UNROLL];
+#pragma unroll
+        for (int r = 0; r < WIRE_UNROLL; r++) {
+            const u32 i = base + r * step;
+            if (i < n) {
+                c[r] = EPL == 4 ? __ldg(reinterpret_cast<const unsigned int *>(codes + i)) : __ldg(codes + i);
+                sb[r] = __ldg(scales + i / D);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < WIRE_UNROLL; r++) {
+            const u32 i = base + r * step;
+            if (i >= n) {
+                continue;
+            }
+            const float p = pow2f(static_cast<int>(sb[r]) - 128);
+            if (EPL == 4) {
+                *reinterpret_cast<uint2 *>(out + i) = decode4<FMT, OUT>(c[r], p);
+            } else {
+                float lo, hi;
+                decode2<FMT>(c[r], lo, hi);
+                out[i] = static_cast<u16>(float_to_half<OUT>(lo * p));
+            }
+        }
+    }
+}
+
 // Turns the staging area of the half the exchange just wrote into the
 // 16-bit output: element i of tensor k from code i and the scale byte of
 // its row. Queued after the exchange entry: that launch has finished, its
@@ -532,52 +737,24 @@ __device__ __forceinline__ void wire_decode(const Args &a) {
     const u32 D = a.head_units;
     const u32 n = a.batch * static_cast<u32>(tokens) * a.out_heads * D;  // the host checks it fits
     const u64 half = a.data[a.rank] + ((e & 1u) ? a.half_bytes : 0ull);
-    const u32 step = gridDim.x * blockDim.x * EPL;
     for (u32 k = 0; k < a.tensors; k++) {
         u16 *out = reinterpret_cast<u16 *>(half + k * a.region);
         const u8 *codes = reinterpret_cast<const u8 *>(half + a.stage + k * a.stage_region);
         const u8 *scales = reinterpret_cast<const u8 *>(half + a.scales + k * a.scale_region);
-        // WIRE_UNROLL groups in flight per thread: all loads, then the
-        // conversions and stores (one at a time, the loads' latency bound it).
-        for (u32 base = (blockIdx.x * blockDim.x + threadIdx.x) * EPL; base < n; base += WIRE_UNROLL * step) {
-            u32 c[WIRE_UNROLL], sb[WIRE_UNROLL];
-#pragma unroll
-            for (int r = 0; r < WIRE_UNROLL; r++) {
-                const u32 i = base + r * step;
-                if (i < n) {
-                    c[r] = EPL == 4 ? __ldg(reinterpret_cast<const unsigned int *>(codes + i)) : __ldg(codes + i);
-                    sb[r] = __ldg(scales + i / D);
-                }
-            }
-#pragma unroll
-            for (int r = 0; r < WIRE_UNROLL; r++) {
-                const u32 i = base + r * step;
-                if (i >= n) {
-                    continue;
-                }
-                const float p = pow2f(static_cast<int>(sb[r]) - 128);
-                float v[4];
-                if (EPL == 4) {
-                    decode2<FMT>(c[r] & 0xFFFFu, v[0], v[1]);
-                    decode2<FMT>(c[r] >> 16, v[2], v[3]);
-                    uint2 o;
-                    o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
-                    o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
-                    *reinterpret_cast<uint2 *>(out + i) = o;
-                } else {
-                    decode2<FMT>(c[r], v[0], v[1]);
-                    out[i] = static_cast<u16>(float_to_half<OUT>(v[0] * p));
-                }
-            }
+        if (EPL == 8) {
+            decode_wide<FMT, OUT>(out, codes, scales, D, n / D);
+        } else {
+            decode_narrow<FMT, OUT, EPL>(out, codes, scales, D, n);
         }
     }
 }
 
 // ---- entry points -----------------------------------------------------------
-// ulysses_<op>_wire_<fmt>_<out>_v<W>: W = 8 reads 8-byte groups of 4
-// elements (D a multiple of 4, inputs and token strides 8-byte aligned),
-// W = 2 one element at a time. ulysses_wire_decode_<fmt>_<out>_v<W>
-// likewise (W = 8: D a multiple of 4).
+// ulysses_<op>_wire_<fmt>_<out>_v<W>: W = 16 is the wide path (D a multiple
+// of 8, at most 1024; inputs and token strides 16-byte aligned), W = 8 reads
+// 8-byte groups of 4 elements (D a multiple of 4, 8-byte alignment), W = 2
+// one element at a time. ulysses_wire_decode_<fmt>_<out>_v<W> likewise
+// (W = 16: D a multiple of 8, at most 1024; W = 8: a multiple of 4).
 
 #define WIRE_ENTRY(OP, FMT, OUT, EPL, NAME) \
     extern "C" __global__ void __launch_bounds__(THREADS) NAME(const Args a) { OP<FMT, OUT, EPL>(a); }
@@ -590,6 +767,7 @@ __device__ __forceinline__ void wire_decode(const Args &a) {
     WIRE_ENTRY(wire_decode, FMT, OUT, EPL, ulysses_wire_decode_##F##_##O##_v##W)
 
 #define WIRE_WIDTHS(FMT, OUT, F, O)         \
+    WIRE_ENTRIES(FMT, OUT, F, O, 8, 16)     \
     WIRE_ENTRIES(FMT, OUT, F, O, 4, 8)      \
     WIRE_ENTRIES(FMT, OUT, F, O, 1, 2)
 

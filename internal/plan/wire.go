@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // The fp8 wire's part of a data half, after the N outputs of Region bytes:
@@ -65,15 +66,30 @@ func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capac
 	return p, nil
 }
 
-// wireWidth is 8 (four elements at once) when heads of D elements, the
-// token stride and every input's address allow 8-byte loads, else 2.
+// wireWidth is the widest of ptx.WireWidths that heads of D elements, the
+// token stride and every input's address allow.
 func wireWidth(r Request, D int64) int {
-	fits := D%4 == 0 && api.RowElems(r.Xs[0])%4 == 0
-	for k := range r.N {
-		fits = fits && r.Xs[k].Ptr%8 == 0
+	for _, w := range ptx.WireWidths {
+		elems := int64(w / 2)
+		fits := D%elems == 0 && api.RowElems(r.Xs[0])%elems == 0 && (w < 16 || D <= ptx.WireWideMaxDim)
+		for k := range r.N {
+			fits = fits && r.Xs[k].Ptr%uintptr(w) == 0
+		}
+		if fits {
+			return w
+		}
 	}
-	if fits {
-		return 8
+	return 2
+}
+
+// WireDecodeWidth is the width of the decode entry for heads of D
+// elements: it reads only the Comm's own staging area, so the head size
+// alone decides.
+func WireDecodeWidth(D int64) int {
+	for _, w := range ptx.WireWidths {
+		if D%int64(w/2) == 0 && (w < 16 || D <= ptx.WireWideMaxDim) {
+			return w
+		}
 	}
 	return 2
 }

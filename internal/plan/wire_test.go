@@ -36,13 +36,15 @@ func TestWirePlanLayout(t *testing.T) {
 	assert.Equal(t, out/2, p.OutElems)
 	assert.Equal(t, 2, p.Width, "the walk counts elements")
 	assert.Equal(t, int64(72), p.HeadUnits)
-	assert.Equal(t, 8, p.WireWidth)
+	assert.Equal(t, 16, p.WireWidth)
 	assert.True(t, p.Spread && p.General)
 	assert.GreaterOrEqual(t, p.WireRows*144, out, "every row of an output has a code row and a scale byte")
 }
 
-// 8-byte reads need heads of a multiple of 4 elements, 8-byte aligned
-// inputs and token strides; anything else reads one element at a time.
+// 16-byte reads need heads of a multiple of 8 elements (at most 1024),
+// 16-byte aligned inputs and token strides; 8-byte reads a multiple of 4
+// and 8-byte alignment; anything else reads one element at a time. The
+// decode reads only the staging area: the head size decides.
 func TestWireWidth(t *testing.T) {
 	ts := NewTokens([]int{4, 4})
 	for _, c := range []struct {
@@ -50,7 +52,11 @@ func TestWireWidth(t *testing.T) {
 		ptr   uintptr
 		want  int
 	}{
-		{[4]int{1, 4, 2, 64}, 0x1000, 8},
+		{[4]int{1, 4, 2, 64}, 0x1000, 16},
+		{[4]int{1, 4, 2, 64}, 0x1008, 8},
+		{[4]int{1, 4, 2, 1028}, 0x1000, 8},
+		{[4]int{1, 4, 2, 1024}, 0x1000, 16},
+		{[4]int{1, 4, 2, 68}, 0x1000, 8},
 		{[4]int{1, 4, 2, 64}, 0x1002, 2},
 		{[4]int{1, 4, 2, 66}, 0x1000, 2},
 		{[4]int{1, 4, 2, 3}, 0x1000, 2},
@@ -58,6 +64,9 @@ func TestWireWidth(t *testing.T) {
 		p, err := Wire(wireRequest(ptx.OpAllGather, c.shape, c.ptr), api.BFloat16, api.WireE5M2, 1, 2, ts, 1<<20)
 		require.NoError(t, err, "%v", c)
 		assert.Equal(t, c.want, p.WireWidth, "%v at %#x", c.shape, c.ptr)
+	}
+	for d, want := range map[int64]int{128: 16, 72: 16, 1024: 16, 2048: 8, 68: 8, 66: 2, 3: 2} {
+		assert.Equal(t, want, WireDecodeWidth(d), "D=%d", d)
 	}
 }
 

@@ -37,9 +37,5 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 	if !ls.Captured {
 		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
 	}
-	width := 2 // the decode reads the staging area only: four at once needs D a multiple of 4
-	if p.HeadUnits%4 == 0 {
-		width = 8
-	}
-	return t.launch(t.wire.Decode[width], grid, t.threads, ls.Stream)
+	return t.launch(t.wire.Decode[plan.WireDecodeWidth(p.HeadUnits)], grid, t.threads, ls.Stream)
 }
