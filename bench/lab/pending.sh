@@ -1,11 +1,12 @@
 #!/bin/sh
 # The GPU checks written but not yet run on a device (lab use, not part of
-# the product): the fp8 wire, and the exact kernels again now that their
-# argument grew. Build here with `make gpu-bin`, then run on the GPU
-# machine, carrying only .gpu-bin/a2a.test and .gpu-bin/ulysses (the whole
-# .gpu-bin is over the 64 MiB a call carries). Prints one PASS/FAIL line
-# per check at the end. Pass a pattern to run only the checks whose name
-# matches it (`sh bench/lab/pending.sh 'wire'`).
+# the product). Build here with `make gpu-bin`, then run on the GPU
+# machine, carrying only .gpu-bin/a2a.test, .gpu-bin/ulysses,
+# .gpu-bin/attention.test and .gpu-bin/attention (the whole .gpu-bin is
+# over the 64 MiB a call carries). Prints one PASS/FAIL line per check at
+# the end. Pass a pattern to run only the checks whose name matches it
+# (`sh bench/lab/pending.sh 'wire'`). The two-GPU checks skip, or run
+# with every rank on GPU 0, where there is one GPU: run them on two.
 set -u
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 \
 	NVSHMEM_DISABLE_NVLS=1 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -25,13 +26,17 @@ check() { # name, command...
 $r $name"
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-# Every operation over the fp8 wire against the reference's round trip.
+# The fp8 wire since its wide path: the check, 32 SMs, and on two GPUs its
+# targets (docs/BENCHMARKS.md) beside the exact exchange and NCCL.
+check wire-check "$bin/ulysses" check --wire e4m3 --dtypes bf16,fp16
 check wire-test "$bin/a2a.test" -test.v -test.count=1 -test.timeout 400s -test.run 'TestWire$'
-check wire-check "$bin/ulysses" check --world 2 --wire e4m3 --dtypes bf16,fp16
-# The exact kernels with the grown argument: one process, graphs, allocations.
+check wire-bench "$bin/ulysses" bench --dtypes bf16 --wires exact,e4m3 --bytes 128K,8M,128M --sms 0,32 \
+	--iters 400 --graph-ops 32 --compare nccl --json "$out/wire-bench.json"
+# The exact kernels after the wide path (their PTX changed in its hash only).
 check exact-regression "$bin/a2a.test" -test.short -test.count=1 -test.timeout 300s \
-	-test.run 'TestGroupSingleProcess|TestGraphReplay$|TestEnqueueAllocations'
-# The wire beside the exact exchange, all SMs and 32.
-check wire-bench "$bin/ulysses" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
-	--bytes 128K,8M,128M --sms 0,32 --iters 200 --json "$out/wire-bench.json"
+	-test.run 'TestGroupSingleProcess|TestGraphReplay$|TestEnqueueAllocations|TestCollectivesMultiProcess/world2$'
+# The attention example with a rank per GPU, then four ranks on them.
+check attention-test sh -c "cd examples/attention && $bin/attention.test -test.v -test.count=1"
+check attention-run "$bin/attention"
+check attention-4ranks "$bin/attention" --ranks 4
 echo "$summary"
