@@ -281,14 +281,20 @@ func TestFakeIPCRangeChecked(t *testing.T) {
 	requireReleased(t, lib)
 }
 
-func checkPeerAllowed(t *testing.T, lib string) {
-	comms, handles, devices := fakeGroup(t)
+// connectAll connects every Comm of a fakeGroup at once, as ranks would.
+func connectAll(comms []*a2a.Comm, handles [][]byte) []error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(comms))
 	for r, c := range comms {
 		wg.Go(func() { errs[r] = c.Connect(handles) })
 	}
 	wg.Wait()
+	return errs
+}
+
+func checkPeerAllowed(t *testing.T, lib string) {
+	comms, handles, devices := fakeGroup(t)
+	errs := connectAll(comms, handles)
 	crossPairs := 0
 	for r, c := range comms {
 		require.NoError(t, errs[r], "rank %d", r)
@@ -343,14 +349,8 @@ func TestFakeWire(t *testing.T) {
 	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
 	a2a.SetAutoCopyBytes(t, 1)
 	comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
-	var wg sync.WaitGroup
-	errs := make([]error, len(comms))
-	for r, c := range comms {
-		wg.Go(func() { errs[r] = c.Connect(handles) })
-	}
-	wg.Wait()
-	for r := range comms {
-		require.NoError(t, errs[r], "rank %d", r)
+	for r, err := range connectAll(comms, handles) {
+		require.NoError(t, err, "rank %d", r)
 	}
 	require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
 	tokens := []int{4, 5, 6}

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "8f912986c5809ca0efeee86c33f2e7c508f414d68dd3f02d0575d2c069f04803"
+const SourceHash = "60ff8adea0a9c5ee0e7376cc5cfb6a7fc31319f39397d8cc63c15d1c10351a84"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

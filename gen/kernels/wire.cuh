@@ -619,6 +619,18 @@ __device__ __forceinline__ void send_recv_heads_wire(const Args &a) {
     end(a, sh);
 }
 
+// What the walks of this rank's heads share (GatherRows, HeadGatherRows):
+// the input's token stride, the head size, all heads and this rank's.
+template <typename Rows>
+__device__ __forceinline__ void set_own_heads(Rows &m, const Args &a) {
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = static_cast<u32>(a.heads[a.world]);
+    m.first = static_cast<u32>(a.heads[a.rank]);
+    m.mine = static_cast<u32>(a.heads[a.rank + 1]) - m.first;
+    m.world = a.world;
+}
+
 template <int FMT, int OUT, int EPL>
 __device__ __forceinline__ void gather_heads_wire(const Args &a) {
     __shared__ Shared sh;
@@ -627,14 +639,9 @@ __device__ __forceinline__ void gather_heads_wire(const Args &a) {
         return;
     }
     GatherRows m;
+    set_own_heads(m, a);
     m.tokens = sh.tokens;
     m.prefix = sh.prefix;
-    m.in_row = a.in_row;
-    m.D = a.head_units;
-    m.H = static_cast<u32>(a.heads[a.world]);
-    m.first = static_cast<u32>(a.heads[a.rank]);
-    m.mine = static_cast<u32>(a.heads[a.rank + 1]) - m.first;
-    m.world = a.world;
     m.total_tokens = sh.prefix[a.world];
     most_tokens(m.max_tokens, sh, a);
     quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.max_tokens * a.world * m.mine);
@@ -649,12 +656,7 @@ __device__ __forceinline__ void head_all_gather_wire(const Args &a) {
         return;
     }
     HeadGatherRows m;
-    m.in_row = a.in_row;
-    m.D = a.head_units;
-    m.H = static_cast<u32>(a.heads[a.world]);
-    m.first = static_cast<u32>(a.heads[a.rank]);
-    m.mine = static_cast<u32>(a.heads[a.rank + 1]) - m.first;
-    m.world = a.world;
+    set_own_heads(m, a);
     quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * static_cast<u32>(sh.prefix[a.world]) * m.mine);
     end(a, sh);
 }
