@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "60ff8adea0a9c5ee0e7376cc5cfb6a7fc31319f39397d8cc63c15d1c10351a84"
+const SourceHash = "ab37c835435ae02e414dea0e91e7c8fc7688079a23e73ba6cd3ed522d9a08010"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

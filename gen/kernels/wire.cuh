@@ -344,8 +344,9 @@ __device__ __forceinline__ void quantize_rows(const Args &a, const Shared &sh, u
 
 // Rows of one warp in flight at once in quantize_held: each lane keeps its
 // part of WIRE_UNROLL rows in registers, so that their loads are all issued
-// before the first one is needed (one row at a time, the loads' latency
-// bounded the first build at about a sixth of the exact exchange's speed).
+// before the first one is needed. (With one row at a time, SendRecvHeads
+// of 128 MiB took 930 us on one H200 with two ranks, with eight 641 us; the
+// wide path, with a few lanes per row, 296.)
 #define WIRE_UNROLL 8
 
 // Stores the codes of one row (this lane's part) and its scale byte into
@@ -688,7 +689,7 @@ template <int FMT, int OUT, int EPL>
 __device__ __forceinline__ void decode_narrow(u16 *out, const u8 *codes, const u8 *scales, u32 D, u32 n) {
     const u32 step = gridDim.x * blockDim.x * EPL;
     // WIRE_UNROLL groups in flight per thread: all loads, then the
-    // conversions and stores (one at a time, the loads' latency bound it).
+    // conversions and stores, as quantize_held does.
     for (u32 base = (blockIdx.x * blockDim.x + threadIdx.x) * EPL; base < n; base += WIRE_UNROLL * step) {
         u32 c[WIRE_UNROLL], sb[WIRE_UNROLL];
 #pragma unroll
