@@ -43,7 +43,6 @@ type Plan struct {
 	StageRegion int64 // bytes between consecutive tensors' codes
 	ScaleRegion int64 // bytes between consecutive tensors' scale bytes
 	WireRows    int64 // rows one tensor's codes hold
-	OutElems    int64 // elements of one tensor's output on this rank (the decode's walk)
 
 	// The copy-engine mode (Config.Mover): every box this rank moves, in
 	// the transport's scratch slice, then ulysses_sync.

@@ -56,9 +56,8 @@ func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capac
 	if need := p.ScaleOff + N*p.ScaleRegion; need > capacity {
 		return Plan{}, fmt.Errorf("a2a: %s of %d tensors over the %v wire needs up to %d bytes on a rank (outputs, codes and scales), the buffer holds %d (raise MaxTokens or MaxTensors): %w", r.Op, r.N, w, need, capacity, api.ErrCapacity)
 	}
-	p.OutElems = p.OutBytes / 2
-	if p.WireRows > math.MaxInt32 || p.OutElems > math.MaxInt32 {
-		return Plan{}, fmt.Errorf("a2a: %s over the %v wire: %d output elements per tensor, over the kernels' 32-bit limit: %w", r.Op, w, p.OutElems, api.ErrCapacity)
+	if elems := p.OutBytes / 2; p.WireRows > math.MaxInt32 || elems > math.MaxInt32 {
+		return Plan{}, fmt.Errorf("a2a: %s over the %v wire: %d output elements per tensor, over the kernels' 32-bit limit: %w", r.Op, w, elems, api.ErrCapacity)
 	}
 	p.WireWidth = wireWidth(r, D)
 	p.ShapeSig = fnvAdd(p.ShapeSig, uint64(w)<<40)
@@ -70,8 +69,7 @@ func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capac
 // token stride and every input's address allow.
 func wireWidth(r Request, D int64) int {
 	for _, w := range ptx.WireWidths {
-		elems := int64(w / 2)
-		fits := D%elems == 0 && api.RowElems(r.Xs[0])%elems == 0 && (w < 16 || D <= ptx.WireWideMaxDim)
+		fits := headFits(w, D) && api.RowElems(r.Xs[0])%int64(w/2) == 0
 		for k := range r.N {
 			fits = fits && r.Xs[k].Ptr%uintptr(w) == 0
 		}
@@ -87,9 +85,16 @@ func wireWidth(r Request, D int64) int {
 // alone decides.
 func WireDecodeWidth(D int64) int {
 	for _, w := range ptx.WireWidths {
-		if D%int64(w/2) == 0 && (w < 16 || D <= ptx.WireWideMaxDim) {
+		if headFits(w, D) {
 			return w
 		}
 	}
 	return 2
+}
+
+// headFits reports whether the wire entries of width w take heads of D
+// elements: a whole number of w-byte groups, and for the widest at most
+// ptx.WireWideMaxDim.
+func headFits(w int, D int64) bool {
+	return D%int64(w/2) == 0 && (w < 16 || D <= ptx.WireWideMaxDim)
 }

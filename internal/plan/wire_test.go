@@ -33,7 +33,7 @@ func TestWirePlanLayout(t *testing.T) {
 	assert.Equal(t, AlignUp(p.WireRows*72, 256), p.StageRegion)
 	assert.Equal(t, p.StageOff+3*p.StageRegion, p.ScaleOff)
 	assert.Equal(t, AlignUp(p.WireRows, 256), p.ScaleRegion)
-	assert.Equal(t, out/2, p.OutElems)
+	assert.Equal(t, out, p.OutBytes, "the decode walks OutBytes/2 elements per tensor")
 	assert.Equal(t, 2, p.Width, "the walk counts elements")
 	assert.Equal(t, int64(72), p.HeadUnits)
 	assert.Equal(t, 16, p.WireWidth)
