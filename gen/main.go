@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"go/format"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,12 +45,23 @@ var variants = []variant{
 const wireArch = "compute_90"
 
 // archFor is the architecture v is compiled for: arch, or wireArch for the
-// wire's build when arch is older.
+// wire's build when arch is older. Architectures compare by number
+// (compute_100 is newer than compute_90); an arch without one is kept.
 func archFor(v variant, arch string) string {
-	if v.wire && arch < wireArch {
+	if v.wire && archNumber(arch) < archNumber(wireArch) {
 		return wireArch
 	}
 	return arch
+}
+
+// archNumber is the number of a virtual architecture ("compute_90": 90),
+// or a large number when it has none, so that it is left as given.
+func archNumber(arch string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(arch, "compute_"))
+	if err != nil {
+		return math.MaxInt
+	}
+	return n
 }
 
 // defines are v's -D flags.
