@@ -292,6 +292,30 @@ func connectAll(comms []*a2a.Comm, handles [][]byte) []error {
 	return errs
 }
 
+// threeOpsOnEveryRank runs SendRecvHeads, GatherHeads of its view and
+// AllGather on each Comm of a fakeGroup in turn (the stub runs no kernel:
+// this checks planning, shapes and launches) and syncs.
+func threeOpsOnEveryRank(t *testing.T, comms []*a2a.Comm) {
+	t.Helper()
+	tokens := []int{4, 5, 6}
+	for r, c := range comms {
+		require.NoError(t, c.SetRankTokens(tokens))
+		x, err := c.Device().Alloc([4]int{1, tokens[r], 6, 64}, a2a.BFloat16)
+		require.NoError(t, err)
+		out, err := c.SendRecvHeads(x)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, 15, 2, 64}, out.Shape)
+		back, err := c.GatherHeads(out)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, tokens[r], 6, 64}, back.Shape)
+		all, err := c.AllGather(x)
+		require.NoError(t, err)
+		require.Equal(t, [4]int{1, 15, 6, 64}, all.Shape)
+		require.NoError(t, c.Sync())
+		require.NoError(t, c.Device().Free(x))
+	}
+}
+
 func checkPeerAllowed(t *testing.T, lib string) {
 	comms, handles, devices := fakeGroup(t)
 	errs := connectAll(comms, handles)
@@ -314,23 +338,7 @@ func checkPeerAllowed(t *testing.T, lib string) {
 	// The kernels of both element widths, loaded once per device with a
 	// Comm, whatever the number of Comms there.
 	require.EqualValues(t, 2*distinctDevices(devices), n.Modules, "two modules per device")
-	tokens := []int{4, 5, 6}
-	for r, c := range comms {
-		require.NoError(t, c.SetRankTokens(tokens))
-		x, err := c.Device().Alloc([4]int{1, tokens[r], 6, 64}, a2a.BFloat16)
-		require.NoError(t, err)
-		out, err := c.SendRecvHeads(x)
-		require.NoError(t, err)
-		require.Equal(t, [4]int{1, 15, 2, 64}, out.Shape)
-		back, err := c.GatherHeads(out)
-		require.NoError(t, err)
-		require.Equal(t, [4]int{1, tokens[r], 6, 64}, back.Shape)
-		all, err := c.AllGather(x)
-		require.NoError(t, err)
-		require.Equal(t, [4]int{1, 15, 6, 64}, all.Shape)
-		require.NoError(t, c.Sync())
-		require.NoError(t, c.Device().Free(x))
-	}
+	threeOpsOnEveryRank(t, comms)
 	for _, c := range comms {
 		require.NoError(t, c.Close())
 	}
@@ -343,8 +351,9 @@ func checkPeerAllowed(t *testing.T, lib string) {
 
 // TestFakeWire: a Comm over the fp8 wire loads the wire's module once per
 // device beside the exact kernels, and each operation is two launches
-// (the exchange and the decode); MoverAuto stays on the kernels, and the
-// outputs keep their 16-bit shapes.
+// (the exchange and the decode); MoverAuto stays on the kernels (the copy
+// engines would launch one barrier), and the outputs keep their 16-bit
+// shapes.
 func TestFakeWire(t *testing.T) {
 	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
 	a2a.SetAutoCopyBytes(t, 1)
@@ -353,24 +362,11 @@ func TestFakeWire(t *testing.T) {
 		require.NoError(t, err, "rank %d", r)
 	}
 	require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
-	tokens := []int{4, 5, 6}
-	for r, c := range comms {
-		require.NoError(t, c.SetRankTokens(tokens))
-		x, err := c.Device().Alloc([4]int{1, tokens[r], 6, 64}, a2a.BFloat16)
-		require.NoError(t, err)
-		out, err := c.SendRecvHeads(x)
-		require.NoError(t, err)
-		require.Equal(t, [4]int{1, 15, 2, 64}, out.Shape)
-		all, err := c.AllGather(x)
-		require.NoError(t, err)
-		require.Equal(t, [4]int{1, 15, 6, 64}, all.Shape)
-		require.NoError(t, c.Sync())
-		require.NoError(t, c.Device().Free(x))
-	}
+	threeOpsOnEveryRank(t, comms)
 	for _, c := range comms {
 		require.NoError(t, c.Close())
 	}
-	require.EqualValues(t, 3*(2*2+1), fakeCounters(t, lib).Launches, "two launches per operation and the farewell, per rank")
+	require.EqualValues(t, 3*(3*2+1), fakeCounters(t, lib).Launches, "two launches per operation and the farewell, per rank")
 	requireReleased(t, lib)
 }
 
