@@ -333,3 +333,13 @@ func NCCLRounds(c *Comm) int {
 	}
 	return 0
 }
+
+// SetWireDirectBytes makes the fp8 wire send every row straight (rounded
+// to fp8 and back) in operations whose largest rank reads fewer than n
+// input bytes, and stage the peers' rows from n on (1: always stage), in
+// this process; restore puts the default back. Workers of a multi-process
+// test call it for their process.
+func SetWireDirectBytes(n int64) (restore func()) {
+	plan.WireDirectOverride.Store(n)
+	return func() { plan.WireDirectOverride.Store(0) }
+}

@@ -355,19 +355,28 @@ func checkPeerAllowed(t *testing.T, lib string) {
 // engines would launch one barrier), and the outputs keep their 16-bit
 // shapes.
 func TestFakeWire(t *testing.T) {
-	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
-	a2a.SetAutoCopyBytes(t, 1)
-	comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
-	for r, err := range connectAll(comms, handles) {
-		require.NoError(t, err, "rank %d", r)
+	for _, mode := range []struct {
+		name        string
+		directBytes int64
+		launches    int // per operation
+	}{{"staged", 1, 2}, {"direct", math.MaxInt64, 1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Cleanup(a2a.SetWireDirectBytes(mode.directBytes))
+			lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+			a2a.SetAutoCopyBytes(t, 1)
+			comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
+			for r, err := range connectAll(comms, handles) {
+				require.NoError(t, err, "rank %d", r)
+			}
+			require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
+			threeOpsOnEveryRank(t, comms)
+			for _, c := range comms {
+				require.NoError(t, c.Close())
+			}
+			require.EqualValues(t, 3*(3*mode.launches+1), fakeCounters(t, lib).Launches, "launches per operation and the farewell, per rank")
+			requireReleased(t, lib)
+		})
 	}
-	require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
-	threeOpsOnEveryRank(t, comms)
-	for _, c := range comms {
-		require.NoError(t, c.Close())
-	}
-	require.EqualValues(t, 3*(3*2+1), fakeCounters(t, lib).Launches, "two launches per operation and the farewell, per rank")
-	requireReleased(t, lib)
 }
 
 // ---- allocations -----------------------------------------------------------

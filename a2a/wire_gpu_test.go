@@ -2,6 +2,7 @@ package a2a_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -15,43 +16,66 @@ func withWire(w a2a.Wire) func(*a2a.Config) {
 	return func(c *a2a.Config) { c.Wire = w }
 }
 
-// TestWire runs every operation over the fp8 wire, in both formats, both
-// 16-bit types and both buffer modes, on a group of two ranks: every case
-// of collectiveCases (views and Into forms, packed, strided, uneven heads
-// and tokens, misaligned inputs) on random bit patterns and on narrow,
-// activation-like values, then the back-to-back race reading each view
-// up to 3 ms late, then graph replays with new data and counts each time
-// on a caller's stream. Every output must equal the exact output with
-// its rows round-tripped (ref.RoundTripRows) byte for byte.
+// wirePaths are the wire's two ways across, each forced at any size: rows
+// for the peers staged as codes and decoded by a second launch, or every
+// row sent as 16-bit values already rounded (the small operations' path).
+var wirePaths = []struct {
+	name        string
+	directBytes int64
+}{{"staged", 1}, {"direct", math.MaxInt64}}
+
+// TestWire runs every operation over the fp8 wire, on both of its paths, in
+// both formats (the direct path in E4M3 only: it differs from the staged
+// one in where rows go, not in the format), both 16-bit types and both
+// buffer modes, on a group of two ranks: every case of collectiveCases
+// (views and Into forms, packed, strided, uneven heads and tokens,
+// misaligned inputs) on random bit patterns and on narrow,
+// activation-like values, then the back-to-back race reading each view up
+// to 3 ms late, then graph replays with new data and counts each time on a
+// caller's stream. Every output must equal the exact output with its rows
+// round-tripped (ref.RoundTripRows) byte for byte.
 func TestWire(t *testing.T) {
 	info := requireGPU(t)
 	if d := info.Devices[0]; d.Major*10+d.Minor < 90 {
 		t.Skipf("the fp8 wire needs compute capability 9.0; GPU 0 has %d.%d", d.Major, d.Minor)
 	}
-	devices := pairDevices(info)
-	world := len(devices)
-	for _, w := range []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2} {
-		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
-			for _, single := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%v/%v/single=%v", w, dt, single), func(t *testing.T) {
-					cases := collectiveCases(world, dt)
-					g := newTestGroup(t, devices, dt, cases, withWire(w), func(c *a2a.Config) { c.SingleBuffer = single })
-					for i, cs := range cases {
-						for _, narrow := range []bool{false, true} {
-							cs.Narrow = narrow
-							err := eachRank(g, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(3000+i)) })
-							require.NoError(t, err, "%v", cs)
-						}
-					}
-					race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*world + 1, HeadDim: 64, DType: dt, Narrow: true}
-					err := eachRank(g, func(c *a2a.Comm) error { return check.BackToBack(c, race, backToBackIters(), 3*time.Millisecond, 79) })
-					require.NoError(t, err, "%v", race)
-				})
+	for _, path := range wirePaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Cleanup(a2a.SetWireDirectBytes(path.directBytes))
+			wires := []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2}
+			if path.name == "direct" {
+				wires = wires[:1]
 			}
-			t.Run(fmt.Sprintf("%v/%v/graph", w, dt), func(t *testing.T) {
-				g := newTestGroup(t, devices, dt, graphCases(world, dt, true), withWire(w))
-				require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()/4, true) }))
-			})
-		}
+			for _, w := range wires {
+				for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
+					testWire(t, pairDevices(info), w, dt)
+				}
+			}
+		})
 	}
+}
+
+// testWire is TestWire's subtests for one format and type.
+func testWire(t *testing.T, devices []int, w a2a.Wire, dt a2a.DType) {
+	world := len(devices)
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("%v/%v/single=%v", w, dt, single), func(t *testing.T) {
+			cases := collectiveCases(world, dt)
+			g := newTestGroup(t, devices, dt, cases, withWire(w), func(c *a2a.Config) { c.SingleBuffer = single })
+			for i, cs := range cases {
+				for _, narrow := range []bool{false, true} {
+					cs.Narrow = narrow
+					err := eachRank(g, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(3000+i)) })
+					require.NoError(t, err, "%v", cs)
+				}
+			}
+			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*world + 1, HeadDim: 64, DType: dt, Narrow: true}
+			err := eachRank(g, func(c *a2a.Comm) error { return check.BackToBack(c, race, backToBackIters(), 3*time.Millisecond, 79) })
+			require.NoError(t, err, "%v", race)
+		})
+	}
+	t.Run(fmt.Sprintf("%v/%v/graph", w, dt), func(t *testing.T) {
+		g := newTestGroup(t, devices, dt, graphCases(world, dt, true), withWire(w))
+		require.NoError(t, eachRank(g, func(c *a2a.Comm) error { return graphReplays(c, dt, iterations()/4, true) }))
+	})
 }

@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "ab37c835435ae02e414dea0e91e7c8fc7688079a23e73ba6cd3ed522d9a08010"
+const SourceHash = "bdc91dc54a67336fc5641566ca436f1d2ef74738c70cfb141be863305e89c2fb"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	wireplan "github.com/ulysses-go/ulysses/internal/plan"
 )
 
 func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
@@ -41,6 +42,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 		"also time each operation back to back while a compute-bound kernel of the bench's own (one "+strconv.Itoa(burnThreads)+"-thread block per SM) runs beside it, and report both slowdowns")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
 	fs.StringVar(&o.wires, "wires", "exact", "wires to time every row over, side by side, e.g. exact,e4m3 (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy, about half the NVLink bytes; compute capability 9.0 or later), for bf16 and fp16 rows only")
+	fs.StringVar(&o.wireDirect, "wire-direct-below", "", "fp8 wires: send every row as rounded 16-bit values in operations whose largest rank reads fewer bytes than this, and stage the peers' rows as codes from it on (1 always stages; K, M, G suffixes); empty: the library's "+formatBytes(float64(wireplan.WireDirectBytes()))+". For finding where staging pays")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -84,6 +86,11 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	}
 	if err := p.checkWires(o.wires); err != nil {
 		return p, err
+	}
+	if o.wireDirect != "" {
+		if p.wireDirect, err = parseSize(o.wireDirect); err != nil || p.wireDirect < 1 {
+			return p, fmt.Errorf("--wire-direct-below %q: want a positive size", o.wireDirect)
+		}
 	}
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")

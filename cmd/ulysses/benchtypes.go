@@ -11,6 +11,7 @@ type benchOpts struct {
 	graphOps              int
 	json, compare, mover  string
 	wires                 string // --wires: the wires each row is timed over
+	wireDirect            string // --wire-direct-below
 	plot                  string // --plot: the SVG of the times against size
 	singleProcess         bool
 	overlap               bool
@@ -26,6 +27,9 @@ type benchPlan struct {
 	mover     a2a.Mover
 	transport a2a.Transport
 	wires     []a2a.Wire
+	// wireDirect replaces plan.WireDirectBytes in every rank's process
+	// (0: the library's own).
+	wireDirect int64
 }
 
 // benchOp is an operation as bench and nccl_bench.py name it.

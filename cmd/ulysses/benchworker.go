@@ -10,6 +10,7 @@ import (
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	wireplan "github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/timing"
 )
 
@@ -73,6 +74,10 @@ type rankReport struct {
 func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*benchResults, error) {
 	lead := m.rank == 0
 	res := &benchResults{}
+	if plan.wireDirect != 0 {
+		wireplan.WireDirectOverride.Store(plan.wireDirect)
+		defer wireplan.WireDirectOverride.Store(0)
+	}
 	if lead {
 		// Before any Comm exists; the others wait in the round below.
 		res.PeerBandwidth, res.PeerPair, res.PeerNote = measurePeerCopy(peerCopyBytes, peerCopyIters)

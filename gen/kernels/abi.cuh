@@ -142,7 +142,7 @@ struct Args {
     u32 wire_rows;  // rows one tensor's codes hold: no store goes past them
     u32 out_heads;  // rows per token of the output (and H of AllGather's input)
     u32 out_rank_tokens;  // nonzero: the output holds this rank's tokens (GatherHeads), else all
-    u32 wire_reserved;
+    u32 wire_direct;  // nonzero: every row goes to its destinations' outputs as the 16-bit values its round trip gives (no staging, no decode launch); else only this rank's own rows do, marked by a scale byte 0 in its staging area
 };
 
 // The layout the host uses.
@@ -203,4 +203,4 @@ static_assert(offsetof(Args, scale_region) == 416, "Args.scale_region");
 static_assert(offsetof(Args, wire_rows) == 424, "Args.wire_rows");
 static_assert(offsetof(Args, out_heads) == 428, "Args.out_heads");
 static_assert(offsetof(Args, out_rank_tokens) == 432, "Args.out_rank_tokens");
-static_assert(offsetof(Args, wire_reserved) == 436, "Args.wire_reserved");
+static_assert(offsetof(Args, wire_direct) == 436, "Args.wire_direct");

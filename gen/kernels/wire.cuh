@@ -24,9 +24,13 @@
 // blocks that wait for the peers, which the protocol never has (a waiting
 // block must not keep a block it depends on out of an SM).
 //
-// Local rows take the same path through this rank's own staging area, so
-// that the result is the exact result with every row round-tripped,
-// whichever rank held the row (a2a/ref's reference).
+// This rank's own rows skip the staging area: the exchange stores the
+// 16-bit values their codes decode to straight into the output (the bits
+// the decode would write), and a scale byte 0 tells the decode to leave
+// them. Small operations (Args.wire_direct) send every row that way, in
+// one launch with the exact operation's bytes. Either way the result is
+// the exact result with every row round-tripped, whichever rank held the
+// row (a2a/ref's reference).
 
 #if ELEM_BYTES != 2
 #error "the wire kernels read 16-bit elements: compile with -DELEM_BYTES=2"
@@ -189,15 +193,6 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
     return encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, 0.0f) & 0xFFu;
 }
 
-template <int EPL>
-__device__ __forceinline__ void store_codes(u8 *p, u32 codes) {
-    if (EPL == 4) {
-        *reinterpret_cast<u32 *>(p) = codes;
-    } else {
-        *p = static_cast<u8>(codes);
-    }
-}
-
 // ---- where each row goes ----------------------------------------------------
 // Row j of an operation's walk (one head of one token of tensor k's input)
 // is read at src (elements from the tensor's input) and lands at row `row`
@@ -282,6 +277,90 @@ struct AllGatherRows {
     }
 };
 
+// Two words of two 16-bit patterns each, scaled by inv, to four codes.
+template <int FMT, int OUT>
+__device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
+    const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
+    const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
+    return lo | hi << 16;
+}
+
+// Four codes times p to two words of two 16-bit outputs each.
+template <int FMT, int OUT>
+__device__ __forceinline__ uint2 decode4(u32 c, float p) {
+    float v[4];
+    decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
+    decode2<FMT>(c >> 16, v[2], v[3]);
+    uint2 o;
+    o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
+    o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
+    return o;
+}
+
+// ---- where a row's codes land ------------------------------------------------
+// A lane stores N codes of a row at a time (1, 4 or 8; the first in the low
+// byte of c.x, the fifth in c.y's). Rows for the peers go as codes into
+// their staging areas, and the decode launch turns them into outputs;
+// this rank's own rows, and every row when a.wire_direct is set, go as
+// the 16-bit values their codes decode to, straight into the outputs: the
+// same bits the decode would write, without the staging area's write and
+// read (and, with wire_direct, without the decode launch).
+
+__device__ __forceinline__ bool direct_to(const Args &a, u32 q) { return a.wire_direct != 0u || q == a.rank; }
+
+// N codes times p as 16-bit values at out.
+template <int FMT, int OUT, int N>
+__device__ __forceinline__ void put_values(u16 *out, uint2 c, float p) {
+    if (N == 8) {
+        const uint2 lo = decode4<FMT, OUT>(c.x, p), hi = decode4<FMT, OUT>(c.y, p);
+        *reinterpret_cast<uint4 *>(out) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+    } else if (N == 4) {
+        *reinterpret_cast<uint2 *>(out) = decode4<FMT, OUT>(c.x, p);
+    } else {
+        float lo, hi;
+        decode2<FMT>(c.x, lo, hi);
+        *out = static_cast<u16>(float_to_half<OUT>(lo * p));
+    }
+}
+
+template <int N>
+__device__ __forceinline__ void put_codes(u8 *p, uint2 c) {
+    if (N == 8) {
+        *reinterpret_cast<uint2 *>(p) = c;
+    } else if (N == 4) {
+        *reinterpret_cast<u32 *>(p) = c.x;
+    } else {
+        *p = static_cast<u8>(c.x);
+    }
+}
+
+// Stores a lane's N codes c of row d of tensor k (elements e..e+N-1, scale
+// exponent s) at every destination of the row.
+template <int FMT, int OUT, int N>
+__device__ __forceinline__ void store_part(const Args &a, const Shared &sh, const RowDest &d, u32 k, u32 e, uint2 c, int s) {
+    const u64 at = static_cast<u64>(d.row) * a.head_units + e;  // in the output's elements and in codes alike
+    for (u32 q = d.q0; q < d.q1; q++) {
+        if (direct_to(a, q)) {
+            put_values<FMT, OUT, N>(reinterpret_cast<u16 *>(sh.data[q] + k * a.region) + at, c, pow2f(s));
+        } else {
+            put_codes<N>(reinterpret_cast<u8 *>(sh.data[q] + a.stage + k * a.stage_region) + at, c);
+        }
+    }
+}
+
+// Stores row d's scale byte (s + 128, from 8 to 248) in every staging area
+// it goes to, and 0 in this rank's own for its own rows: the decode skips
+// a row whose scale byte is 0, which is already in the output. With
+// wire_direct nothing is staged and no decode runs.
+__device__ __forceinline__ void store_scale(const Args &a, const Shared &sh, const RowDest &d, u32 k, int s) {
+    if (a.wire_direct != 0u) {
+        return;
+    }
+    for (u32 q = d.q0; q < d.q1; q++) {
+        reinterpret_cast<u8 *>(sh.data[q] + a.scales + k * a.scale_region)[d.row] = q == a.rank ? 0 : static_cast<u8>(s + 128);
+    }
+}
+
 // ---- the exchange -----------------------------------------------------------
 
 // Lanes that share a row: enough for D elements EPL at a time, a power of
@@ -296,8 +375,8 @@ __device__ __forceinline__ u32 lanes_per_row(u32 D) {
     return g;
 }
 
-// Quantizes rows 0..n-1 of tensor k's walk and stores each one's codes and
-// scale byte into its destinations' staging areas. A group of G lanes
+// Quantizes rows 0..n-1 of tensor k's walk and stores each one at its
+// destinations (store_part, store_scale). A group of G lanes
 // takes a row: it reads it once for amax (shuffled across the group), then
 // again (from L1) to encode and store. The loop bounds are the same for
 // the whole warp, so every lane reaches every shuffle.
@@ -309,7 +388,6 @@ __device__ __forceinline__ void quantize_rows(const Args &a, const Shared &sh, u
     const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
     const u32 stride = active * warps * per_warp;
     const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
-    const u64 stage = a.stage + k * a.stage_region, scales = a.scales + k * a.scale_region;
     for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += stride) {
         const u32 j = first + lane / G;
         RowDest d;
@@ -330,14 +408,10 @@ __device__ __forceinline__ void quantize_rows(const Args &a, const Shared &sh, u
         const float inv = pow2f(-s);
         for (u32 e = gl * EPL; e < D; e += G * EPL) {
             const u32 codes = encode_elems<FMT, OUT, EPL>(load_elems<EPL>(src + d.src + e), inv);
-            for (u32 q = d.q0; q < d.q1; q++) {
-                store_codes<EPL>(reinterpret_cast<u8 *>(sh.data[q] + stage) + static_cast<u64>(d.row) * D + e, codes);
-            }
+            store_part<FMT, OUT, EPL>(a, sh, d, k, e, make_uint2(codes, 0u), s);
         }
         if (gl == 0u) {
-            for (u32 q = d.q0; q < d.q1; q++) {
-                reinterpret_cast<u8 *>(sh.data[q] + scales)[d.row] = static_cast<u8>(s + 128);
-            }
+            store_scale(a, sh, d, k, s);
         }
     }
 }
@@ -348,21 +422,6 @@ __device__ __forceinline__ void quantize_rows(const Args &a, const Shared &sh, u
 // of 128 MiB took 930 us on one H200 with two ranks, with eight 641 us; the
 // wide path, with a few lanes per row, 296.)
 #define WIRE_UNROLL 8
-
-// Stores the codes of one row (this lane's part) and its scale byte into
-// the staging areas of ranks d.q0..d.q1-1.
-template <int EPL>
-__device__ __forceinline__ void store_row(const Shared &sh, const RowDest &d, u64 stage, u64 scales, u32 D, u32 e, u32 codes,
-                                          bool has_codes, bool has_scale, int s) {
-    for (u32 q = d.q0; q < d.q1; q++) {
-        if (has_codes) {
-            store_codes<EPL>(reinterpret_cast<u8 *>(sh.data[q] + stage) + static_cast<u64>(d.row) * D + e, codes);
-        }
-        if (has_scale) {
-            reinterpret_cast<u8 *>(sh.data[q] + scales)[d.row] = static_cast<u8>(s + 128);
-        }
-    }
-}
 
 // quantize_rows for rows a group of lanes covers in one chunk each (D at
 // most G*EPL): a warp takes WIRE_UNROLL slots of rows at once, loads them
@@ -378,7 +437,6 @@ __device__ __forceinline__ void quantize_held(const Args &a, const Shared &sh, u
     const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
     const u32 stride = active * warps * per_warp;
     const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
-    const u64 stage = a.stage + k * a.stage_region, scales = a.scales + k * a.scale_region;
     for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += WIRE_UNROLL * stride) {
         RowDest d[WIRE_UNROLL];
         Elems<EPL> x[WIRE_UNROLL];
@@ -404,10 +462,15 @@ __device__ __forceinline__ void quantize_held(const Args &a, const Shared &sh, u
         }
 #pragma unroll
         for (int r = 0; r < WIRE_UNROLL; r++) {
-            if (ok[r]) {
-                const int s = scale_exp<FMT, OUT>(amax[r]);
-                const u32 codes = holds ? encode_elems<FMT, OUT, EPL>(x[r], pow2f(-s)) : 0u;
-                store_row<EPL>(sh, d[r], stage, scales, D, e, codes, holds, gl == 0u, s);
+            if (!ok[r]) {
+                continue;
+            }
+            const int s = scale_exp<FMT, OUT>(amax[r]);
+            if (holds) {
+                store_part<FMT, OUT, EPL>(a, sh, d[r], k, e, make_uint2(encode_elems<FMT, OUT, EPL>(x[r], pow2f(-s)), 0u), s);
+            }
+            if (gl == 0u) {
+                store_scale(a, sh, d[r], k, s);
             }
         }
     }
@@ -448,26 +511,6 @@ __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
     return amax;
 }
 
-// Two words of two 16-bit patterns each, scaled by inv, to four codes.
-template <int FMT, int OUT>
-__device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
-    const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
-    const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
-    return lo | hi << 16;
-}
-
-// Four codes times p to two words of two 16-bit outputs each.
-template <int FMT, int OUT>
-__device__ __forceinline__ uint2 decode4(u32 c, float p) {
-    float v[4];
-    decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
-    decode2<FMT>(c >> 16, v[2], v[3]);
-    uint2 o;
-    o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
-    o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
-    return o;
-}
-
 // quantize_rows on the wide path. Slot t of the warp with global index w
 // holds rows (w + t*W)*per_warp.., W the warps of the active blocks; a
 // warp takes WIDE_ROWS slots at once.
@@ -478,7 +521,6 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, u
     const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
     const u32 stride = active * warps * per_warp;
     const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
-    const u64 stage = a.stage + k * a.stage_region, scales = a.scales + k * a.scale_region;
     for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += WIDE_ROWS * stride) {
         RowDest d[WIDE_ROWS];
         uint4 x[WIDE_ROWS][WIDE_CHUNKS];
@@ -523,22 +565,20 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, u
                     uint2 codes;
                     codes.x = encode4<FMT, OUT>(x[r][c].x, x[r][c].y, inv);
                     codes.y = encode4<FMT, OUT>(x[r][c].z, x[r][c].w, inv);
-                    for (u32 q = d[r].q0; q < d[r].q1; q++) {
-                        *reinterpret_cast<uint2 *>(reinterpret_cast<u8 *>(sh.data[q] + stage) + static_cast<u64>(d[r].row) * D + e) = codes;
-                    }
+                    store_part<FMT, OUT, 8>(a, sh, d[r], k, e, codes, s);
                 }
             }
             if (gl == 0u) {
-                for (u32 q = d[r].q0; q < d[r].q1; q++) {
-                    reinterpret_cast<u8 *>(sh.data[q] + scales)[d[r].row] = static_cast<u8>(s + 128);
-                }
+                store_scale(a, sh, d[r], k, s);
             }
         }
     }
 }
 
 // The decode on the wide path: rows 0..rows-1 of one tensor, laid out as
-// quantize_wide's, so that no element's row needs a division.
+// quantize_wide's, so that no element's row needs a division. A row whose
+// scale byte is 0 is in the output already (store_scale): its codes are
+// neither read nor decoded.
 template <int FMT, int OUT>
 __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 *scales, u32 D, u32 rows) {
     const u32 G = wide_lanes(D);
@@ -551,8 +591,12 @@ __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 
 #pragma unroll
         for (int r = 0; r < WIDE_ROWS; r++) {
             const u32 row = first + r * stride + lane / G;
-            if (row < rows) {
-                sb[r] = __ldg(scales + row);
+            sb[r] = row < rows ? __ldg(scales + row) : 0u;
+        }
+#pragma unroll
+        for (int r = 0; r < WIDE_ROWS; r++) {
+            const u32 row = first + r * stride + lane / G;
+            if (sb[r] != 0u) {
 #pragma unroll
                 for (int k = 0; k < WIDE_CHUNKS; k++) {
                     const u32 e = (gl + k * G) * 8u;
@@ -565,7 +609,7 @@ __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 
 #pragma unroll
         for (int r = 0; r < WIDE_ROWS; r++) {
             const u32 row = first + r * stride + lane / G;
-            if (row >= rows) {
+            if (sb[r] == 0u) {
                 continue;
             }
             const float p = pow2f(static_cast<int>(sb[r]) - 128);
@@ -684,7 +728,8 @@ __device__ __forceinline__ void all_gather_wire(const Args &a) {
 // ---- the decode -------------------------------------------------------------
 
 // The decode of widths 8 and 2: element i of a tensor from code i and the
-// scale byte of its row i / D, EPL elements a thread.
+// scale byte of its row i / D, EPL elements a thread; elements of a row
+// whose scale byte is 0 are in the output already.
 template <int FMT, int OUT, int EPL>
 __device__ __forceinline__ void decode_narrow(u16 *out, const u8 *codes, const u8 *scales, u32 D, u32 n) {
     const u32 step = gridDim.x * blockDim.x * EPL;
@@ -695,15 +740,19 @@ __device__ __forceinline__ void decode_narrow(u16 *out, const u8 *codes, const u
 #pragma unroll
         for (int r = 0; r < WIRE_UNROLL; r++) {
             const u32 i = base + r * step;
-            if (i < n) {
+            sb[r] = i < n ? __ldg(scales + i / D) : 0u;
+        }
+#pragma unroll
+        for (int r = 0; r < WIRE_UNROLL; r++) {
+            const u32 i = base + r * step;
+            if (sb[r] != 0u) {
                 c[r] = EPL == 4 ? __ldg(reinterpret_cast<const unsigned int *>(codes + i)) : __ldg(codes + i);
-                sb[r] = __ldg(scales + i / D);
             }
         }
 #pragma unroll
         for (int r = 0; r < WIRE_UNROLL; r++) {
             const u32 i = base + r * step;
-            if (i >= n) {
+            if (sb[r] == 0u) {
                 continue;
             }
             const float p = pow2f(static_cast<int>(sb[r]) - 128);

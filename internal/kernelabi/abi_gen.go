@@ -137,5 +137,5 @@ type Args struct {
 	WireRows      uint32 // rows one tensor's codes hold: no store goes past them
 	OutHeads      uint32 // rows per token of the output (and H of AllGather's input)
 	OutRankTokens uint32 // nonzero: the output holds this rank's tokens (GatherHeads), else all
-	WireReserved  uint32
+	WireDirect    uint32 // nonzero: every row goes to its destinations' outputs as the 16-bit values its round trip gives (no staging, no decode launch); else only this rank's own rows do, marked by a scale byte 0 in its staging area
 }

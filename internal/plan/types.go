@@ -43,6 +43,7 @@ type Plan struct {
 	StageRegion int64 // bytes between consecutive tensors' codes
 	ScaleRegion int64 // bytes between consecutive tensors' scale bytes
 	WireRows    int64 // rows one tensor's codes hold
+	WireDirect  bool  // every row crosses as rounded 16-bit values: no staging, no decode (WireDirectBytes)
 
 	// The copy-engine mode (Config.Mover): every box this rank moves, in
 	// the transport's scratch slice, then ulysses_sync.

@@ -87,6 +87,43 @@ func TestWireSignature(t *testing.T) {
 	assert.Equal(t, withTokens(e4.ShapeSig, ts.Hash), e4.Sig)
 }
 
+// Operations whose largest rank reads fewer than WireDirectBytes send every
+// row straight; every rank decides alike (on the largest rank's bytes, and
+// a world of one always), and the choice is in the signature.
+func TestWireDirect(t *testing.T) {
+	ts := NewTokens([]int{6, 2}) // rank 0 reads three times rank 1's bytes
+	r := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 6, 4, 64}, 0x1000)
+	r1 := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 2, 4, 64}, 0x1000)
+	largest := int64(6 * 4 * 64 * 2)
+	t.Cleanup(func() { WireDirectOverride.Store(0) })
+	for _, c := range []struct {
+		below int64
+		want  bool
+	}{{largest, false}, {largest + 1, true}} {
+		WireDirectOverride.Store(c.below)
+		p0, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+		require.NoError(t, err)
+		p1, err := Wire(r1, api.BFloat16, api.WireE4M3, 1, 2, ts, 1<<20)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, p0.WireDirect, "direct below %d bytes", c.below)
+		assert.Equal(t, c.want, p1.WireDirect, "rank 1 decides on rank 0's bytes")
+		assert.Equal(t, p0.Sig, p1.Sig)
+	}
+	WireDirectOverride.Store(1)
+	staged, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	require.NoError(t, err)
+	WireDirectOverride.Store(0)
+	assert.Equal(t, int64(4<<20), WireDirectBytes())
+	direct, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	require.NoError(t, err)
+	assert.True(t, direct.WireDirect)
+	assert.NotEqual(t, staged.Sig, direct.Sig)
+	WireDirectOverride.Store(1)
+	one, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 1, NewTokens([]int{6}), 1<<20)
+	require.NoError(t, err)
+	assert.True(t, one.WireDirect, "a world of one has only its own rows")
+}
+
 func TestWireRefuses(t *testing.T) {
 	ts := NewTokens([]int{4, 4})
 	r := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 4, 2, 64}, 0x1000)

@@ -142,6 +142,6 @@ var Structs = []Struct{
 		{C: "wire_rows", Type: U32, Doc: "rows one tensor's codes hold: no store goes past them"},
 		{C: "out_heads", Type: U32, Doc: "rows per token of the output (and H of AllGather's input)"},
 		{C: "out_rank_tokens", Type: U32, Doc: "nonzero: the output holds this rank's tokens (GatherHeads), else all"},
-		{C: "wire_reserved", Type: U32},
+		{C: "wire_direct", Type: U32, Doc: "nonzero: every row goes to its destinations' outputs as the 16-bit values its round trip gives (no staging, no decode launch); else only this rank's own rows do, marked by a scale byte 0 in its staging area"},
 	}},
 }

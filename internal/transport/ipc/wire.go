@@ -14,10 +14,11 @@ import (
 const decodeBytesPerBlock = 16 << 10
 
 // enqueueWire launches an fp8 wire operation: the exchange entry of op
-// (after the start barrier with a single buffer), which stages every row
-// as codes and a scale byte in its destinations' halves and waits for the
-// peers like any operation, then the decode, which turns this rank's
-// staged rows into the 16-bit output in the same half. Allocation-free.
+// (after the start barrier with a single buffer), which stores every row
+// at its destinations and waits for the peers like any operation, then,
+// unless p.WireDirect sent every row as 16-bit values, the decode, which
+// turns the rows the peers staged as codes and scale bytes here into the
+// 16-bit output in the same half. Allocation-free.
 func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec) error {
 	t.setGeneral(p)
 	t.args.Stage = uint64(p.StageOff)
@@ -30,7 +31,11 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 	if op == ptx.OpGatherHeads {
 		t.args.OutRankTokens = 1
 	}
-	if err := t.launchOp(t.wire.Ops[op][p.WireWidth], ls.Stream); err != nil {
+	t.args.WireDirect = 0
+	if p.WireDirect {
+		t.args.WireDirect = 1
+	}
+	if err := t.launchOp(t.wire.Ops[op][p.WireWidth], ls.Stream); err != nil || p.WireDirect {
 		return err
 	}
 	grid := t.nblocks // a captured operation's output grows with the counts at replay
