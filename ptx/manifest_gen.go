@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "bdc91dc54a67336fc5641566ca436f1d2ef74738c70cfb141be863305e89c2fb"
+const SourceHash = "b3bc04ef0bf1b2211a6fb2b95f84622b296851808af8439e4e6a9dc5368cb05b"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -40,10 +40,12 @@ typedef unsigned short u16;
 typedef unsigned char u8;
 
 // FMT 0: E4M3 (max 448), 1: E5M2 (max 57344): the float32 bits of the
-// largest finite value.
+// largest finite value, and the smallest NaN code with the sign cleared
+// (the conversion may make any NaN code of its format).
 template <int FMT>
 struct WireFormat {
     static constexpr u32 max_bits = FMT == 0 ? 0x43E00000u : 0x47600000u;
+    static constexpr u32 first_nan = FMT == 0 ? 0x7Fu : 0x7Du;
 };
 
 // OUT 0: bf16, 1: fp16: the Inf pattern (finite patterns are below it),
@@ -94,8 +96,8 @@ __device__ __forceinline__ int scale_exp(u32 amax) {
 }
 
 // Two float32 to two fp8 codes, lo in the low byte. cvt.rn.satfinite
-// rounds to nearest even and saturates (Inf included); NaN is written as
-// 0x7F whatever the instruction makes of its sign.
+// rounds to nearest even and saturates (Inf included); a NaN becomes some
+// NaN code, which same_nan then makes 0x7F.
 template <int FMT>
 __device__ __forceinline__ u32 encode2(float lo, float hi) {
     u16 r;
@@ -104,10 +106,25 @@ __device__ __forceinline__ u32 encode2(float lo, float hi) {
     } else {
         asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
     }
-    u32 c = r;
-    c = lo != lo ? (c & 0xFF00u) | 0x7Fu : c;
-    c = hi != hi ? (c & 0x00FFu) | 0x7F00u : c;
-    return c;
+    return r;
+}
+
+// 0x80 in every byte of c (four codes) that is a NaN code, else 0: with
+// the sign cleared a byte is at most 0x7F, so adding 0x80 - first_nan
+// sets its top bit exactly when it is first_nan or above, and never
+// carries into the next byte. (Per byte instead of per element: the
+// exchange is bound by instructions.)
+template <int FMT>
+__device__ __forceinline__ u32 nan_bytes(u32 c) {
+    return ((c & 0x7F7F7F7Fu) + (0x80u - WireFormat<FMT>::first_nan) * 0x01010101u) & 0x80808080u;
+}
+
+// c (four codes) with every NaN code made 0x7F, whatever its sign and
+// payload: the format's one NaN.
+template <int FMT>
+__device__ __forceinline__ u32 same_nan(u32 c) {
+    const u32 top = nan_bytes<FMT>(c), low = top - (top >> 7);  // 0x80 and 0x7F in the NaN bytes
+    return (c & ~(top | low)) | low;
 }
 
 // Two fp8 codes (lo in the low byte) to two float32, exactly (every fp8
@@ -188,9 +205,9 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
     if (EPL == 4) {
         const u32 lo = encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, half_to_float<OUT>(e.at(1)) * inv);
         const u32 hi = encode2<FMT>(half_to_float<OUT>(e.at(2)) * inv, half_to_float<OUT>(e.at(3)) * inv);
-        return lo | hi << 16;
+        return same_nan<FMT>(lo | hi << 16);
     }
-    return encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, 0.0f) & 0xFFu;
+    return same_nan<FMT>(encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, 0.0f) & 0xFFu);
 }
 
 // ---- where each row goes ----------------------------------------------------
@@ -282,18 +299,47 @@ template <int FMT, int OUT>
 __device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
     const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
     const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
-    return lo | hi << 16;
+    return same_nan<FMT>(lo | hi << 16);
 }
 
-// Four codes times p to two words of two 16-bit outputs each.
+// Two float32 to two 16-bit outputs (lo in the low half), rounded to
+// nearest even: float_to_half's result for values that are not NaN and
+// not beyond the output's largest finite value, in one instruction.
+template <int OUT>
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+    u32 r;
+    if (OUT == 0) {
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    } else {
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    }
+    return r;
+}
+
+// Whether no code of a row with scale p can decode beyond the output's
+// largest finite value (the format's largest times p is within it), so
+// that float_to_half's saturation never applies to the row.
+template <int FMT, int OUT>
+__device__ __forceinline__ bool fits_output(float p) {
+    return p * __uint_as_float(WireFormat<FMT>::max_bits) <= __uint_as_float(HalfFormat<OUT>::max_bits);
+}
+
+// Four codes times p to two words of two 16-bit outputs each, as
+// float_to_half gives them. Codes of a row that fits_output, none of them
+// NaN, take pack2 (the common case, a third of the instructions).
 template <int FMT, int OUT>
 __device__ __forceinline__ uint2 decode4(u32 c, float p) {
     float v[4];
     decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
     decode2<FMT>(c >> 16, v[2], v[3]);
     uint2 o;
-    o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
-    o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
+    if (nan_bytes<FMT>(c) == 0u && fits_output<FMT, OUT>(p)) {
+        o.x = pack2<OUT>(v[0] * p, v[1] * p);
+        o.y = pack2<OUT>(v[2] * p, v[3] * p);
+    } else {
+        o.x = float_to_half<OUT>(v[0] * p) | float_to_half<OUT>(v[1] * p) << 16;
+        o.y = float_to_half<OUT>(v[2] * p) | float_to_half<OUT>(v[3] * p) << 16;
+    }
     return o;
 }
 
@@ -499,9 +545,32 @@ __device__ __forceinline__ u32 wide_lanes(u32 D) {
     return g;
 }
 
-// Eight 16-bit patterns' largest finite magnitude, with amax.
+// The packed maximum of two words of two 16-bit elements each, half by
+// half; a NaN half loses to a number (and two NaN halves give a NaN).
+template <int OUT>
+__device__ __forceinline__ u32 max2(u32 a, u32 b) {
+    u32 r;
+    if (OUT == 0) {
+        asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    } else {
+        asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    }
+    return r;
+}
+
+// Eight 16-bit patterns' largest finite magnitude, with amax. The packed
+// maximum of the magnitudes skips NaNs; when it is Inf (or NaN: a half
+// that saw only NaNs) the element-wise maximum decides, which a row
+// without Inf and NaN never reaches. (The element-wise one alone cost the
+// exchange a third of its instructions.)
 template <int OUT>
 __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
+    const u32 mag = 0x7FFF7FFFu;
+    const u32 m = max2<OUT>(max2<OUT>(v.x & mag, v.y & mag), max2<OUT>(v.z & mag, v.w & mag));
+    const u32 top = max(m & 0xFFFFu, m >> 16);
+    if (top < HalfFormat<OUT>::inf) {
+        return max(amax, top);
+    }
     const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 8; i++) {
@@ -575,6 +644,11 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, u
     }
 }
 
+// Rows of one warp's slots the decode holds at once: it reads their scale
+// bytes, then the codes of those not 0, so each round trip to memory
+// serves twice the rows quantize_wide holds.
+#define DECODE_ROWS 4
+
 // The decode on the wide path: rows 0..rows-1 of one tensor, laid out as
 // quantize_wide's, so that no element's row needs a division. A row whose
 // scale byte is 0 is in the output already (store_scale): its codes are
@@ -585,16 +659,16 @@ __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 
     const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u);
     const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
     const u32 stride = gridDim.x * warps * per_warp;
-    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < rows; first += WIDE_ROWS * stride) {
-        uint2 c[WIDE_ROWS][WIDE_CHUNKS];
-        u32 sb[WIDE_ROWS];
+    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < rows; first += DECODE_ROWS * stride) {
+        uint2 c[DECODE_ROWS][WIDE_CHUNKS];
+        u32 sb[DECODE_ROWS];
 #pragma unroll
-        for (int r = 0; r < WIDE_ROWS; r++) {
+        for (int r = 0; r < DECODE_ROWS; r++) {
             const u32 row = first + r * stride + lane / G;
             sb[r] = row < rows ? __ldg(scales + row) : 0u;
         }
 #pragma unroll
-        for (int r = 0; r < WIDE_ROWS; r++) {
+        for (int r = 0; r < DECODE_ROWS; r++) {
             const u32 row = first + r * stride + lane / G;
             if (sb[r] != 0u) {
 #pragma unroll
@@ -607,7 +681,7 @@ __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 
             }
         }
 #pragma unroll
-        for (int r = 0; r < WIDE_ROWS; r++) {
+        for (int r = 0; r < DECODE_ROWS; r++) {
             const u32 row = first + r * stride + lane / G;
             if (sb[r] == 0u) {
                 continue;

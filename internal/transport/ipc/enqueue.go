@@ -79,6 +79,11 @@ func (t *Transport) setGeneral(p plan.Plan) {
 // KiB-1 MiB. A captured operation computes its
 // active blocks when it runs, so it launches all.
 func (t *Transport) launchOp(f driver.Function, s driver.Stream) error {
+	return t.launchSized(f, t.threads, s)
+}
+
+// launchSized is launchOp with blocks of threads threads.
+func (t *Transport) launchSized(f driver.Function, threads int, s driver.Stream) error {
 	if err := t.startBarrier(s); err != nil {
 		return err
 	}
@@ -86,7 +91,7 @@ func (t *Transport) launchOp(f driver.Function, s driver.Stream) error {
 	if t.args.Live == 0 {
 		grid = int(t.args.Active)
 	}
-	return t.launch(f, grid, t.threads, s)
+	return t.launch(f, grid, threads, s)
 }
 
 // startBarrier launches the single-buffer mode's start barrier on s (one

@@ -1,6 +1,7 @@
 package ipc
 
 import (
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -35,12 +36,27 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 	if p.WireDirect {
 		t.args.WireDirect = 1
 	}
-	if err := t.launchOp(t.wire.Ops[op][p.WireWidth], ls.Stream); err != nil || p.WireDirect {
+	threads := t.wireThreads()
+	if err := t.launchSized(t.wire.Ops[op][p.WireWidth], threads, ls.Stream); err != nil || p.WireDirect {
 		return err
 	}
 	grid := t.nblocks // a captured operation's output grows with the counts at replay
 	if !ls.Captured {
 		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
 	}
-	return t.launch(t.wire.Decode[plan.WireDecodeWidth(p.HeadUnits)], grid, t.threads, ls.Stream)
+	return t.launch(t.wire.Decode[plan.WireDecodeWidth(p.HeadUnits)], grid, threads, ls.Stream)
+}
+
+// wireThreads is the block size of both wire launches. Their warps wait on
+// each row's loads before its arithmetic, one block per SM, so the time
+// follows the warps in flight: with its GPU to itself a rank takes the
+// most the kernels are built for (one H200, one rank, 128 MiB
+// SendRecvHeads over E4M3: 120 us with 512 threads, 188 with 256); ranks
+// that share a GPU take half, so that their blocks fit beside each other
+// in the registers (two ranks on one H200: 236 us with 256, 324 with 512).
+func (t *Transport) wireThreads() int {
+	if t.sharers > 1 {
+		return kernelabi.Threads / 2
+	}
+	return kernelabi.Threads
 }
