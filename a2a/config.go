@@ -70,10 +70,13 @@ type Config struct {
 	// on GPUs of compute capability 9.0 or later (the copy engines and
 	// NCCL cannot convert: ErrConfig), and about 1.56 times the buffer
 	// (codes and scales beside the outputs, for heads of 8 or more
-	// elements). Each operation is two launches: the exchange, then a
-	// pass that decodes this rank's rows; with both ranks on one GPU, where
-	// no link is crossed, it measured 1.6 to 2.1 times the exact exchange
-	// (docs/BENCHMARKS.md). All ranks must agree.
+	// elements). Operations whose largest rank reads 4 MiB or more are two
+	// launches (the exchange, then a pass that decodes the rows the peers
+	// sent); smaller ones send 16-bit values already rounded, in one
+	// launch, with the exact operation's bytes. The conversion costs SM
+	// time: on one H200 with a rank to itself (no link crossed) 128 MiB
+	// SendRecvHeads took 120 us against the exact 90, and on 32 SMs 430
+	// against 178 (docs/BENCHMARKS.md). All ranks must agree.
 	Wire Wire
 	// SingleBuffer halves the buffer's memory at the cost of a second
 	// barrier per operation (a few microseconds: it matters for small
