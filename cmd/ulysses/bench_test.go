@@ -100,6 +100,18 @@ func TestBenchPlan(t *testing.T) {
 		_, err := parseSMs(bad)
 		assert.Error(t, err, bad)
 	}
+
+	fs, o = newBenchFlags(false)
+	require.NoError(t, fs.Parse([]string{"--wire-direct-below", "1G"}))
+	p, err = o.plan()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<30), p.wireDirect)
+	for _, bad := range []string{"0", "-1M", "x"} {
+		fs, o = newBenchFlags(false)
+		require.NoError(t, fs.Parse([]string{"--wire-direct-below", bad}))
+		_, err = o.plan()
+		assert.ErrorContains(t, err, "--wire-direct-below", bad)
+	}
 }
 
 func TestParseMover(t *testing.T) {

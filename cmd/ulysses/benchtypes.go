@@ -27,8 +27,8 @@ type benchPlan struct {
 	mover     a2a.Mover
 	transport a2a.Transport
 	wires     []a2a.Wire
-	// wireDirect replaces plan.WireDirectBytes in every rank's process
-	// (0: the library's own).
+	// wireDirect replaces plan.WireDirectBytes in every rank's process,
+	// for the process's life (0: the library's own).
 	wireDirect int64
 }
 

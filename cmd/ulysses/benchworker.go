@@ -75,8 +75,10 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 	lead := m.rank == 0
 	res := &benchResults{}
 	if plan.wireDirect != 0 {
+		// For the process's life: with --single-process every rank's
+		// goroutine sets the same value, and none may reset it while
+		// another still plans operations.
 		wireplan.WireDirectOverride.Store(plan.wireDirect)
-		defer wireplan.WireDirectOverride.Store(0)
 	}
 	if lead {
 		// Before any Comm exists; the others wait in the round below.
