@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "b3bc04ef0bf1b2211a6fb2b95f84622b296851808af8439e4e6a9dc5368cb05b"
+const SourceHash = "3d37ddb78f911fb79da06d78acf8135072d61ad8567de8091260791db63a736f"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
