@@ -3,7 +3,7 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "3d37ddb78f911fb79da06d78acf8135072d61ad8567de8091260791db63a736f"
+const SourceHash = "17dc8c4420ba7840548223575b198b06a05da06ced0587559ab82974f03c68b8"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"

@@ -199,13 +199,19 @@ __device__ __forceinline__ u32 finite_max(const Elems<EPL> &e, u32 amax) {
     return amax;
 }
 
+// Two words of two 16-bit patterns each, scaled by inv, to four codes.
+template <int FMT, int OUT>
+__device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
+    const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
+    const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
+    return same_nan<FMT>(lo | hi << 16);
+}
+
 // EPL elements scaled by inv to EPL codes, the first in the low byte.
 template <int FMT, int OUT, int EPL>
 __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
     if (EPL == 4) {
-        const u32 lo = encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, half_to_float<OUT>(e.at(1)) * inv);
-        const u32 hi = encode2<FMT>(half_to_float<OUT>(e.at(2)) * inv, half_to_float<OUT>(e.at(3)) * inv);
-        return same_nan<FMT>(lo | hi << 16);
+        return encode4<FMT, OUT>(e.w[0], e.w[1 % ((EPL + 1) / 2)], inv);
     }
     return same_nan<FMT>(encode2<FMT>(half_to_float<OUT>(e.at(0)) * inv, 0.0f) & 0xFFu);
 }
@@ -293,14 +299,6 @@ struct AllGatherRows {
         return true;
     }
 };
-
-// Two words of two 16-bit patterns each, scaled by inv, to four codes.
-template <int FMT, int OUT>
-__device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
-    const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
-    const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
-    return same_nan<FMT>(lo | hi << 16);
-}
 
 // Two float32 to two 16-bit outputs (lo in the low half), rounded to
 // nearest even: float_to_half's result for values that are not NaN and
