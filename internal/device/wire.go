@@ -14,18 +14,6 @@ type WireKernels struct {
 	Decode map[int]driver.Function
 }
 
-// wireNames spells a wire and a 16-bit type as the entries' names do.
-func wireNames(w api.Wire, dt api.DType) (format, out string) {
-	format, out = "e4m3", "bf16"
-	if w == api.WireE5M2 {
-		format = "e5m2"
-	}
-	if dt == api.Float16 {
-		out = "fp16"
-	}
-	return format, out
-}
-
 // Wire returns the fp8 wire's kernels of w for 16-bit type dt. The first
 // call on a device loads the wire's module (about 1 MB of PTX, compiled by
 // the driver once per process and device, which needs compute capability
@@ -44,7 +32,7 @@ func (s *Share) Wire(w api.Wire, dt api.DType) (*WireKernels, error) {
 		}
 		s.wireModule = m
 	}
-	format, out := wireNames(w, dt)
+	format, out := w.String(), dt.String() // as the entries spell them: e4m3/e5m2, bf16/fp16
 	k := &WireKernels{Ops: map[ptx.Op]map[int]driver.Function{}, Decode: map[int]driver.Function{}}
 	for _, width := range ptx.WireWidths {
 		for _, op := range ptx.WireOps {

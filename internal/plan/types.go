@@ -37,7 +37,8 @@ type Plan struct {
 	// The fp8 wire (Wire): each tensor's staged codes and scale bytes in
 	// a data half, after the outputs, and what the decode walks.
 	Wire        api.Wire
-	WireWidth   int   // bytes of input the wire entries read at once: 8 (four elements) or 2
+	WireWidth   int   // bytes of input the wire entries read at once: 16, 8 or 2
+	DecodeWidth int   // the decode entry's width (WireDecodeWidth of the head size)
 	StageOff    int64 // tensor 0's codes, from the half's start
 	ScaleOff    int64 // tensor 0's scale bytes, from the half's start
 	StageRegion int64 // bytes between consecutive tensors' codes

@@ -61,6 +61,7 @@ func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capac
 		return Plan{}, fmt.Errorf("a2a: %s over the %v wire: %d output elements per tensor, over the kernels' 32-bit limit: %w", r.Op, w, elems, api.ErrCapacity)
 	}
 	p.WireWidth = wireWidth(r, D)
+	p.DecodeWidth = WireDecodeWidth(D)
 	p.WireDirect = p.GroupBytes < WireDirectBytes() || world == 1 // a world of one has only its own rows
 	mode := uint64(w) << 40
 	if p.WireDirect {

@@ -37,6 +37,7 @@ func TestWirePlanLayout(t *testing.T) {
 	assert.Equal(t, 2, p.Width, "the walk counts elements")
 	assert.Equal(t, int64(72), p.HeadUnits)
 	assert.Equal(t, 16, p.WireWidth)
+	assert.Equal(t, 16, p.DecodeWidth, "the decode width is planned with the rest")
 	assert.True(t, p.Spread && p.General)
 	assert.GreaterOrEqual(t, p.WireRows*144, out, "every row of an output has a code row and a scale byte")
 }

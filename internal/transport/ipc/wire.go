@@ -44,7 +44,7 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 	if !ls.Captured {
 		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
 	}
-	return t.launch(t.wire.Decode[plan.WireDecodeWidth(p.HeadUnits)], grid, threads, ls.Stream)
+	return t.launch(t.wire.Decode[p.DecodeWidth], grid, threads, ls.Stream)
 }
 
 // wireThreads is the block size of both wire launches. Their warps wait on
