@@ -175,6 +175,11 @@ func (c *Comm) Device() *Device { return c.dev }
 func (c *Comm) Blocks() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.blocksLocked()
+}
+
+// blocksLocked is Blocks for a caller that holds c.mu.
+func (c *Comm) blocksLocked() int {
 	if c.t != nil {
 		return c.t.Blocks()
 	}

@@ -45,11 +45,9 @@ const envWire = "ULYSSES_TEST_WIRE"
 // has compute capability 9.0 or later, which the fp8 wire needs; else the
 // scenarios run their exact Comms only, as the log says.
 func wireEnv(t *testing.T, info a2a.SystemInfo) string {
-	for _, d := range info.Devices {
-		if d.Major*10+d.Minor < 90 {
-			t.Logf("GPU %d has compute capability %d.%d: no Comm takes the fp8 wire", d.Ordinal, d.Major, d.Minor)
-			return envWire + "=0"
-		}
+	if why := noWire(info); why != "" {
+		t.Logf("%s: no Comm takes the fp8 wire", why)
+		return envWire + "=0"
 	}
 	return envWire + "=1"
 }

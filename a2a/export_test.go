@@ -62,10 +62,7 @@ func DebugDump(c *Comm, blocks int) string {
 	}
 	le := binary.LittleEndian
 	state := c.layout.StateOff - c.layout.SignalOff
-	blocksRun := c.blocks
-	if c.t != nil {
-		blocksRun = c.t.Blocks()
-	}
+	blocksRun := c.blocksLocked()
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "rank %d launches %d blocks %d epoch %d arrived %d claimed %d bye",
 		c.cfg.Rank, c.launches, blocksRun, le.Uint32(b[state+plan.StateEpochOff:]),

@@ -107,9 +107,6 @@ func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c 
 	return c, x, dst
 }
 
-// singleBuffer is a fakeComm option: Config.SingleBuffer.
-func singleBuffer(c *a2a.Config) { c.SingleBuffer = true }
-
 // closeFake frees x and dst and closes c, returning Close's error.
 func closeFake(t *testing.T, c *a2a.Comm, x, dst a2a.Tensor) error {
 	t.Helper()
@@ -282,14 +279,8 @@ func TestFakeIPCRangeChecked(t *testing.T) {
 }
 
 // connectAll connects every Comm of a fakeGroup at once, as ranks would.
-func connectAll(comms []*a2a.Comm, handles [][]byte) []error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(comms))
-	for r, c := range comms {
-		wg.Go(func() { errs[r] = c.Connect(handles) })
-	}
-	wg.Wait()
-	return errs
+func connectAll(comms []*a2a.Comm, handles [][]byte) error {
+	return runRanks(comms, func(c *a2a.Comm) error { return c.Connect(handles) })
 }
 
 // threeOpsOnEveryRank runs SendRecvHeads, GatherHeads of its view and
@@ -318,10 +309,9 @@ func threeOpsOnEveryRank(t *testing.T, comms []*a2a.Comm) {
 
 func checkPeerAllowed(t *testing.T, lib string) {
 	comms, handles, devices := fakeGroup(t)
-	errs := connectAll(comms, handles)
+	require.NoError(t, connectAll(comms, handles))
 	crossPairs := 0
 	for r, c := range comms {
-		require.NoError(t, errs[r], "rank %d", r)
 		require.Equal(t, 132, c.Blocks())
 		for p := range devices {
 			if devices[p] != devices[r] {
@@ -355,19 +345,13 @@ func checkPeerAllowed(t *testing.T, lib string) {
 // engines would launch one barrier), and the outputs keep their 16-bit
 // shapes.
 func TestFakeWire(t *testing.T) {
-	for _, mode := range []struct {
-		name        string
-		directBytes int64
-		launches    int // per operation
-	}{{"staged", 1, 2}, {"direct", math.MaxInt64, 1}} {
+	for _, mode := range wirePaths {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Cleanup(a2a.SetWireDirectBytes(mode.directBytes))
 			lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
 			a2a.SetAutoCopyBytes(t, 1)
 			comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
-			for r, err := range connectAll(comms, handles) {
-				require.NoError(t, err, "rank %d", r)
-			}
+			require.NoError(t, connectAll(comms, handles))
 			require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
 			threeOpsOnEveryRank(t, comms)
 			for _, c := range comms {
@@ -656,7 +640,7 @@ func checkLifecycle(t *testing.T, lib string) {
 
 	// Single-buffer: each operation launches a one-block start barrier,
 	// then the copy; Close launches the farewell.
-	sb, x, dst := fakeComm(t, true, true, singleBuffer)
+	sb, x, dst := fakeComm(t, true, true, withSingleBuffer(true))
 	before := fakeCounters(t, lib).Launches
 	_, err = sb.AllGather(x)
 	require.NoError(t, err)

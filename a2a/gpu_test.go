@@ -142,9 +142,23 @@ func joinFor(rk launch.Rank, ex a2a.Exchanger, dt a2a.DType, cases []check.Case,
 	return a2a.Join(ctx, cfg, ex)
 }
 
-// withMover sets a Config's Mover, for joinFor and newTestGroup.
+// The Config options of the tests' helpers (joinFor, newTestGroup,
+// fakeComm and the like).
+
 func withMover(m a2a.Mover) func(*a2a.Config) {
 	return func(c *a2a.Config) { c.Mover = m }
+}
+
+func withTransport(tr a2a.Transport) func(*a2a.Config) {
+	return func(c *a2a.Config) { c.Transport = tr }
+}
+
+func withWire(w a2a.Wire) func(*a2a.Config) {
+	return func(c *a2a.Config) { c.Wire = w }
+}
+
+func withSingleBuffer(single bool) func(*a2a.Config) {
+	return func(c *a2a.Config) { c.SingleBuffer = single }
 }
 
 func workerCollectives(rk launch.Rank) error {

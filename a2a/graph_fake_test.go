@@ -136,7 +136,7 @@ func TestFakeGraphTurns(t *testing.T) {
 	require.NoError(t, ts.Close())
 	require.NoError(t, closeFake(t, c, x, dst))
 
-	single, x, dst := fakeComm(t, true, true, singleBuffer)
+	single, x, dst := fakeComm(t, true, true, withSingleBuffer(true))
 	ts = a2a.NewTestStream(t, single.Device())
 	g, err := a2a.CaptureGraph(ts.Stream(), func() error { _, err := single.On(ts.Stream()).AllGather(x); return err }, single)
 	require.NoError(t, err)

@@ -451,7 +451,7 @@ func TestGraphViewsOutliveLateReads(t *testing.T) {
 		{"bf16", a2a.BFloat16, nil},
 		{"fp8", a2a.Float8E4M3, nil},
 		{"copy-engines", a2a.BFloat16, []func(*a2a.Config){withMover(a2a.MoverCopyEngines)}},
-		{"single-buffer", a2a.BFloat16, []func(*a2a.Config){func(c *a2a.Config) { c.SingleBuffer = true }}},
+		{"single-buffer", a2a.BFloat16, []func(*a2a.Config){withSingleBuffer(true)}},
 	}
 	for _, devices := range pairPlacements(info) {
 		for _, m := range modes {

@@ -50,10 +50,6 @@ func requireTwoGPUs(t *testing.T, gpus int) {
 	}
 }
 
-func withTransport(tr a2a.Transport) func(*a2a.Config) {
-	return func(c *a2a.Config) { c.Transport = tr }
-}
-
 // TestNCCLTransport runs every collective case and the back-to-back race
 // over NCCL: one rank alone, two ranks with NCCL's own choice of path
 // (peer to peer over NVLink here), and two ranks over its network path.

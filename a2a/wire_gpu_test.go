@@ -12,17 +12,26 @@ import (
 	"github.com/ulysses-go/ulysses/internal/check"
 )
 
-func withWire(w a2a.Wire) func(*a2a.Config) {
-	return func(c *a2a.Config) { c.Wire = w }
+// noWire says which GPU of info cannot take the fp8 wire (compute
+// capability below 9.0), or "" when all can.
+func noWire(info a2a.SystemInfo) string {
+	for _, d := range info.Devices {
+		if d.Major*10+d.Minor < 90 {
+			return fmt.Sprintf("GPU %d has compute capability %d.%d", d.Ordinal, d.Major, d.Minor)
+		}
+	}
+	return ""
 }
 
 // wirePaths are the wire's two ways across, each forced at any size: rows
 // for the peers staged as codes and decoded by a second launch, or every
-// row sent as 16-bit values already rounded (the small operations' path).
+// row sent as 16-bit values already rounded (the small operations' path),
+// with the launches an operation takes on each.
 var wirePaths = []struct {
 	name        string
 	directBytes int64
-}{{"staged", 1}, {"direct", math.MaxInt64}}
+	launches    int
+}{{"staged", 1, 2}, {"direct", math.MaxInt64, 1}}
 
 // TestWire runs every operation over the fp8 wire, on both of its paths, in
 // both formats (the direct path in E4M3 only: it differs from the staged
@@ -36,8 +45,8 @@ var wirePaths = []struct {
 // round-tripped (ref.RoundTripRows) byte for byte.
 func TestWire(t *testing.T) {
 	info := requireGPU(t)
-	if d := info.Devices[0]; d.Major*10+d.Minor < 90 {
-		t.Skipf("the fp8 wire needs compute capability 9.0; GPU 0 has %d.%d", d.Major, d.Minor)
+	if why := noWire(info); why != "" {
+		t.Skipf("the fp8 wire needs compute capability 9.0: %s", why)
 	}
 	for _, path := range wirePaths {
 		t.Run(path.name, func(t *testing.T) {
@@ -61,7 +70,7 @@ func testWire(t *testing.T, devices []int, w a2a.Wire, dt a2a.DType) {
 	for _, single := range []bool{false, true} {
 		t.Run(fmt.Sprintf("%v/%v/single=%v", w, dt, single), func(t *testing.T) {
 			cases := collectiveCases(world, dt)
-			g := newTestGroup(t, devices, dt, cases, withWire(w), func(c *a2a.Config) { c.SingleBuffer = single })
+			g := newTestGroup(t, devices, dt, cases, withWire(w), withSingleBuffer(single))
 			for i, cs := range cases {
 				for _, narrow := range []bool{false, true} {
 					cs.Narrow = narrow

@@ -55,13 +55,13 @@ func TestRoundTripRowsErrorBound(t *testing.T) {
 	for r := 0; r < len(b)/(2*D); r++ {
 		amax := 0.0
 		for i := range D {
-			amax = math.Max(amax, math.Abs(bf16(b, r*D+i)))
+			amax = math.Max(amax, math.Abs(fromHalf(api.BFloat16, b, r*D+i)))
 		}
 		for i := range D {
 			if amax < 0x1p-100 {
 				continue // the scale's lower clamp: the bound is absolute there
 			}
-			assert.LessOrEqual(t, math.Abs(bf16(got, r*D+i)-bf16(b, r*D+i)), amax/16, "row %d element %d", r, i)
+			assert.LessOrEqual(t, math.Abs(fromHalf(api.BFloat16, got, r*D+i)-fromHalf(api.BFloat16, b, r*D+i)), amax/16, "row %d element %d", r, i)
 		}
 	}
 }
@@ -71,10 +71,6 @@ func TestRoundTripRowsRefuses(t *testing.T) {
 	require.ErrorIs(t, ref.RoundTripRows(api.WireE4M3, api.Float8E4M3, b, 6), ref.ErrShape)
 	require.ErrorIs(t, ref.RoundTripRows(api.WireE4M3, api.BFloat16, b, 4), ref.ErrShape)
 	require.NoError(t, ref.RoundTripRows(api.WireExact, api.Float8E4M3, b, 5), "exact: nothing to do")
-}
-
-func bf16(b []byte, i int) float64 {
-	return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16))
 }
 
 // The error figures docs/BENCHMARKS.md quotes, on rows drawn as attention
