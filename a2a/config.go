@@ -134,7 +134,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, plan.MaxTensors, ErrConfig)
 	case c.Wire > WireE5M2:
 		return fmt.Errorf("a2a: Wire %d unknown: %w", c.Wire, ErrConfig)
-	case c.Wire.Lossy() && c.DType.Size() != 2:
+	case !c.Wire.Carries(c.DType):
 		return fmt.Errorf("a2a: the %v wire moves bf16 or fp16, not %v: %w", c.Wire, c.DType, ErrConfig)
 	case c.Wire.Lossy() && c.Mover == MoverCopyEngines:
 		return fmt.Errorf("a2a: the %v wire converts in the kernels; the copy engines cannot (MoverAuto takes the kernels): %w", c.Wire, ErrConfig)

@@ -37,6 +37,11 @@ type session struct {
 	challenge   [nonceSize]byte // rank 0's, from its challenge
 }
 
+// frame is a frame of kind from this session's rank.
+func (s *session) frame(kind uint16, payload []byte) frame {
+	return frame{kind: kind, rank: s.rank, world: s.world, payload: payload}
+}
+
 // mac returns HMAC-SHA256 under s.key of
 //
 //	label || 0x00 || version (uint16) || rank (uint32) || world (uint32) || nonce || challenge || data

@@ -24,9 +24,6 @@ func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 	defer conn.Close()
 	defer unwatch()
 
-	mine := func(kind uint16, payload []byte) frame {
-		return frame{kind: kind, rank: s.rank, world: s.world, payload: payload}
-	}
 	switch f.kind {
 	case kindResult:
 	case kindError:
@@ -42,7 +39,7 @@ func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 		sendPeerError(conn, s, sentinel, fmt.Sprintf("rank %d: %s", r, msg))
 		return nil, fmt.Errorf("exchange: rank %d: result from rank 0 at %s: %w", r, addr, err)
 	}
-	if err := encodeFrame(conn, mine(kindAck, nil), s.mac(labelAck, nil)...); err != nil {
+	if err := encodeFrame(conn, s.frame(kindAck, nil), s.mac(labelAck, nil)...); err != nil {
 		return nil, x.peerIOError(ctx, "acknowledging the result to", err)
 	}
 
@@ -129,9 +126,9 @@ func (x *TCP) enter(ctx context.Context, conn net.Conn, local []byte) (s *sessio
 	if refused != nil || err != nil {
 		return nil, frame{}, refused, err
 	}
-	out, err := appendFrame(nil, frame{kind: kindAuth, rank: s.rank, world: s.world}, s.mac(labelAuth, nil)...)
+	out, err := appendFrame(nil, s.frame(kindAuth, nil), s.mac(labelAuth, nil)...)
 	if err == nil {
-		out, err = appendFrame(out, frame{kind: kindBlob, rank: s.rank, world: s.world, payload: local}, s.mac(labelBlob, local)...)
+		out, err = appendFrame(out, s.frame(kindBlob, local), s.mac(labelBlob, local)...)
 	}
 	if err != nil {
 		return nil, frame{}, nil, fmt.Errorf("exchange: rank %d: encoding blob: %w", x.cfg.Rank, err)
@@ -170,7 +167,7 @@ func isBusy(f frame) bool {
 func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, err error) {
 	addr, r, P := x.cfg.Addr, x.cfg.Rank, x.cfg.WorldSize
 	s = &session{key: x.cfg.Secret, rank: uint32(r), world: uint32(P), nonce: newNonce()}
-	if err := encodeFrame(conn, frame{kind: kindHello, rank: s.rank, world: s.world, payload: s.nonce[:]}); err != nil {
+	if err := encodeFrame(conn, s.frame(kindHello, s.nonce[:])); err != nil {
 		if isRefusal(err) {
 			return nil, err, nil
 		}
@@ -215,7 +212,7 @@ const proofRefusal = "rank 0's proof is wrong"
 // notifyTimeout, ignoring failures.
 func sendPeerError(conn net.Conn, s *session, sentinel error, msg string) {
 	_ = conn.SetWriteDeadline(time.Now().Add(notifyTimeout))
-	_ = encodeFrame(conn, frame{kind: kindError, rank: s.rank, world: s.world, payload: encodeError(sentinel, msg)})
+	_ = encodeFrame(conn, s.frame(kindError, encodeError(sentinel, msg)))
 }
 
 // isRefusal reports whether err, from the first I/O on a connection, says

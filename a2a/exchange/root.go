@@ -255,11 +255,7 @@ func (rr *rootRound) isOpen(c net.Conn) bool {
 // payloads (104 bytes) from c.
 func (rr *rootRound) handshake(c net.Conn) event {
 	helloDL := rr.helloDeadline()
-	authDL := time.Now().Add(rr.x.cfg.AuthTimeout)
-	if helloDL.Before(authDL) {
-		authDL = helloDL
-	}
-	_ = c.SetDeadline(authDL)
+	_ = c.SetDeadline(rr.deadlineIn(rr.x.cfg.AuthTimeout)) // AuthTimeout <= HelloTimeout: within helloDL
 	s, err := rr.authenticate(c)
 	if err != nil {
 		return dropped(c, err)
@@ -391,12 +387,15 @@ func (rr *rootRound) unclaim(c net.Conn, r uint32) {
 
 // helloDeadline is when a connection admitted now must have delivered its
 // blob: HelloTimeout from now, or ctx's deadline if sooner.
-func (rr *rootRound) helloDeadline() time.Time {
-	d := time.Now().Add(rr.x.cfg.HelloTimeout)
-	if dl, ok := rr.ctx.Deadline(); ok && dl.Before(d) {
-		d = dl
+func (rr *rootRound) helloDeadline() time.Time { return rr.deadlineIn(rr.x.cfg.HelloTimeout) }
+
+// deadlineIn is d from now, or ctx's deadline if that comes first.
+func (rr *rootRound) deadlineIn(d time.Duration) time.Time {
+	dl := time.Now().Add(d)
+	if ctxDL, ok := rr.ctx.Deadline(); ok && ctxDL.Before(dl) {
+		dl = ctxDL
 	}
-	return d
+	return dl
 }
 
 // report hands ev to collect, and reports false if the round stopped

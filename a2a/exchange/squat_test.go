@@ -142,8 +142,7 @@ func startSampler(t *testing.T) *peakSampler {
 	go func() {
 		defer close(p.done)
 		for {
-			p.goroutines.Store(max(p.goroutines.Load(), int64(runtime.NumGoroutine())))
-			p.fds.Store(max(p.fds.Load(), int64(countFDs(t))))
+			p.sample(t)
 			select {
 			case <-p.stop:
 				return
@@ -152,6 +151,12 @@ func startSampler(t *testing.T) *peakSampler {
 		}
 	}()
 	return p
+}
+
+// sample takes one sample now.
+func (p *peakSampler) sample(t *testing.T) {
+	p.goroutines.Store(max(p.goroutines.Load(), int64(runtime.NumGoroutine())))
+	p.fds.Store(max(p.fds.Load(), int64(countFDs(t))))
 }
 
 func (p *peakSampler) end() {

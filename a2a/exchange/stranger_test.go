@@ -31,6 +31,15 @@ type stranger func(addr string) (got []frame, err error)
 // the challenge, which it may do once its round is over.
 var errNoChallenge = errors.New("rank 0 closed the connection before the challenge")
 
+// readingChallenge is err, from reading the challenge, marked
+// errNoChallenge when it says rank 0 closed the connection (isRefusal).
+func readingChallenge(err error) error {
+	if isRefusal(err) {
+		return fmt.Errorf("%w: %w", errNoChallenge, err)
+	}
+	return err
+}
+
 // strangerHello connects, sends a hello claiming rank and world, reads
 // the challenge, and sends a proof and a blob MACed under key; it then
 // reads until rank 0 closes the connection.
@@ -42,10 +51,7 @@ func strangerHello(rank, world uint32, key []byte) stranger {
 		}
 		defer cl.Close()
 		if _, err := cl.challenge(); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
-				return nil, fmt.Errorf("%w: %w", errNoChallenge, err)
-			}
-			return nil, err
+			return nil, readingChallenge(err)
 		}
 		if err := cl.authAndBlob([]byte("poison")); err != nil {
 			return nil, nil // rank 0 may have closed the connection already
@@ -97,8 +103,11 @@ var strangers = []struct {
 		}
 		defer cl.Close()
 		f, err := cl.read()
-		if err != nil || len(f.payload) < nonceSize {
-			return nil, fmt.Errorf("no challenge: %v", err)
+		if err != nil {
+			return nil, readingChallenge(err)
+		}
+		if len(f.payload) < nonceSize {
+			return nil, fmt.Errorf("no challenge: a frame of %d bytes", len(f.payload))
 		}
 		_ = cl.send(kindAuth, f.payload[nonceSize:], "")
 		return readAll(cl)
@@ -419,25 +428,7 @@ func TestFlood(t *testing.T) {
 	addr := xs[0].Addr()
 	f0, g0 := countFDs(t), runtime.NumGoroutine()
 
-	// The sampler records the peaks.
-	var peakFDs, peakG atomic.Int64
-	sample := func() {
-		peakFDs.Store(max(peakFDs.Load(), int64(countFDs(t))))
-		peakG.Store(max(peakG.Load(), int64(runtime.NumGoroutine())))
-	}
-	stopSampling := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-time.After(2 * time.Millisecond):
-				sample()
-			}
-		}
-	}()
+	peaks := startSampler(t)
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -503,9 +494,8 @@ func TestFlood(t *testing.T) {
 		break
 	}
 	elapsed := time.Since(start)
-	close(stopSampling)
-	<-sampled
-	sample()
+	peaks.end()
+	peaks.sample(t)
 
 	// The strangers hold at most one connection per worker (and the
 	// descriptor of a connection being dialed); the group holds P-1
@@ -520,11 +510,11 @@ func TestFlood(t *testing.T) {
 	t.Logf("%d connections in %v (%d rounds): rank 0 admitted %d, evicted %d, held at most %d at once (MaxConns %d); "+
 		"process peaks: %d descriptors (baseline %d, bound %d), %d goroutines (baseline %d, bound %d)",
 		total, elapsed.Round(time.Millisecond), rounds, admitted, evicted, peakConns, maxConns,
-		peakFDs.Load(), f0, fdBound, peakG.Load(), g0, gBound)
+		peaks.fds.Load(), f0, fdBound, peaks.goroutines.Load(), g0, gBound)
 	assert.LessOrEqual(t, peakConns, maxConns)
 	assert.Greater(t, evicted, 0, "the flood was heavy enough to hit the limit")
-	assert.LessOrEqual(t, int(peakFDs.Load()), fdBound)
-	assert.LessOrEqual(t, int(peakG.Load()), gBound)
+	assert.LessOrEqual(t, int(peaks.fds.Load()), fdBound)
+	assert.LessOrEqual(t, int(peaks.goroutines.Load()), gBound)
 	// checkLeaks then waits for the baseline.
 }
 

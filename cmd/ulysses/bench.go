@@ -123,7 +123,7 @@ func (p *benchPlan) checkWires(s string) error {
 		return err
 	}
 	for _, w := range p.wires {
-		if !slices.ContainsFunc(p.dtypes, func(dt a2a.DType) bool { return wireFits(w, dt) }) {
+		if !slices.ContainsFunc(p.dtypes, func(dt a2a.DType) bool { return w.Carries(dt) }) {
 			return fmt.Errorf("--wires %v moves bf16 and fp16 only, and --dtypes has neither", w)
 		}
 		if err := wireConflict(w, p.mover, p.transport); err != nil {
@@ -139,7 +139,7 @@ func (p benchPlan) wiresFor(dt a2a.DType) ([]a2a.Wire, []string) {
 	var out []a2a.Wire
 	var notes []string
 	for _, w := range p.wires {
-		if wireFits(w, dt) {
+		if w.Carries(dt) {
 			out = append(out, w)
 		} else {
 			notes = append(notes, fmt.Sprintf("%v over the %v wire skipped: the fp8 wire moves bf16 and fp16", dt, w))
@@ -148,8 +148,7 @@ func (p benchPlan) wiresFor(dt a2a.DType) ([]a2a.Wire, []string) {
 	return out, notes
 }
 
-// rowCount is how many rows the bench times at most (sizes that hold no
-// whole token are counted too).
+// rowCount is how many rows the bench times.
 func (p benchPlan) rowCount() int {
 	n := 0
 	for _, dt := range p.dtypes {

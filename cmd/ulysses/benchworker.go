@@ -93,16 +93,15 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 		return nil, err
 	}
 	for _, dt := range plan.dtypes {
-		sizes, notes := sizePlans(plan.sizes, o.batch, o.heads, o.headDim, dt)
-		wires, wireNotes := plan.wiresFor(dt)
-		notes = append(notes, wireNotes...)
+		sizes, _ := sizePlans(plan.sizes, o.batch, o.heads, o.headDim, dt) // plan refused sizes of no whole token
+		wires, notes := plan.wiresFor(dt)
 		if lead {
 			res.Notes = append(res.Notes, notes...)
 			for _, n := range notes {
 				fmt.Fprintf(stderr, "bench: %s\n", n)
 			}
 		}
-		if len(sizes) == 0 || len(wires) == 0 {
+		if len(wires) == 0 {
 			continue
 		}
 		maxTokens := 0

@@ -179,7 +179,7 @@ func (o *checkOpts) plan() (checkPlan, error) {
 func checkWirePlan(p checkPlan) error {
 	w := p.cfg.Wire
 	for _, dt := range p.dtypes {
-		if !wireFits(w, dt) {
+		if !w.Carries(dt) {
 			return fmt.Errorf("--wire %v moves bf16 and fp16 only, and --dtypes has %v: give --dtypes bf16,fp16 (or some of them)", w, dt)
 		}
 	}

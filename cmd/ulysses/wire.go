@@ -49,12 +49,6 @@ func wireConflict(w a2a.Wire, mover a2a.Mover, transport a2a.Transport) error {
 	return nil
 }
 
-// wireFits reports whether dtype dt can cross wire w: any dtype exactly,
-// only the 16-bit ones (bf16, fp16) over an fp8 wire.
-func wireFits(w a2a.Wire, dt a2a.DType) bool {
-	return !w.Lossy() || dt.Size() == 2
-}
-
 // wireName is a row's wire field: "" for the exact wire (so that exact
 // rows read as before the wire existed), the wire's name otherwise.
 func wireName(w a2a.Wire) string {

@@ -42,6 +42,10 @@ func (w Wire) String() string {
 // Lossy reports whether w changes the values it moves.
 func (w Wire) Lossy() bool { return w == WireE4M3 || w == WireE5M2 }
 
+// Carries reports whether elements of dt can cross w: any type exactly,
+// only the 16-bit ones (bf16, fp16) over an fp8 wire.
+func (w Wire) Carries(dt DType) bool { return !w.Lossy() || dt.Size() == 2 }
+
 // ParseWire reads a name as String prints it, in any case.
 func ParseWire(s string) (Wire, error) {
 	for _, w := range []Wire{WireExact, WireE4M3, WireE5M2} {

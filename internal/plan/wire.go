@@ -39,7 +39,7 @@ func WireBytes(outBytes int64, tensors int) int64 {
 // disagree on the wire fail with ErrOpMismatch instead of decoding each
 // other's bytes.
 func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capacity int64) (Plan, error) {
-	if !w.Lossy() || dt.Size() != 2 {
+	if !w.Lossy() || !w.Carries(dt) {
 		return Plan{}, fmt.Errorf("a2a: the %v wire moves 16-bit elements, not %v: %w", w, dt, api.ErrConfig)
 	}
 	p, err := planRows(r, dt, rank, world, ts, capacity, []int{2})
