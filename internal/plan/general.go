@@ -287,13 +287,20 @@ func (p *Plan) setGeneralWalk(r Request, w walks, H, world int, es int64, widths
 func generalWidth(r Request, headBytes, es int64, widths []int) int {
 	stride := api.RowElems(r.Xs[0]) * es
 	for _, w := range widths {
-		fits := headBytes%int64(w) == 0 && stride%int64(w) == 0
-		for k := range r.N {
-			fits = fits && r.Xs[k].Ptr%uintptr(w) == 0
-		}
-		if fits {
+		if headBytes%int64(w) == 0 && stride%int64(w) == 0 && inputsAligned(r, w) {
 			return w
 		}
 	}
 	return int(es)
+}
+
+// inputsAligned reports whether every input of r starts at a multiple of
+// w bytes.
+func inputsAligned(r Request, w int) bool {
+	for k := range r.N {
+		if r.Xs[k].Ptr%uintptr(w) != 0 {
+			return false
+		}
+	}
+	return true
 }

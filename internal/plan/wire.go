@@ -96,11 +96,7 @@ var WireDirectOverride atomic.Int64
 // token stride and every input's address allow.
 func wireWidth(r Request, D int64) int {
 	for _, w := range ptx.WireWidths {
-		fits := headFits(w, D) && api.RowElems(r.Xs[0])%int64(w/2) == 0
-		for k := range r.N {
-			fits = fits && r.Xs[k].Ptr%uintptr(w) == 0
-		}
-		if fits {
+		if headFits(w, D) && api.RowElems(r.Xs[0])%int64(w/2) == 0 && inputsAligned(r, w) {
 			return w
 		}
 	}
