@@ -30,6 +30,23 @@ type Kernels struct {
 // vector width.
 type entryTable = map[ptx.Op]map[int]driver.Function
 
+// lookupTable looks up the function of every operation of ops at every
+// width of widths.
+func lookupTable(ops []ptx.Op, widths []int, lookup func(ptx.Op, int) (driver.Function, error)) (entryTable, error) {
+	t := entryTable{}
+	for _, op := range ops {
+		t[op] = map[int]driver.Function{}
+		for _, w := range widths {
+			f, err := lookup(op, w)
+			if err != nil {
+				return nil, err
+			}
+			t[op][w] = f
+		}
+	}
+	return t, nil
+}
+
 // loadKernels loads the PTX of elemBytes-wide elements into ctx and looks
 // up every entry the transport launches.
 func loadKernels(ctx *driver.Context, elemBytes int) (*Kernels, error) {
@@ -53,16 +70,7 @@ func loadKernels(ctx *driver.Context, elemBytes int) (*Kernels, error) {
 		return f, nil
 	}
 	table := func(ops []ptx.Op, name func(ptx.Op, int) ptx.Entry) (entryTable, error) {
-		t := entryTable{}
-		for _, op := range ops {
-			t[op] = map[int]driver.Function{}
-			for _, w := range k.Widths {
-				if t[op][w], err = fn(name(op, w)); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return t, nil
+		return lookupTable(ops, k.Widths, func(op ptx.Op, w int) (driver.Function, error) { return fn(name(op, w)) })
 	}
 	if k.Ops, err = table(ptx.Ops, ptx.EntryFor); err != nil {
 		return nil, err

@@ -10,12 +10,12 @@ import (
 // the exchange of each operation and the decode, by width
 // (ptx.WireWidths).
 type WireKernels struct {
-	Ops    map[ptx.Op]map[int]driver.Function
+	Ops    entryTable
 	Decode map[int]driver.Function
 }
 
 // Wire returns the fp8 wire's kernels of w for 16-bit type dt. The first
-// call on a device loads the wire's module (about 1 MB of PTX, compiled by
+// call on a device loads the wire's module (about 6 MB of PTX, compiled by
 // the driver once per process and device, which needs compute capability
 // 9.0 or later); later calls only look its functions up.
 func (s *Share) Wire(w api.Wire, dt api.DType) (*WireKernels, error) {
@@ -33,23 +33,24 @@ func (s *Share) Wire(w api.Wire, dt api.DType) (*WireKernels, error) {
 		s.wireModule = m
 	}
 	format, out := w.String(), dt.String() // as the entries spell them: e4m3/e5m2, bf16/fp16
-	k := &WireKernels{Ops: map[ptx.Op]map[int]driver.Function{}, Decode: map[int]driver.Function{}}
-	for _, width := range ptx.WireWidths {
-		for _, op := range ptx.WireOps {
-			if k.Ops[op] == nil {
-				k.Ops[op] = map[int]driver.Function{}
-			}
-			f, err := s.Ctx.Function(s.wireModule, string(ptx.WireEntryFor(op, format, out, width)))
-			if err != nil {
-				return nil, api.WrapDriver("loading the fp8 wire's kernels", err)
-			}
-			k.Ops[op][width] = f
-		}
-		f, err := s.Ctx.Function(s.wireModule, string(ptx.WireDecodeFor(format, out, width)))
+	find := func(e ptx.Entry) (driver.Function, error) {
+		f, err := s.Ctx.Function(s.wireModule, string(e))
 		if err != nil {
-			return nil, api.WrapDriver("loading the fp8 wire's kernels", err)
+			return 0, api.WrapDriver("loading the fp8 wire's kernels", err)
 		}
-		k.Decode[width] = f
+		return f, nil
+	}
+	ops, err := lookupTable(ptx.WireOps, ptx.WireWidths, func(op ptx.Op, w int) (driver.Function, error) {
+		return find(ptx.WireEntryFor(op, format, out, w))
+	})
+	if err != nil {
+		return nil, err
+	}
+	k := &WireKernels{Ops: ops, Decode: map[int]driver.Function{}}
+	for _, w := range ptx.WireWidths {
+		if k.Decode[w], err = find(ptx.WireDecodeFor(format, out, w)); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }
