@@ -43,7 +43,7 @@ vet:
 
 check: fmt vet test
 
-# Regenerate the PTX from gen/kernels (needs nvcc: see README).
+# Regenerate the PTX from gen/kernels (needs nvcc: see docs/DEVELOPING.md).
 ptx:
 	$(GO) generate ./internal/kernelabi ./ptx
 

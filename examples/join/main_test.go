@@ -10,19 +10,19 @@ import (
 	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
-// The README shows this program whole: the code block after its marker
+// docs/GUIDE.md shows this program whole: the code block after its marker
 // must be the file, byte for byte.
-func TestREADMEShowsThisFile(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestGuideShowsThisFile(t *testing.T) {
+	guide, err := os.ReadFile("../../docs/GUIDE.md")
 	require.NoError(t, err)
 	src, err := os.ReadFile("main.go")
 	require.NoError(t, err)
 	const marker = "<!-- the file examples/join/main.go, kept identical to it by its test -->\n```go\n"
-	_, block, ok := strings.Cut(string(readme), marker)
-	require.True(t, ok, "README.md lacks the marker %q", marker)
+	_, block, ok := strings.Cut(string(guide), marker)
+	require.True(t, ok, "docs/GUIDE.md lacks the marker %q", marker)
 	block, _, ok = strings.Cut(block, "```\n")
-	require.True(t, ok, "README.md: the code block is not closed")
-	require.Equal(t, string(src), block, "README.md's copy of examples/join/main.go differs: copy the file into it")
+	require.True(t, ok, "docs/GUIDE.md: the code block is not closed")
+	require.Equal(t, string(src), block, "docs/GUIDE.md's copy of examples/join/main.go differs: copy the file into it")
 }
 
 // A secret is required before anything else is tried.
