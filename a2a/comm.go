@@ -136,12 +136,15 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
 		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer, ID: id,
 	}
 	copy(self.BusID[:], c.dev.info.BusID)
-	self.Host, self.Transport = handle.HostIdentity(), c.cfg.Transport
+	self.Host, self.Transport = handle.HostIdentity(), api.Transport(c.cfg.Transport)
 	if c.cfg.Transport == TransportAuto {
 		self.NReach, self.Reach = reach(c.dev.drv, c.dev.info.Ordinal)
 	}
 	c.selfBytes = self.Encode()
 }
+
+// HandleSize is the length of the bytes Comm.Handle returns.
+const HandleSize = handle.Size
 
 // Handle returns the bytes peers need to map this rank's buffer
 // (HandleSize bytes). Pass every rank's handle, in rank order, to Connect.

@@ -36,7 +36,7 @@ func (c *Comm) NeedsNCCL(handles [][]byte) (bool, error) {
 		return false, err
 	}
 	kind, err := handle.Choose(hs)
-	return kind == TransportNCCL, err
+	return kind == api.TransportNCCL, err
 }
 
 func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
@@ -56,7 +56,7 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.newTransport(kind, id)
+	t, err := c.newTransport(Transport(kind), id)
 	if err != nil {
 		return err
 	}

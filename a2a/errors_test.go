@@ -25,7 +25,7 @@ func TestErrorsReadOnce(t *testing.T) {
 	broken.failure = &TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 3}
 	broken.reported = true
 	_, handleErr := handle.Decode(make([]byte, 3))
-	_, planErr := plan.Plain(ptx.OpSendRecvHeads, Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: BFloat16}, BFloat16, 0, 2, plan.NewTokens([]int{2, 2}), 1<<20, []int{16})
+	_, planErr := plan.Plain(ptx.OpSendRecvHeads, api.Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: api.BFloat16}, api.BFloat16, 0, 2, plan.NewTokens([]int{2, 2}), 1<<20, []int{16})
 	cases := []struct {
 		err      error
 		sentinel error

@@ -30,13 +30,13 @@ type ops struct {
 // heads and strided inputs take the general kernels, which do a little
 // more arithmetic per vector.
 func (o ops) SendRecvHeads(x Tensor) (Tensor, error) {
-	return o.c.run(plan.Single(ptx.OpSendRecvHeads, x), nil, nil, o.s)
+	return o.c.run(plan.Single(ptx.OpSendRecvHeads, x.internal()), nil, nil, o.s)
 }
 
 // SendRecvHeadsInto is SendRecvHeads writing into dst ([B, T, H/P, D]), at
 // the cost of one device-local copy out of the Comm's buffer.
 func (o ops) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := o.c.run(plan.Single(ptx.OpSendRecvHeads, x), []Tensor{dst}, nil, o.s)
+	_, err := o.c.run(plan.Single(ptx.OpSendRecvHeads, x.internal()), []Tensor{dst}, nil, o.s)
 	return err
 }
 
@@ -49,13 +49,13 @@ func (o ops) SendRecvHeadsInto(dst, x Tensor) error {
 // keeps the two apart); with Config.SingleBuffer it must not lie in the
 // Comm's buffer.
 func (o ops) GatherHeads(x Tensor) (Tensor, error) {
-	return o.c.run(plan.Single(ptx.OpGatherHeads, x), nil, nil, o.s)
+	return o.c.run(plan.Single(ptx.OpGatherHeads, x.internal()), nil, nil, o.s)
 }
 
 // GatherHeadsInto is GatherHeads writing into dst ([B, T_r, H, D]), at the
 // cost of one device-local copy.
 func (o ops) GatherHeadsInto(dst, x Tensor) error {
-	_, err := o.c.run(plan.Single(ptx.OpGatherHeads, x), []Tensor{dst}, nil, o.s)
+	_, err := o.c.run(plan.Single(ptx.OpGatherHeads, x.internal()), []Tensor{dst}, nil, o.s)
 	return err
 }
 
@@ -63,13 +63,13 @@ func (o ops) GatherHeadsInto(dst, x Tensor) error {
 // result is [B, T, H, D], the same on every rank. Asynchronous, returning a
 // view valid until the next operation.
 func (o ops) AllGather(x Tensor) (Tensor, error) {
-	return o.c.run(plan.Single(ptx.OpAllGather, x), nil, nil, o.s)
+	return o.c.run(plan.Single(ptx.OpAllGather, x.internal()), nil, nil, o.s)
 }
 
 // AllGatherInto is AllGather writing into dst ([B, T, H, D]), at the cost of
 // one device-local copy.
 func (o ops) AllGatherInto(dst, x Tensor) error {
-	_, err := o.c.run(plan.Single(ptx.OpAllGather, x), []Tensor{dst}, nil, o.s)
+	_, err := o.c.run(plan.Single(ptx.OpAllGather, x.internal()), []Tensor{dst}, nil, o.s)
 	return err
 }
 
@@ -109,7 +109,7 @@ func (o ops) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
 // world size); the result, the same on every rank, is [B, T, H, D]. One
 // launch, a view valid until the next operation, like AllGather.
 func (o ops) HeadAllGather(heads int, x Tensor) (Tensor, error) {
-	r := plan.Single(ptx.OpHeadAllGather, x)
+	r := plan.Single(ptx.OpHeadAllGather, x.internal())
 	r.Heads = heads
 	return o.c.run(r, nil, nil, o.s)
 }
@@ -117,7 +117,7 @@ func (o ops) HeadAllGather(heads int, x Tensor) (Tensor, error) {
 // HeadAllGatherInto is HeadAllGather writing into dst, at the cost of one
 // device-local copy.
 func (o ops) HeadAllGatherInto(heads int, dst, x Tensor) error {
-	r := plan.Single(ptx.OpHeadAllGather, x)
+	r := plan.Single(ptx.OpHeadAllGather, x.internal())
 	r.Heads = heads
 	_, err := o.c.run(r, []Tensor{dst}, nil, o.s)
 	return err
@@ -197,10 +197,11 @@ func (c *Comm) run(r plan.Request, dsts, views []Tensor, s driver.Stream) (Tenso
 
 // copyOut copies the output at from (p.out, contiguous) into dst on s: one
 // copy, row by row when dst has a token stride.
-func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p plan.Plan, s driver.Stream) error {
+func (c *Comm) copyOut(out Tensor, from driver.DevicePtr, p plan.Plan, s driver.Stream) error {
 	if p.OutBytes == 0 {
 		return nil
 	}
+	dst := out.internal()
 	if !api.Strided(dst) {
 		return c.dev.ctx.MemcpyDtoDAsync(driver.DevicePtr(dst.Ptr), from, uint64(p.OutBytes), s)
 	}
@@ -215,12 +216,12 @@ func (c *Comm) copyOut(dst Tensor, from driver.DevicePtr, p plan.Plan, s driver.
 // else the general ones.
 func (c *Comm) plan(r plan.Request, ts plan.Tokens) (plan.Plan, error) {
 	if c.cfg.Wire.Lossy() {
-		return plan.Wire(r, c.cfg.DType, c.cfg.Wire, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes)
+		return plan.Wire(r, api.DType(c.cfg.DType), api.Wire(c.cfg.Wire), c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes)
 	}
 	if r.NeedsGeneral(c.cfg.WorldSize) {
-		return plan.General(r, c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
+		return plan.General(r, api.DType(c.cfg.DType), c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
 	}
-	return plan.Plain(r.Op, r.Xs[0], c.cfg.DType, c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
+	return plan.Plain(r.Op, r.Xs[0], api.DType(c.cfg.DType), c.cfg.Rank, c.cfg.WorldSize, ts, c.layout.DataBytes, c.t.Widths())
 }
 
 // outputViews stores the view of each tensor's output (at out, region
@@ -255,8 +256,9 @@ func (c *Comm) checkPlacement(r plan.Request, dsts, views []Tensor, p plan.Plan,
 	if len(dsts) != r.N {
 		return fmt.Errorf("a2a: %s of %d tensors given %d outputs: %w", r.Op, r.N, len(dsts), ErrShape)
 	}
-	for k, dst := range dsts {
-		if err := api.CheckTensor("output", dst, c.cfg.DType, p.Out); err != nil {
+	for k := range dsts {
+		dst := dsts[k].internal()
+		if err := api.CheckTensor("output", dst, api.DType(c.cfg.DType), p.Out); err != nil {
 			return api.Wrap(err, "%s output %d", r.Op, k)
 		}
 		if api.Strided(dst) && api.RowElems(dst)*int64(c.cfg.DType.Size()) > plan.MaxPitch {

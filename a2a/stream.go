@@ -47,7 +47,9 @@ func (o ops) runPacked(op ptx.Op, heads int, dsts, views, xs []Tensor) error {
 		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", op, len(xs), plan.MaxTensors, ErrShape)
 	}
 	r := plan.Request{Op: op, N: len(xs), Heads: heads}
-	copy(r.Xs[:], xs)
+	for k, x := range xs {
+		r.Xs[k] = x.internal()
+	}
 	if dsts == nil && views == nil {
 		return fmt.Errorf("a2a: %s: no views or outputs to fill: %w", op, ErrShape)
 	}

@@ -62,14 +62,6 @@ func Span(t Tensor) int64 {
 	return ((rows-1)*RowElems(t) + int64(t.Shape[2])*int64(t.Shape[3])) * int64(t.DType.Size())
 }
 
-// CheckDense refuses a strided tensor where only contiguous ones work.
-func CheckDense(name string, t Tensor) error {
-	if Strided(t) {
-		return fmt.Errorf("a2a: %s %v has a token stride; only the head operations' inputs may: %w", name, t, ErrNotSupported)
-	}
-	return nil
-}
-
 // CheckTensor validates a tensor against an expected dtype and shape; name
 // says which argument it is in errors.
 func CheckTensor(name string, t Tensor, dt DType, shape [4]int) error {
