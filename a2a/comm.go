@@ -23,8 +23,6 @@ import (
 // Several Comms may be used at once from any goroutines (see
 // docs/RELIABILITY.md, "Concurrency").
 type Comm struct {
-	ops // the operations, on the Comm's own stream
-
 	mu sync.Mutex
 
 	cfg    Config
@@ -76,7 +74,6 @@ func New(cfg Config) (*Comm, error) {
 		return nil, fmt.Errorf("a2a: the %v wire needs compute capability 9.0 or later; GPU %d has %d.%d: %w", cfg.Wire, info.Ordinal, info.Major, info.Minor, ErrNotSupported)
 	}
 	c := &Comm{cfg: cfg, dev: dev}
-	c.ops = ops{c: c, s: ownStream}
 	c.changed.L = &c.mu
 	if err := c.init(); err != nil {
 		c.release()
