@@ -35,6 +35,7 @@ type Comm struct {
 	lastStream driver.Stream
 	tail       driver.Event
 	t          tp.Transport // chosen and built by Connect; nil before
+	env        plan.Env     // what planning reads of the Comm, set with t
 	blocks     int          // this rank's wish of blocks, in its handle
 
 	layout    plan.Layout

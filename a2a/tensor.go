@@ -3,7 +3,7 @@ package a2a
 import (
 	"fmt"
 
-	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // Tensor is a row-major device tensor of shape [B, T, H, D]: B batches of
@@ -47,7 +47,12 @@ func (t Tensor) strided() bool {
 	return t.RowStride != 0 && int64(t.RowStride) != int64(t.Shape[2])*int64(t.Shape[3])
 }
 
-// internal is t as the layers below a2a take it.
-func (t Tensor) internal() api.Tensor {
-	return api.Tensor{Ptr: t.Ptr, Shape: t.Shape, DType: api.DType(t.DType), RowStride: t.RowStride}
+// input checks t as one of an operation's tensors on a Comm of element
+// type dt, and describes it for planning, once: its dtype here (ErrDType),
+// then its shape, pointer, stride and alignment (plan.NewInput).
+func (t Tensor) input(dt DType) (plan.Input, error) {
+	if t.DType != dt {
+		return plan.Input{}, fmt.Errorf("a2a: %v has dtype %v, want %v: %w", t, t.DType, dt, ErrDType)
+	}
+	return plan.NewInput(t.Ptr, t.Shape, t.RowStride, dt.Size())
 }

@@ -115,23 +115,25 @@ func TestCopyPlans(t *testing.T) {
 							}
 						}
 						require.NoError(t, err)
-						row := shape[2] * shape[3]
-						r.Xs[k] = api.Tensor{Ptr: 0x10000, Shape: shape, DType: dt}
+						row, stride := shape[2]*shape[3], 0
 						if c.pad > 0 {
-							r.Xs[k].RowStride = row + c.pad
+							stride = row + c.pad
 						}
+						r.Xs[k], err = plan.NewInput(0x10000, shape, stride, c.es)
+						require.NoError(t, err)
 						inputs[k] = strided(local, row*c.es, (row+c.pad)*c.es)
 					}
+					env := plan.Env{DType: dt, Rank: rank, World: P, Layout: plan.Layout{DataBytes: 1 << 20}, Widths: []int{c.es}}
 					var p plan.Plan
 					var err error
 					if op == ptx.OpAllGather {
-						p, err = plan.Plain(op, r.Xs[0], dt, rank, P, ts, 1<<20, []int{c.es})
+						p, err = plan.Plain(r, env, ts)
 					} else {
-						p, err = plan.General(r, dt, rank, P, ts, 1<<20, []int{c.es})
+						p, err = plan.General(r, env, ts)
 					}
 					require.NoError(t, err)
 					plans = append(plans, p)
-					applyCopies(plan.Boxes(nil, r, p, rank, P, ts, int64(c.es)), inputs, halves)
+					applyCopies(plan.Boxes(nil, &r, &p, rank, P, ts, int64(c.es)), inputs, halves)
 				}
 				for q := range P {
 					for k := range c.tensors {
