@@ -141,11 +141,9 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
 	c.selfBytes = self.Encode()
 }
 
-// HandleSize is the length of the bytes Comm.Handle returns.
-const HandleSize = handle.Size
-
-// Handle returns the bytes peers need to map this rank's buffer
-// (HandleSize bytes). Pass every rank's handle, in rank order, to Connect.
+// Handle returns the bytes peers need to map this rank's buffer (a few
+// hundred, of a length Connect checks). Pass every rank's handle, in rank
+// order, to Connect.
 func (c *Comm) Handle() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()

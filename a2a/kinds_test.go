@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 )
 
 // The public enumerations convert to the layers' own by value: every
@@ -27,6 +28,7 @@ func TestKindsMatchInternal(t *testing.T) {
 	for w, want := range map[Wire]api.Wire{WireExact: api.WireExact, WireE4M3: api.WireE4M3, WireE5M2: api.WireE5M2} {
 		assert.Equal(t, want, api.Wire(w), "%v", w)
 	}
+	assert.Equal(t, kernelabi.MaxRanks, MaxWorldSize, "the kernels' limit")
 	assert.Equal(t, "start", PhaseStart.String())
 	assert.Equal(t, "copy-engines", MoverCopyEngines.String())
 	assert.Equal(t, "nccl", TransportNCCL.String())

@@ -23,19 +23,19 @@ type Plan struct {
 	Sig        uint32 // withTokens(shapeSig, the counts): the same on every rank
 	ShapeSig   uint32 // sig without the token counts, for captured operations
 
-	// The general entries' part (General).
+	// The general entries' part (general).
 	General   bool
 	Tensors   int
 	Region    int64 // bytes between consecutive tensors' outputs in a half
 	Heads     [kernelabi.MaxRanks + 1]int32
-	Inputs    [MaxTensors]uint64 // every tensor's input (Plain and General fill it)
+	Inputs    [MaxTensors]uint64 // every tensor's input (plain and planRows fill it)
 	Units     int64              // vectors per input token row (SendRecvHeads) or per chunk
 	HeadUnits int64              // vectors per head
 	InRow     int64              // vectors between consecutive input tokens
 	WalkTotal bool               // HeadAllGather: the walk grows with all tokens
 	Spread    bool               // every rank takes the general entries: see generalSpread
 
-	// The fp8 wire (Wire): each tensor's staged codes and scale bytes in
+	// The fp8 wire (wire): each tensor's staged codes and scale bytes in
 	// a data half, after the outputs, and what the decode walks.
 	Wire        api.Wire
 	WireWidth   int   // bytes of input the wire entries read at once: 16, 8 or 2
