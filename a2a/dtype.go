@@ -2,9 +2,10 @@ package a2a
 
 import "github.com/ulysses-go/ulysses/internal/api"
 
-// DType is the element type of a tensor. The operations only move bytes,
-// so types of the same width share one kernel, and elements arrive
-// bit-exact unless a lossy Wire rounds them.
+// DType is the element type of a tensor: BFloat16, Float16, Float8E4M3
+// or Float8E5M2. The operations only move bytes, so types of the same
+// width share one kernel, and elements arrive bit-exact unless a lossy
+// Wire rounds them.
 type DType uint8
 
 // The supported element types.

@@ -43,7 +43,8 @@ var (
 	ErrOddGraph     = api.ErrOddGraph
 )
 
-// Phase names the barrier a timed-out rank was waiting in.
+// Phase names the barrier a timed-out rank was waiting in: PhaseStart,
+// PhaseEnd or PhaseClose.
 type Phase uint32
 
 // Barrier phases, as the kernels number them.

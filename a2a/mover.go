@@ -3,7 +3,9 @@ package a2a
 import "github.com/ulysses-go/ulysses/internal/api"
 
 // Mover chooses what moves an operation's bytes between the GPUs
-// (Config.Mover). Every rank must choose the same.
+// (Config.Mover): the SM kernels (MoverKernels, the zero value), the copy
+// engines (MoverCopyEngines), or either by size (MoverAuto). Every rank
+// must choose the same.
 type Mover uint8
 
 const (

@@ -3,10 +3,11 @@ package a2a
 import "github.com/ulysses-go/ulysses/internal/api"
 
 // Transport chooses how a Comm's operations reach the peers
-// (Config.Transport): CUDA IPC (one host with peer access between every
-// pair of GPUs) or NCCL (any GPUs, any hosts NCCL reaches). Every rank
-// must ask for the same one: Connect refuses a group that disagrees
-// (ErrHandle).
+// (Config.Transport): CUDA IPC (TransportIPC, the zero value: one host
+// with peer access between every pair of GPUs), NCCL (TransportNCCL: any
+// GPUs, any hosts NCCL reaches), or whichever the group's GPUs need
+// (TransportAuto). Every rank must ask for the same one: Connect refuses
+// a group that disagrees (ErrHandle).
 type Transport uint8
 
 const (

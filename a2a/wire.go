@@ -3,10 +3,10 @@ package a2a
 import "github.com/ulysses-go/ulysses/internal/api"
 
 // Wire chooses how a Comm's 16-bit elements cross between the GPUs
-// (Config.Wire): exactly (the zero value), or as fp8 codes with one
-// power-of-two scale per row of D elements (one head of one token), which
-// moves about half the bytes and loses precision. Every rank must choose
-// the same.
+// (Config.Wire): exactly (WireExact, the zero value), or as fp8 codes
+// (WireE4M3, WireE5M2) with one power-of-two scale per row of D elements
+// (one head of one token), which moves about half the bytes and loses
+// precision. Every rank must choose the same.
 type Wire uint8
 
 const (
