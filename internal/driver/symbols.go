@@ -24,6 +24,7 @@ type funcs struct {
 	graphLaunch, graphExecDestroy, graphDestroy                                  uintptr
 	funcGetAttribute, occupancyMaxActiveBlocks, memGetAddressRange               uintptr
 	funcSetAttribute                                                             uintptr
+	vmm                                                                          vmmFuncs
 
 	// The names bound where a symbol has several, for error messages.
 	eventElapsedTimeName, deviceGetUUIDName string
@@ -31,7 +32,7 @@ type funcs struct {
 
 // table lists every symbol the package binds, pointing into f.
 func (f *funcs) table() []dl.Symbol {
-	return []dl.Symbol{
+	return append([]dl.Symbol{
 		dl.Req(&f.init, "cuInit"),
 		dl.Req(&f.driverGetVersion, "cuDriverGetVersion"),
 		dl.Req(&f.getErrorName, "cuGetErrorName"),
@@ -101,7 +102,7 @@ func (f *funcs) table() []dl.Symbol {
 		dl.Opt(&f.graphExecDestroy, "cuGraphExecDestroy"),
 		dl.Opt(&f.graphDestroy, "cuGraphDestroy"),
 		dl.Opt(&f.occupancyMaxActiveBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
-	}
+	}, f.vmm.table()...)
 }
 
 // bind binds every symbol of the table with lookup; the first missing

@@ -18,6 +18,16 @@
 // the last mapping is closed. cuMemGetAddressRange_v2 reports a device
 // allocation's base and size.
 //
+// The virtual memory calls work too (cuMemCreate, cuMemAddressReserve,
+// cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemAddressFree, cuMemRelease,
+// cuMemGetAllocationGranularity, which says 2 MiB): a physical allocation
+// is a memfd, exported as a new descriptor of it, which passes to another
+// process over SCM_RIGHTS and imports there onto the same memory, so the
+// processes really share it. cuIpcGetMemHandle refuses such memory, as
+// the real driver does. Devices report POSIX file descriptor handles
+// supported (attribute 103) and fabric handles not (attribute 128, and
+// asking for one fails with CUDA_ERROR_NOT_SUPPORTED).
+//
 // Kernel launches are checked and counted but run nothing. A launch is
 // work queued on its stream until the host waits for it:
 // cuStreamSynchronize on the stream, cuEventSynchronize on an event
@@ -59,6 +69,8 @@
 //   - FAKECUDA_RECORD_PARAMS=N: cuLaunchKernel records the values of its
 //     first N kernel parameters (at most MaxRecordedParams), 8 bytes each;
 //     while it is set, every launch must have at least N parameters.
+//   - FAKECUDA_NO_POSIX_FD=1: devices report POSIX file descriptor
+//     handles unsupported (attribute 103 is 0); the calls work all the same.
 //   - FAKECUDA_HANG=A,W,C,V: kernels wait for their host, as a2a's wait for
 //     a peer that never comes until Close sets their abort word: a launch
 //     reads the address p at byte A of its first parameter (a2a's status
@@ -103,6 +115,7 @@ const (
 	EnvDeviceBase      = "FAKECUDA_DEVICE_BASE"
 	EnvMissingFuncs    = "FAKECUDA_MISSING_FUNCTIONS"
 	EnvRecordParams    = "FAKECUDA_RECORD_PARAMS"
+	EnvNoPosixFD       = "FAKECUDA_NO_POSIX_FD"
 )
 
 // MaxRecordedParams is the most kernel parameters FAKECUDA_RECORD_PARAMS
@@ -149,6 +162,15 @@ type Counters struct {
 	IPCMappings    int64 // cuIpcOpenMemHandle mappings not yet closed
 	ContextRetains int64 // primary context retains not yet released, all devices
 
+	// The virtual memory API's: live physical allocations (cuMemCreate,
+	// or imported from a file descriptor), live mappings (cuMemMap),
+	// reserved address ranges, and the file descriptors exported (a
+	// running total, not part of Live: the caller closes them).
+	VMMAllocations  int64
+	VMMMappings     int64
+	VMMReservations int64
+	FDExports       int64
+
 	// Running totals of the calls that wait for all of a device's work in
 	// the real driver (see the package comment), made with a current
 	// context, whether or not they then succeed; BusyDeviceWaits counts
@@ -169,7 +191,8 @@ func (c Counters) Live() string {
 	}{
 		{c.DeviceAllocs, "device allocations"}, {c.HostAllocs, "host allocations"}, {c.Streams, "streams"},
 		{c.Events, "events"}, {c.Modules, "modules"}, {c.IPCMappings, "IPC mappings"},
-		{c.ContextRetains, "context retains"},
+		{c.ContextRetains, "context retains"}, {c.VMMAllocations, "VMM allocations"},
+		{c.VMMMappings, "VMM mappings"}, {c.VMMReservations, "reserved address ranges"},
 	} {
 		if f.n != 0 {
 			s = append(s, fmt.Sprintf("%d %s", f.n, f.what))

@@ -56,11 +56,15 @@
 // Built by internal/fakecuda.Build with cc -shared -fPIC -O1; plain C99 plus
 // the __atomic builtins of gcc and clang, no libraries beyond libc.
 
+#define _GNU_SOURCE // memfd_create
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef int CUresult;
@@ -90,6 +94,7 @@ enum {
 	LAUNCH_FAILED = 719,
 	STREAM_CAPTURE_UNSUPPORTED = 900,
 	ILLEGAL_STATE = 401,
+	NOT_SUPPORTED = 801,
 	UNKNOWN = 999,
 	STILL_MAPPED = -1, // internal: freed by its owner, kept for open IPC mappings
 };
@@ -250,6 +255,7 @@ struct alloc {
 	int host;     // cuMemHostAlloc rather than cuMemAlloc
 	int ipc_open; // cuIpcOpenMemHandle mappings not yet closed
 	int freed;    // freed by its owner while mapped: kept until the last mapping closes
+	int vmm;      // a cuMemMap mapping: cuMemUnmap removes it, cuMemFree_v2 does not
 };
 
 static int initialized;
@@ -414,7 +420,7 @@ static int remove_alloc(char *p, int host) {
 	int r = INVALID_VALUE;
 	lock();
 	for (int i = 0; i < MAX_ALLOCS; i++) {
-		if (allocs[i].p == p && allocs[i].host == host && !allocs[i].freed) {
+		if (allocs[i].p == p && allocs[i].host == host && !allocs[i].freed && !allocs[i].vmm) {
 			if (host) {
 				n_host_allocs--;
 			} else {
@@ -618,6 +624,9 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
 	case 50: *v = 0; break;          // PCI_DOMAIN_ID
 	case 75: *v = 9; break;          // COMPUTE_CAPABILITY_MAJOR
 	case 76: *v = 0; break;          // COMPUTE_CAPABILITY_MINOR
+	case 102: *v = 1; break;         // VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
+	case 103: *v = !env_long("FAKECUDA_NO_POSIX_FD", 0); break; // HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
+	case 128: *v = 0; break;         // HANDLE_TYPE_FABRIC_SUPPORTED
 	default: *v = 0; break;
 	}
 	return SUCCESS;
@@ -1076,7 +1085,7 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr p) {
 		return INVALID_VALUE;
 	lock();
 	a = find_alloc((uintptr_t)p, 1);
-	if (a == NULL || a->host) {
+	if (a == NULL || a->host || a->vmm) { // legacy IPC cannot share cuMemCreate memory
 		unlock();
 		return INVALID_VALUE;
 	}
@@ -1655,6 +1664,382 @@ CUresult cuEventDestroy_v2(uintptr_t e) {
 	return r;
 }
 
+// ---- virtual memory management ---------------------------------------------
+
+// A physical allocation of cuMemCreate is a memfd of its size, so that its
+// exported file descriptor, passed to another process (SCM_RIGHTS) and
+// imported there, maps the same memory: what one process writes, the
+// other reads. cuMemAddressReserve reserves address space (an
+// inaccessible anonymous mapping), cuMemMap maps the memfd over it
+// (MAP_SHARED, MAP_FIXED), and a mapping counts as a device allocation
+// for memsets, copies and cuMemGetAddressRange_v2, but not for cuMemFree_v2
+// or cuIpcGetMemHandle, which refuse it as the real driver does. The
+// granularity is 2 MiB, as on current GPUs. Fabric handles are not
+// supported (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED is 0 and
+// asking for one fails with CUDA_ERROR_NOT_SUPPORTED).
+
+#define VMM_GRANULARITY ((size_t)2 << 20)
+#define MAX_VMM 1024
+#define VMM_HANDLE_TAG 0xF00D000000000000ull
+#define MEM_HANDLE_TYPE_POSIX_FD 0x1
+#define MEM_HANDLE_TYPE_FABRIC 0x8
+#define MEMFD_NAME "fakecuda-vmm"
+
+struct mem_location { int type, id; };
+
+struct mem_prop {
+	int type;
+	unsigned requested;
+	struct mem_location location;
+	void *win32;
+	unsigned char compression, rdma;
+	unsigned short usage;
+	unsigned char reserved[4];
+};
+
+struct mem_access { struct mem_location location; int flags; };
+
+struct vmm_alloc {
+	int fd;         // the memfd, -1 when the slot is free
+	size_t n;
+	unsigned types; // handle types it may be exported as
+	int released;   // cuMemRelease called: freed with its last mapping
+	int maps;       // live cuMemMap mappings of it
+};
+
+struct vmm_range {
+	uintptr_t p;
+	size_t n;
+	int mapped; // -1 when only reserved, else the vmm_alloc slot mapped there
+	unsigned access; // bit i: device i may read and write it
+};
+
+static struct vmm_alloc vmm_allocs[MAX_VMM];
+static struct vmm_range vmm_ranges[MAX_VMM];
+static long long n_vmm_allocs, n_vmm_maps, n_vmm_reserved, n_vmm_exports;
+
+static int check_prop(const struct mem_prop *p) {
+	if (p == NULL || p->type != 1 || p->location.type != 1 || p->win32 != NULL)
+		return INVALID_VALUE;
+	if (p->requested & ~(unsigned)(MEM_HANDLE_TYPE_POSIX_FD | MEM_HANDLE_TYPE_FABRIC))
+		return INVALID_VALUE;
+	if (p->requested & MEM_HANDLE_TYPE_FABRIC)
+		return NOT_SUPPORTED;
+	return check_ordinal(p->location.id);
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *g, const struct mem_prop *prop, int option) {
+	int r = check_prop(prop);
+	if (r != SUCCESS)
+		return r;
+	if (g == NULL || (option != 0 && option != 1))
+		return INVALID_VALUE;
+	*g = VMM_GRANULARITY;
+	return SUCCESS;
+}
+
+// vmm_slot returns the slot of a live allocation handle, or -1. Call with
+// the lock held.
+static int vmm_slot(unsigned long long h) {
+	unsigned long long i = h & ~VMM_HANDLE_TAG;
+	if ((h & VMM_HANDLE_TAG) != VMM_HANDLE_TAG || i >= MAX_VMM || vmm_allocs[i].fd < 0 || vmm_allocs[i].released)
+		return -1;
+	return (int)i;
+}
+
+// vmm_add takes a free slot for fd and returns its handle in *h.
+static int vmm_add(int fd, size_t n, unsigned types, unsigned long long *h) {
+	int r = OUT_OF_MEMORY;
+	lock();
+	for (int i = 0; i < MAX_VMM; i++) {
+		if (vmm_allocs[i].fd < 0) {
+			vmm_allocs[i] = (struct vmm_alloc){.fd = fd, .n = n, .types = types};
+			n_vmm_allocs++;
+			*h = VMM_HANDLE_TAG | (unsigned long long)i;
+			r = SUCCESS;
+			break;
+		}
+	}
+	unlock();
+	return r;
+}
+
+// vmm_put frees slot i once it is released and unmapped. Call with the
+// lock held.
+static void vmm_put(int i) {
+	if (vmm_allocs[i].released && vmm_allocs[i].maps == 0) {
+		close(vmm_allocs[i].fd);
+		vmm_allocs[i] = (struct vmm_alloc){.fd = -1};
+		n_vmm_allocs--;
+	}
+}
+
+static void vmm_init_once(void) {
+	static int done;
+	lock();
+	if (!done) {
+		for (int i = 0; i < MAX_VMM; i++) {
+			vmm_allocs[i].fd = -1;
+			vmm_ranges[i].mapped = -1;
+		}
+		done = 1;
+	}
+	unlock();
+}
+
+CUresult cuMemCreate(unsigned long long *h, size_t n, const struct mem_prop *prop, unsigned long long flags) {
+	int fd, r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if ((r = check_prop(prop)) != SUCCESS)
+		return r;
+	if (h == NULL || n == 0 || n % VMM_GRANULARITY != 0 || flags != 0)
+		return INVALID_VALUE;
+	vmm_init_once();
+	fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC);
+	if (fd < 0)
+		return OUT_OF_MEMORY;
+	if (ftruncate(fd, (off_t)n) != 0 || (r = vmm_add(fd, n, prop->requested, h)) != SUCCESS) {
+		close(fd);
+		return r == SUCCESS ? OUT_OF_MEMORY : r;
+	}
+	return SUCCESS;
+}
+
+CUresult cuMemRelease(unsigned long long h) {
+	int i, r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	vmm_init_once();
+	lock();
+	if ((i = vmm_slot(h)) < 0) {
+		r = INVALID_VALUE;
+	} else {
+		vmm_allocs[i].released = 1;
+		vmm_put(i);
+	}
+	unlock();
+	return r;
+}
+
+// vmm_range_at returns the reserved range starting at p of n bytes, or
+// NULL. Call with the lock held.
+static struct vmm_range *vmm_range_at(uintptr_t p, size_t n) {
+	for (int i = 0; i < MAX_VMM; i++)
+		if (vmm_ranges[i].p == p && p != 0 && vmm_ranges[i].n == n)
+			return &vmm_ranges[i];
+	return NULL;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *p, size_t n, size_t align, CUdeviceptr addr, unsigned long long flags) {
+	void *m;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (p == NULL || n == 0 || n % VMM_GRANULARITY != 0 || (align != 0 && align % VMM_GRANULARITY != 0) || addr != 0 || flags != 0)
+		return INVALID_VALUE;
+	vmm_init_once();
+	m = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return OUT_OF_MEMORY;
+	r = OUT_OF_MEMORY;
+	lock();
+	for (int i = 0; i < MAX_VMM; i++) {
+		if (vmm_ranges[i].p == 0) {
+			vmm_ranges[i] = (struct vmm_range){.p = (uintptr_t)m, .n = n, .mapped = -1};
+			n_vmm_reserved++;
+			r = SUCCESS;
+			break;
+		}
+	}
+	unlock();
+	if (r != SUCCESS) {
+		munmap(m, n);
+		return r;
+	}
+	*p = (CUdeviceptr)(uintptr_t)m;
+	return SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr p, size_t n) {
+	struct vmm_range *g;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	vmm_init_once();
+	lock();
+	g = vmm_range_at((uintptr_t)p, n);
+	if (g == NULL || g->mapped >= 0) {
+		r = INVALID_VALUE;
+	} else {
+		munmap((void *)g->p, g->n);
+		*g = (struct vmm_range){.mapped = -1};
+		n_vmm_reserved--;
+	}
+	unlock();
+	return r;
+}
+
+// cuMemMap maps all of an allocation's first n bytes over a whole
+// reserved range (the stub takes no offsets nor partial ranges).
+CUresult cuMemMap(CUdeviceptr p, size_t n, size_t offset, unsigned long long h, unsigned long long flags) {
+	struct vmm_range *g;
+	int i, r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (offset != 0 || flags != 0)
+		return INVALID_VALUE;
+	vmm_init_once();
+	lock();
+	g = vmm_range_at((uintptr_t)p, n);
+	i = vmm_slot(h);
+	if (g == NULL || g->mapped >= 0 || i < 0 || n > vmm_allocs[i].n) {
+		unlock();
+		return INVALID_VALUE;
+	}
+	if (mmap((void *)g->p, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, vmm_allocs[i].fd, 0) == MAP_FAILED) {
+		unlock();
+		return OUT_OF_MEMORY;
+	}
+	g->mapped = i;
+	g->access = 0;
+	vmm_allocs[i].maps++;
+	n_vmm_maps++;
+	unlock();
+	if ((r = add_alloc((char *)g->p, n, 0)) != SUCCESS)
+		return r;
+	lock();
+	for (int k = 0; k < MAX_ALLOCS; k++)
+		if (allocs[k].p == (char *)g->p)
+			allocs[k].vmm = 1;
+	unlock();
+	return SUCCESS;
+}
+
+// cuMemUnmap waits for the device, as the real driver may.
+CUresult cuMemUnmap(CUdeviceptr p, size_t n) {
+	struct vmm_range *g;
+	int i, r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	device_wait();
+	vmm_init_once();
+	lock();
+	g = vmm_range_at((uintptr_t)p, n);
+	if (g == NULL || g->mapped < 0) {
+		unlock();
+		return INVALID_VALUE;
+	}
+	i = g->mapped;
+	mmap((void *)g->p, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	g->mapped = -1;
+	vmm_allocs[i].maps--;
+	n_vmm_maps--;
+	vmm_put(i);
+	for (int k = 0; k < MAX_ALLOCS; k++) {
+		if (allocs[k].p == (char *)g->p && allocs[k].vmm) {
+			allocs[k] = (struct alloc){0};
+			n_dev_allocs--;
+			n_dev_bytes -= (long long)n;
+		}
+	}
+	unlock();
+	return SUCCESS;
+}
+
+// cuMemSetAccess wants whole mapped ranges and read-write access for
+// valid devices.
+CUresult cuMemSetAccess(CUdeviceptr p, size_t n, const struct mem_access *desc, size_t count) {
+	struct vmm_range *g;
+	unsigned bits = 0;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (desc == NULL || count == 0)
+		return INVALID_VALUE;
+	for (size_t k = 0; k < count; k++) {
+		if (desc[k].location.type != 1 || desc[k].flags != 3 || check_ordinal(desc[k].location.id) != SUCCESS)
+			return INVALID_VALUE;
+		bits |= 1u << desc[k].location.id;
+	}
+	vmm_init_once();
+	lock();
+	g = vmm_range_at((uintptr_t)p, n);
+	if (g == NULL || g->mapped < 0)
+		r = INVALID_VALUE;
+	else
+		g->access |= bits;
+	unlock();
+	return r;
+}
+
+// cuMemExportToShareableHandle gives a new descriptor of the memfd (the
+// caller closes it) for an allocation made exportable as one.
+CUresult cuMemExportToShareableHandle(void *out, unsigned long long h, int type, unsigned long long flags) {
+	int i, fd = -1, r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	if (out == NULL || flags != 0)
+		return INVALID_VALUE;
+	if (type == MEM_HANDLE_TYPE_FABRIC)
+		return NOT_SUPPORTED;
+	if (type != MEM_HANDLE_TYPE_POSIX_FD)
+		return INVALID_VALUE;
+	vmm_init_once();
+	lock();
+	i = vmm_slot(h);
+	if (i < 0 || !(vmm_allocs[i].types & MEM_HANDLE_TYPE_POSIX_FD))
+		r = INVALID_VALUE;
+	else if ((fd = fcntl(vmm_allocs[i].fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		r = OUT_OF_MEMORY;
+	else
+		n_vmm_exports++;
+	unlock();
+	if (r == SUCCESS)
+		*(int *)out = fd;
+	return r;
+}
+
+// is_stub_memfd reports whether fd is a memfd this stub made (in any
+// process): a descriptor of anything else names no allocation.
+static int is_stub_memfd(int fd, size_t *n) {
+	char path[64], target[128];
+	struct stat st;
+	ssize_t k;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	k = readlink(path, target, sizeof target - 1);
+	if (k <= 0)
+		return 0;
+	target[k] = 0;
+	if (strncmp(target, "/memfd:" MEMFD_NAME " ", strlen("/memfd:" MEMFD_NAME " ")) != 0 || fstat(fd, &st) != 0 ||
+	    st.st_size <= 0 || (size_t)st.st_size % VMM_GRANULARITY != 0)
+		return 0;
+	*n = (size_t)st.st_size;
+	return 1;
+}
+
+// cuMemImportFromShareableHandle takes the descriptor as the pointer's
+// value, as the real driver does for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+// and keeps a descriptor of its own: the caller's stays the caller's.
+CUresult cuMemImportFromShareableHandle(unsigned long long *h, void *os_handle, int type) {
+	int fd = (int)(intptr_t)os_handle, own, r = need_ctx();
+	size_t n;
+	if (r != SUCCESS)
+		return r;
+	if (h == NULL)
+		return INVALID_VALUE;
+	if (type == MEM_HANDLE_TYPE_FABRIC)
+		return NOT_SUPPORTED;
+	if (type != MEM_HANDLE_TYPE_POSIX_FD || fd < 0 || !is_stub_memfd(fd, &n))
+		return INVALID_VALUE;
+	vmm_init_once();
+	if ((own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return OUT_OF_MEMORY;
+	if ((r = vmm_add(own, n, MEM_HANDLE_TYPE_POSIX_FD, h)) != SUCCESS)
+		close(own);
+	return r;
+}
+
 // ---- counters for tests ----------------------------------------------------
 
 // fakecuda_counter returns counter i: 0 launches that succeeded, 1 launches
@@ -1662,8 +2047,10 @@ CUresult cuEventDestroy_v2(uintptr_t e) {
 // 3 their bytes, 4 live cuMemHostAlloc allocations, 5 live streams, 6 live
 // events, 7 loaded modules, 8 open IPC mappings, 9 primary context retains
 // not yet released (all devices), 10 device-wide waits (see the top of
-// this file), 11 those of them made while work was queued; -1 for any
-// other i.
+// this file), 11 those of them made while work was queued, 12 live
+// cuMemCreate or imported allocations, 13 live cuMemMap mappings, 14
+// reserved address ranges, 15 file descriptors exported (a running
+// total); -1 for any other i.
 long long fakecuda_counter(int i) {
 	long long v = -1;
 	lock();
@@ -1684,6 +2071,10 @@ long long fakecuda_counter(int i) {
 		break;
 	case 10: v = n_device_waits; break;
 	case 11: v = n_busy_device_waits; break;
+	case 12: v = n_vmm_allocs; break;
+	case 13: v = n_vmm_maps; break;
+	case 14: v = n_vmm_reserved; break;
+	case 15: v = n_vmm_exports; break;
 	}
 	unlock();
 	return v;
