@@ -3,8 +3,8 @@
 package fakecuda_test
 
 import (
-	"testing"
 	"syscall"
+	"testing"
 
 	"github.com/stretchr/testify/require"
 
