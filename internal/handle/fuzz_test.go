@@ -30,14 +30,22 @@ func handleSeeds() [][]byte {
 	rankTooBig := filledHandle()
 	rankTooBig.Rank = rankTooBig.World
 	minimal := Handle{World: 1, ElemBytes: 1, Blocks: 1} // SingleBuffer false: flags 0
+	fd := filledHandle()
+	fd.Shared, fd.IPC = SharedFD, [64]byte{}
+	fabric := filledHandle()
+	fabric.Shared = SharedFabric
 	return [][]byte{
 		valid,
 		minimal.Encode(),
 		mod(func(b []byte) { copy(b, "XLYH") }), // wrong magic
 		mod(func(b []byte) { b[4] = 4 }),        // wrong version
-		mod(func(b []byte) { b[7] = 2 }),        // unknown flag
+		mod(func(b []byte) { b[7] = 8 }),        // unknown flag
 		valid[:Size/2],                          // truncated
 		rankTooBig.Encode(),                     // rank >= world
+		fd.Encode(),
+		fabric.Encode(),
+		mod(func(b []byte) { b[7] |= 3 << 1 }),  // sharing kind 3
+		mod(func(b []byte) { b[7] = 1 | 1<<1 }), // shared as an fd, with IPC bytes
 		{},
 	}
 }
@@ -47,7 +55,7 @@ func handleSeeds() [][]byte {
 // the decoded handle. The format has no slack: the bytes encode does not
 // copy from a field (magic, version, the reserved bytes, the reach past
 // its count) are checked, the flags byte must hold only the SingleBuffer
-// bit, and BusID is kept whole (bytes after its first
+// bit and a known sharing kind (SharedFD with no IPC bytes), and BusID is kept whole (bytes after its first
 // NUL survive the round trip, though busID() ignores them).
 func FuzzDecodeHandle(f *testing.F) {
 	for _, s := range handleSeeds() {
@@ -81,6 +89,7 @@ func TestDecodeHandleCorpus(t *testing.T) {
 		"valid": true, "valid_minimal": true,
 		"wrong_magic": false, "wrong_version": false, "unknown_flags": false,
 		"truncated": false, "rank_ge_world": false,
+		"shared_fd": true, "shared_fabric": true, "shared_unknown": false, "shared_fd_with_ipc": false,
 	}
 	for name, ok := range want {
 		raw, err := os.ReadFile(filepath.Join(dir, name))
@@ -110,7 +119,8 @@ func TestWriteHandleCorpus(t *testing.T) {
 	if os.Getenv("ULYSSES_WRITE_CORPUS") == "" {
 		t.Skip("set ULYSSES_WRITE_CORPUS=1 to rewrite the corpus")
 	}
-	names := []string{"valid", "valid_minimal", "wrong_magic", "wrong_version", "unknown_flags", "truncated", "rank_ge_world"}
+	names := []string{"valid", "valid_minimal", "wrong_magic", "wrong_version", "unknown_flags", "truncated", "rank_ge_world",
+		"shared_fd", "shared_fabric", "shared_unknown", "shared_fd_with_ipc"}
 	for i, name := range names {
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", handleSeeds()[i])
 		require.NoError(t, os.WriteFile(filepath.Join("testdata", "fuzz", "FuzzDecodeHandle", name), []byte(body), 0o644))

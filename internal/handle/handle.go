@@ -36,7 +36,9 @@ type Handle struct {
 	Nonce     uint64   // random per process: equal nonces mean the same process
 	DevPtr    uint64   // the buffer's address, usable directly in the same process
 	BusID     [16]byte // PCI bus id of the device, NUL-padded
-	IPC       [64]byte // CUipcMemHandle
+	IPC       [64]byte // CUipcMemHandle, or CUmemFabricHandle (Shared); zero with SharedFD
+	// Shared says how peers in other processes reach the buffer.
+	Shared Shared
 
 	SingleBuffer bool // Config.SingleBuffer: the group must agree
 
@@ -54,8 +56,42 @@ type Handle struct {
 	ID [16]byte
 }
 
-// handleFlagSingleBuffer is bit 0 of the flags byte.
-const handleFlagSingleBuffer = 1
+// The flags byte: bit 0 SingleBuffer, bits 1 and 2 Shared.
+const (
+	handleFlagSingleBuffer = 1
+	handleSharedShift      = 1
+	handleSharedMask       = 3 << handleSharedShift
+	handleKnownFlags       = handleFlagSingleBuffer | handleSharedMask
+)
+
+// Shared is how a rank's buffer is shared with peers in other processes
+// on its host (the same process uses its address, whatever the kind).
+type Shared uint8
+
+const (
+	// SharedLegacyIPC: a cuMemAlloc buffer, opened with the IPC handle.
+	SharedLegacyIPC Shared = iota
+	// SharedFD: a cuMemCreate buffer, whose POSIX file descriptor the
+	// owner hands to the group's peers over a Unix-domain socket (named
+	// from the handle's ID); the IPC bytes are zero.
+	SharedFD
+	// SharedFabric: a cuMemCreate buffer whose fabric handle (the IPC
+	// bytes) any process of its NVLink domain may import.
+	SharedFabric
+)
+
+// String names the kind: "legacy-ipc", "fd" or "fabric".
+func (s Shared) String() string {
+	switch s {
+	case SharedLegacyIPC:
+		return "legacy-ipc"
+	case SharedFD:
+		return "fd"
+	case SharedFabric:
+		return "fabric"
+	}
+	return "Shared(?)"
+}
 
 // ProcessNonce tells this process apart from every other, even across PID
 // namespaces; it is set once and never changes.
@@ -77,6 +113,7 @@ func (h *Handle) Encode() []byte {
 	if h.SingleBuffer {
 		b[7] = handleFlagSingleBuffer
 	}
+	b[7] |= byte(h.Shared) << handleSharedShift & handleSharedMask
 	le.PutUint32(b[8:], h.Rank)
 	le.PutUint32(b[12:], h.World)
 	le.PutUint32(b[16:], h.Blocks)
@@ -109,10 +146,14 @@ func Decode(b []byte) (Handle, error) {
 	if v := le.Uint16(b[4:]); v != handleVersion {
 		return h, fmt.Errorf("a2a: handle version %d, this library speaks %d: %w", v, handleVersion, api.ErrHandle)
 	}
-	if b[7]&^handleFlagSingleBuffer != 0 {
+	if b[7]&^handleKnownFlags != 0 {
 		return h, fmt.Errorf("a2a: handle has unknown flags %#x: %w", b[7], api.ErrHandle)
 	}
 	h.SingleBuffer = b[7]&handleFlagSingleBuffer != 0
+	h.Shared = Shared(b[7] & handleSharedMask >> handleSharedShift)
+	if err := checkShared(h.Shared, b[64:128]); err != nil {
+		return h, err
+	}
 	h.ElemBytes = b[6]
 	h.Rank = le.Uint32(b[8:])
 	h.World = le.Uint32(b[12:])
@@ -173,4 +214,19 @@ func (h Handle) checkV2(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// checkShared checks the sharing kind and its payload: a known kind, and
+// no bytes where SharedFD has none.
+func checkShared(s Shared, payload []byte) error {
+	switch s {
+	case SharedLegacyIPC, SharedFabric:
+		return nil
+	case SharedFD:
+		if !bytes.Equal(payload, make([]byte, len(payload))) {
+			return fmt.Errorf("a2a: handle shared as a file descriptor carries IPC bytes: %w", api.ErrHandle)
+		}
+		return nil
+	}
+	return fmt.Errorf("a2a: handle shares its buffer in an unknown way (%d): %w", s, api.ErrHandle)
 }
