@@ -41,6 +41,11 @@ var (
 	ErrStream       = api.ErrStream
 	ErrAborted      = api.ErrAborted
 	ErrOddGraph     = api.ErrOddGraph
+	// ErrShare: a peer's buffer shared as a file descriptor
+	// (SharingFD) could not be fetched over its Unix-domain socket (its
+	// process gone, its socket refusing this group's proof, or a
+	// malformed answer); nothing of it stays mapped.
+	ErrShare = api.ErrShare
 )
 
 // Phase names the barrier a timed-out rank was waiting in: PhaseStart,

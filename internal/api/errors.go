@@ -44,6 +44,10 @@ var (
 	ErrStream       = errors.New("bad stream")
 	ErrAborted      = errors.New("wait aborted")
 	ErrOddGraph     = errors.New("a graph with an odd number of a Comm's operations replayed twice in a row")
+	// ErrShare: a peer's buffer shared as a file descriptor could not be
+	// fetched (its process gone, its socket refusing this group's proof,
+	// or a malformed answer); nothing of it stays mapped.
+	ErrShare = errors.New("fetching a peer's buffer failed")
 )
 
 // Phase names the barrier a timed-out rank was waiting in.
