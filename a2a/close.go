@@ -97,6 +97,12 @@ func (c *Comm) release() error {
 	if c.t != nil {
 		c.t.Release()
 	}
+	if c.fdServer != nil {
+		if err := c.fdServer.Close(); err != nil {
+			errs = append(errs, api.Wrap(err, "closing the buffer's socket"))
+		}
+		c.fdServer = nil
+	}
 	if c.buf != 0 {
 		// Freed once no Comm of this process maps it any more (internal/device/buffers.go).
 		if err := device.ReleaseBuffer(c.buf, true); err != nil {

@@ -11,12 +11,13 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fdshare"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // Comm is one rank's endpoint of a group: a device buffer shared with the
-// peers over CUDA IPC, the kernels, and a stream the operations run on.
+// peers over CUDA IPC or as a file descriptor (Config.Sharing), the kernels, and a stream the operations run on.
 //
 // All methods are safe for concurrent use: they are serialised by the Comm.
 // Operations are asynchronous on the Comm's stream; Sync waits for them.
@@ -40,6 +41,7 @@ type Comm struct {
 
 	layout    plan.Layout
 	buf       driver.DevicePtr
+	fdServer  *fdshare.Server // hands the buffer's descriptor to the peers (SharingFD); nil otherwise
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
@@ -99,14 +101,20 @@ func (c *Comm) init() error {
 		return api.WrapDriver("creating an event", err)
 	}
 	c.layout = plan.NewLayout(c.cfg.capacityBytes(), c.cfg.halves())
-	if c.buf, err = ctx.MemAlloc(uint64(c.layout.Total)); err != nil {
-		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.Total), err)
+	fd, err := c.cfg.Sharing.useFD(c.dev.drv, c.dev.info)
+	if err != nil {
+		return err
 	}
 	var id [16]byte // the buffer's ID in the handle: only the group sees it
 	if _, err := rand.Read(id[:]); err != nil {
 		return fmt.Errorf("a2a: making the buffer's ID: %w", err)
 	}
-	device.RegisterBuffer(c.buf, c.share, c.cfg.Rank, c.layout.DataBytes, id)
+	alloc, err := device.Allocate(ctx, uint64(c.layout.Total), fd)
+	if err != nil {
+		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.Total), err)
+	}
+	c.buf = alloc.Ptr
+	device.RegisterBuffer(alloc, c.share, c.cfg.Rank, c.layout.DataBytes, id)
 	// Signals and state start at zero, and must be zero on the device before
 	// any peer can see the handle. Only this Comm's stream is waited for.
 	zeroWords := uint64(c.layout.Total-c.layout.SignalOff) / 4
@@ -117,21 +125,27 @@ func (c *Comm) init() error {
 	if err != nil {
 		return api.WrapDriver("clearing signals", err)
 	}
-	ipc, err := ctx.IpcGetMemHandle(c.buf)
-	if err != nil {
+	var ipc driver.IpcMemHandle
+	shared := handle.SharedLegacyIPC
+	if alloc.VMM() {
+		shared = handle.SharedFD
+		if c.fdServer, err = serveFD(ctx, alloc, id, c.cfg.timeout()); err != nil {
+			return err
+		}
+	} else if ipc, err = ctx.IpcGetMemHandle(c.buf); err != nil {
 		return api.WrapDriver("exporting the buffer", err)
 	}
 	c.blocks = c.cfg.blocks(c.dev.info.SMs)
-	c.initHandle(ipc, id)
+	c.initHandle(ipc, shared, id)
 	return nil
 }
 
 // initHandle fills the handle peers need to map the buffer.
-func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
+func (c *Comm) initHandle(ipc driver.IpcMemHandle, shared handle.Shared, id [16]byte) {
 	self := handle.Handle{
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.DataBytes),
-		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer, ID: id,
+		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, Shared: shared, SingleBuffer: c.cfg.SingleBuffer, ID: id,
 	}
 	copy(self.BusID[:], c.dev.info.BusID)
 	self.Host, self.Transport = handle.HostIdentity(), api.Transport(c.cfg.Transport)

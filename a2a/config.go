@@ -46,6 +46,13 @@ type Config struct {
 	// All ranks must agree. See Transport for what each costs.
 	Transport Transport
 
+	// Sharing is how this rank's buffer is allocated and shared with the
+	// peers of other processes: legacy CUDA IPC (SharingDefault, the zero
+	// value, for now), a POSIX file descriptor over a Unix-domain socket
+	// (SharingFD), or the latter where the device supports it
+	// (SharingAuto). Ranks may differ. See Sharing for what each costs.
+	Sharing Sharing
+
 	// Mover is what moves an operation's bytes: the SM kernels (the
 	// default), the copy engines, or either by size (MoverAuto). All
 	// ranks must agree (ranks that do not fail the operation, bounded by
@@ -129,6 +136,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: Mover %d unknown: %w", c.Mover, ErrConfig)
 	case c.Transport > TransportAuto:
 		return fmt.Errorf("a2a: Transport %d unknown: %w", c.Transport, ErrConfig)
+	case c.Sharing > SharingAuto:
+		return fmt.Errorf("a2a: Sharing %d unknown: %w", c.Sharing, ErrConfig)
 	case c.MaxTensors < 0 || c.MaxTensors > plan.MaxTensors:
 		return fmt.Errorf("a2a: MaxTensors %d not in 0..%d: %w", c.MaxTensors, plan.MaxTensors, ErrConfig)
 	case c.Wire > WireE5M2:

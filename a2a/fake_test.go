@@ -917,7 +917,7 @@ func checkSystem(t *testing.T, lib string) {
 	for i, d := range info.Devices {
 		require.Equal(t, a2a.DeviceInfo{
 			Ordinal: i, Name: fmt.Sprintf("Fake CUDA Device %d", i), BusID: fmt.Sprintf("0000:%02X:00.0", i),
-			SMs: 132, ClockKHz: 1980000, Major: 9, Minor: 0, TotalMemory: 141 << 30, Unified: true,
+			SMs: 132, ClockKHz: 1980000, Major: 9, Minor: 0, TotalMemory: 141 << 30, Unified: true, PosixFD: true,
 		}, d)
 	}
 	require.Len(t, info.PeerAccess, n)

@@ -17,6 +17,14 @@ type DeviceInfo struct {
 	Major, Minor int // compute capability
 	TotalMemory  uint64
 	Unified      bool // unified addressing (required)
+	// PosixFD: the device can export memory as a POSIX file descriptor
+	// (SharingFD) and the driver has the virtual memory API.
+	PosixFD bool
+	// Fabric: the device can export memory as a fabric handle, which
+	// processes on other hosts of its NVLink domain may import (needs an
+	// IMEX channel as well; not used yet: docs/DESIGN.md, "Groups across
+	// the hosts of an NVLink domain").
+	Fabric bool
 }
 
 // SystemInfo is what `ulysses info` prints: the driver, the GPUs and which
@@ -98,5 +106,6 @@ func deviceInfo(drv *driver.Driver, ord int) (DeviceInfo, error) {
 		return d, api.WrapDriver("reading unified addressing", err)
 	}
 	d.Unified = u == 1
+	d.PosixFD, d.Fabric = sharingSupport(drv, ord)
 	return d, nil
 }

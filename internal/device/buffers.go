@@ -21,6 +21,7 @@ import (
 
 // ownedBuffer is one Comm's buffer and who holds it.
 type ownedBuffer struct {
+	alloc     Allocation
 	share     *Share   // the owner's device, referenced until the buffer is freed
 	rank      int      // the owner's rank
 	dataBytes int64    // the owner's data half
@@ -34,14 +35,26 @@ var buffers = struct {
 	m  map[driver.DevicePtr]*ownedBuffer
 }{m: map[driver.DevicePtr]*ownedBuffer{}}
 
-// RegisterBuffer records the new buffer at ptr of rank's Comm on share,
-// with a data half of dataBytes and the ID of the Comm's handle, the
-// owner's reference, and takes a reference of share for the buffer.
-func RegisterBuffer(ptr driver.DevicePtr, share *Share, rank int, dataBytes int64, id [16]byte) {
+// RegisterBuffer records the new buffer a of rank's Comm on share, with
+// a data half of dataBytes and the ID of the Comm's handle, the owner's
+// reference, and takes a reference of share for the buffer.
+func RegisterBuffer(a Allocation, share *Share, rank int, dataBytes int64, id [16]byte) {
 	share.Hold()
 	buffers.mu.Lock()
-	buffers.m[ptr] = &ownedBuffer{share: share, rank: rank, dataBytes: dataBytes, id: id, refs: 1}
+	buffers.m[a.Ptr] = &ownedBuffer{alloc: a, share: share, rank: rank, dataBytes: dataBytes, id: id, refs: 1}
 	buffers.mu.Unlock()
+}
+
+// BufferAllocation returns the allocation of the buffer at ptr that
+// RetainBuffer retained, for a peer of this process that must give its
+// device access to it (VMM memory: see internal/transport/ipc).
+func BufferAllocation(ptr driver.DevicePtr) (Allocation, bool) {
+	buffers.mu.Lock()
+	defer buffers.mu.Unlock()
+	if b := buffers.m[ptr]; b != nil {
+		return b.alloc, true
+	}
+	return Allocation{}, false
 }
 
 // OwnsBuffer reports whether ptr is the live buffer of the Comm of this
@@ -100,7 +113,6 @@ func ReleaseBuffer(ptr driver.DevicePtr, owner bool) error {
 	if !last {
 		return nil
 	}
-	ctx := b.share.Ctx
-	b.share.Bury(Release{What: "freeing the buffer", Do: func() error { return ctx.MemFree(ptr) }})
+	b.share.Bury(b.alloc.Free(b.share.Ctx))
 	return b.share.Put()
 }

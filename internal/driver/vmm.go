@@ -295,3 +295,15 @@ func (c *Context) ImportFabric(fh FabricHandle) (MemHandle, error) {
 	c.leave()
 	return h, c.d.check("cuMemImportFromShareableHandle", r)
 }
+
+// HasVMM reports whether the driver exports every VMM call this package
+// binds.
+func (d *Driver) HasVMM() bool {
+	f := d.fn.vmm
+	for _, fn := range []uintptr{f.create, f.release, f.reserve, f.addressFree, f.mapMem, f.unmap, f.setAccess, f.granularity, f.export, f.importHandle} {
+		if fn == 0 {
+			return false
+		}
+	}
+	return true
+}

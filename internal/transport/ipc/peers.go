@@ -15,6 +15,7 @@ import (
 type peerMapping struct {
 	ptr       driver.DevicePtr
 	ipcOpened bool            // close with cuIpcCloseMemHandle
+	vmmSize   uint64          // an imported VMM buffer of this size: unmap with cuMemUnmap
 	retained  bool            // a same-process peer's buffer: device.ReleaseBuffer
 	peerCtx   *driver.Context // retained for a same-process peer on another device
 }
@@ -84,6 +85,9 @@ func (p *ipcPeers) mapAll(hs []handle.Handle, self int, own driver.DevicePtr, ne
 
 func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 	if !FromThisProcess(h) {
+		if h.Shared != handle.SharedLegacyIPC {
+			return p.openVMM(h, need)
+		}
 		return p.openIPC(h, need)
 	}
 	// The same process: CUDA refuses to IPC-open its own allocations, but
@@ -97,6 +101,13 @@ func (p *ipcPeers) mapOne(h handle.Handle, need int64) (peerMapping, error) {
 		return peerMapping{}, notOwnBuffer(h)
 	}
 	if h.Bus() == p.env.BusID {
+		return m, nil
+	}
+	if h.Shared != handle.SharedLegacyIPC {
+		if err := p.grantSameProcess(h, m.ptr); err != nil {
+			p.env.Share.DeferError(device.ReleaseBuffer(m.ptr, false))
+			return peerMapping{}, err
+		}
 		return m, nil
 	}
 	pc, err := p.peerContext(h)
@@ -199,6 +210,9 @@ func (p *ipcPeers) bury() {
 		}
 		if m.ipcOpened {
 			graves = append(graves, p.unmap(m.ptr))
+		}
+		if m.vmmSize != 0 {
+			graves = append(graves, p.unmapVMM(m.ptr, m.vmmSize))
 		}
 		if m.peerCtx != nil {
 			graves = append(graves, device.Release{What: "releasing a peer context", Do: m.peerCtx.Release})

@@ -1,0 +1,122 @@
+package a2a
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ulysses-go/ulysses/internal/device"
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fdshare"
+)
+
+// Sharing chooses how a Comm's buffer is allocated and shared with the
+// peers of other processes on its host (Config.Sharing); peers in the
+// same process use its address whatever the choice. Ranks need not
+// agree: each maps every peer's buffer the way that peer's handle says.
+type Sharing uint8
+
+const (
+	// SharingDefault, the zero value, is SharingLegacyIPC for now. It
+	// becomes SharingAuto once the GPU suite has passed with it
+	// (docs/lab/vmm-sharing.md): defaultSharing below is that one line.
+	SharingDefault Sharing = iota
+	// SharingLegacyIPC allocates with cuMemAlloc and shares with legacy
+	// CUDA IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle): what every CUDA
+	// driver supports.
+	SharingLegacyIPC
+	// SharingFD allocates with the driver's virtual memory API
+	// (cuMemCreate, the size rounded up to its 2 MiB granularity, mapped
+	// and given access) and hands the buffer's POSIX file descriptor to
+	// each peer that fetches it over a Unix-domain socket, the way NCCL
+	// and PyTorch share memory. The socket is in Linux's abstract
+	// namespace, named from the handle's ID, answers only this user's
+	// processes, and gives the descriptor only to a peer that proves the
+	// ID (which only the group's handles carry); it costs a socket and a
+	// goroutine from New to Close. Connect fails with ErrShare where a
+	// peer's buffer cannot be fetched (its process gone, say), and New
+	// with ErrNotSupported where the driver lacks the API or the device
+	// the handle type (see DeviceInfo.PosixFD). Linux only.
+	SharingFD
+	// SharingAuto is SharingFD where the driver reports the device able
+	// to export memory as a POSIX file descriptor
+	// (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED),
+	// SharingLegacyIPC elsewhere.
+	SharingAuto
+)
+
+// defaultSharing is what SharingDefault means.
+const defaultSharing = SharingLegacyIPC
+
+// String names the choice as the command line spells it: "default",
+// "legacy-ipc", "fd" or "auto".
+func (s Sharing) String() string {
+	switch s {
+	case SharingDefault:
+		return "default"
+	case SharingLegacyIPC:
+		return "legacy-ipc"
+	case SharingFD:
+		return "fd"
+	case SharingAuto:
+		return "auto"
+	}
+	return "Sharing(?)"
+}
+
+// ParseSharing reads a name as Sharing.String prints it, in any case
+// ("" is SharingDefault). An unknown name matches ErrConfig.
+func ParseSharing(s string) (Sharing, error) {
+	if s == "" {
+		return SharingDefault, nil
+	}
+	for _, k := range []Sharing{SharingDefault, SharingLegacyIPC, SharingFD, SharingAuto} {
+		if strings.EqualFold(s, k.String()) {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("a2a: unknown sharing %q (want default, legacy-ipc, fd or auto): %w", s, ErrConfig)
+}
+
+// useFD decides, for a Comm on info's device, whether s means sharing as
+// a file descriptor; SharingFD on a device that cannot fails with
+// ErrNotSupported.
+func (s Sharing) useFD(drv *driver.Driver, info DeviceInfo) (bool, error) {
+	if s == SharingDefault {
+		s = defaultSharing
+	}
+	switch s {
+	case SharingLegacyIPC:
+		return false, nil
+	case SharingAuto:
+		return info.PosixFD && drv.HasVMM(), nil
+	}
+	if !info.PosixFD || !drv.HasVMM() {
+		return false, fmt.Errorf("a2a: GPU %d cannot export memory as a file descriptor (driver without the virtual memory API, or device without the handle type): %w", info.Ordinal, ErrNotSupported)
+	}
+	return true, nil
+}
+
+// sharingSupport reads whether device ord can export memory as a POSIX
+// file descriptor and as a fabric handle, with the driver's VMM API; an
+// attribute the driver does not know (older than CUDA 12.3 for fabric
+// handles) reads as no.
+func sharingSupport(drv *driver.Driver, ord int) (posixFD, fabric bool) {
+	if !drv.HasVMM() {
+		return false, false
+	}
+	v, err := drv.DeviceAttribute(ord, driver.AttrHandleTypePosixFD)
+	posixFD = err == nil && v == 1
+	v, err = drv.DeviceAttribute(ord, driver.AttrHandleTypeFabric)
+	return posixFD, err == nil && v == 1
+}
+
+// serveFD starts handing the descriptor of alloc (a VMM buffer on ctx's
+// device) to the peers that prove id, each connection bounded by timeout.
+func serveFD(ctx *driver.Context, alloc device.Allocation, id [16]byte, timeout time.Duration) (*fdshare.Server, error) {
+	export := func() (int, uint64, error) {
+		fd, err := ctx.ExportFD(alloc.Mem)
+		return fd, alloc.Size, err
+	}
+	return fdshare.Listen(id[:], timeout, export)
+}
