@@ -12,7 +12,7 @@ import (
 // there to read.
 func OpenFDs(tb testing.TB) []string {
 	tb.Helper()
-	fds, err := readFDs()
+	fds, err := ListFDs()
 	if err != nil {
 		tb.Skipf("cannot list open file descriptors: %v", err)
 	}
@@ -27,21 +27,22 @@ func RequireFDs(tb testing.TB, before []string) {
 	var now []string
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var err error
-		if now, err = readFDs(); err != nil {
+		if now, err = ListFDs(); err != nil {
 			tb.Fatalf("listing open file descriptors: %v", err)
 		}
-		if len(extra(now, before)) == 0 || time.Now().After(deadline) {
+		if len(NewFDs(now, before)) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
-	if left := extra(now, before); len(left) != 0 {
+	if left := NewFDs(now, before); len(left) != 0 {
 		tb.Fatalf("file descriptors left open: %v", left)
 	}
 }
 
-// readFDs lists /proc/self/fd with where each descriptor points, without
-// the one reading the directory.
-func readFDs() ([]string, error) {
+// ListFDs lists /proc/self/fd, each descriptor with where it points,
+// without the one reading the directory: for the rank processes of tests,
+// which have no testing.TB (OpenFDs is for tests).
+func ListFDs() ([]string, error) {
 	d, err := os.Open("/proc/self/fd")
 	if err != nil {
 		return nil, err
@@ -62,8 +63,8 @@ func readFDs() ([]string, error) {
 	return out, nil
 }
 
-// extra is what now has that before had not.
-func extra(now, before []string) []string {
+// NewFDs is what now (ListFDs) has that before had not.
+func NewFDs(now, before []string) []string {
 	var out []string
 	for _, s := range now {
 		if !slices.Contains(before, s) {

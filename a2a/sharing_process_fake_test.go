@@ -1,0 +1,195 @@
+package a2a_test
+
+// A process per rank over the stub driver, the buffers shared as file
+// descriptors (legacy IPC handles of the stub open only in their own
+// process): the ranks fetch each other's descriptors over their sockets
+// and import them onto the same memfd, so what one process writes into
+// its buffer the others read through their mappings; a rank killed at
+// the moment its peers fetch, or after they mapped its buffer, leaves
+// them a clear error or a mapping that still works, and nothing held
+// after Close.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/a2a/exchange"
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/launch"
+	"github.com/ulysses-go/ulysses/internal/testutil"
+)
+
+func init() {
+	scenarios["fake-fd-share"] = func(rk launch.Rank) error { return fakeFDWorker(rk, false) }
+	scenarios["fake-fd-killed"] = func(rk launch.Rank) error { return fakeFDWorker(rk, true) }
+}
+
+// envVictim names the rank that kills itself in fake-fd-killed, and
+// envVictimWhen when: "fetch" (right after the handles are exchanged, as
+// its peers fetch its descriptor) or "mapped" (once everyone is
+// connected).
+const (
+	envVictim     = "ULYSSES_TEST_VICTIM"
+	envVictimWhen = "ULYSSES_TEST_VICTIM_WHEN"
+)
+
+// TestFakeSharingProcesses: three processes on two stub devices share
+// their buffers as descriptors and read each other's bytes through the
+// mappings; each ends with no descriptor, allocation or mapping left.
+func TestFakeSharingProcesses(t *testing.T) {
+	lib := testutil.FakeCUDA(t)
+	runGroup(t, "fake-fd-share", 3, nil, driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2")
+}
+
+// TestFakeSharingKilledPeer: rank 2 is killed (SIGKILL) as its peers
+// fetch its descriptor, or after they mapped its buffer. The others get
+// ErrShare in the first case (whatever moment of the fetch the death
+// hit) and keep reading its memory in the second; both close with
+// nothing left, and their device still makes and connects a Comm.
+func TestFakeSharingKilledPeer(t *testing.T) {
+	lib := testutil.FakeCUDA(t)
+	for _, when := range []string{"fetch", "mapped"} {
+		t.Run(when, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := launch.Run(ctx, launch.Spec{
+				Exe: os.Args[0], Args: testutil.ScenarioArgs(), World: 3, Output: testWriter{t},
+				Env: append(testutil.ScenarioEnv("fake-fd-killed"), driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2",
+					envVictim+"=2", envVictimWhen+"="+when),
+			})
+			require.ErrorContains(t, err, "rank 2: signal: killed", "the victim alone failed")
+			require.NotContains(t, err.Error(), "rank 0")
+			require.NotContains(t, err.Error(), "rank 1:")
+			for _, r := range res[:2] {
+				require.Contains(t, r.Output, fmt.Sprintf("OK rank %d", r.Rank))
+			}
+		})
+	}
+}
+
+// fakeFDWorker is one rank of the two scenarios.
+func fakeFDWorker(rk launch.Rank, killed bool) error {
+	fds, err := testutil.ListFDs()
+	if err != nil {
+		return err
+	}
+	victim := killed && fmt.Sprint(rk.Rank) == os.Getenv(envVictim)
+	when := os.Getenv(envVictimWhen)
+	ex, err := exchangerFor(rk)
+	if err != nil {
+		return err
+	}
+	defer ex.Close()
+	cfg := a2a.Config{Rank: rk.Rank, WorldSize: rk.World, MaxTokens: 16, HiddenDim: 64, DType: a2a.BFloat16,
+		Sharing: a2a.SharingFD, Timeout: 5 * time.Second}
+	c, err := a2a.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	handles, err := ex.AllGather(ctx, c.Handle())
+	if err != nil {
+		return errors.Join(err, c.Close())
+	}
+	if victim && when == "fetch" {
+		return syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	err = c.Connect(handles)
+	if killed && when == "fetch" {
+		// Rank 2 died as this rank fetched its descriptor.
+		if !errors.Is(err, a2a.ErrShare) {
+			return errors.Join(fmt.Errorf("connect with a killed peer: %v, want ErrShare", err), c.Close())
+		}
+		fmt.Printf("rank %d: %v\n", rk.Rank, err)
+		return finishFD(rk, c, ex, fds)
+	}
+	if err != nil {
+		return errors.Join(err, c.Close())
+	}
+	if err := readPeers(ctx, rk, c, ex, victim); err != nil {
+		return errors.Join(err, c.Close())
+	}
+	return finishFD(rk, c, ex, fds)
+}
+
+// readPeers writes this rank's mark into its buffer, waits for every rank
+// to have done so (an all-gather), and reads every peer's through this
+// process's mapping. The victim of "mapped" dies once the marks are
+// written; the others read its mark after its death.
+func readPeers(ctx context.Context, rk launch.Rank, c *a2a.Comm, ex a2a.Exchanger, victim bool) error {
+	mark := func(r int) []byte { return []byte(fmt.Sprintf("rank %d's buffer", r)) }
+	if err := a2a.WriteOwnBuffer(c, mark(rk.Rank)); err != nil {
+		return err
+	}
+	if _, err := ex.AllGather(ctx, nil); err != nil {
+		return err
+	}
+	if victim {
+		return syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	if os.Getenv(envVictim) != "" {
+		time.Sleep(100 * time.Millisecond) // let the victim die first
+	}
+	for r := 0; r < rk.World; r++ {
+		got, err := a2a.ReadPeerBuffer(c, r, len(mark(r)))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, mark(r)) {
+			return fmt.Errorf("rank %d reads %q in rank %d's buffer, want %q", rk.Rank, got, r, mark(r))
+		}
+	}
+	return nil
+}
+
+// finishFD closes c and ex, checks that nothing of the stub's and no
+// descriptor is left, and that the device still makes and connects a
+// Comm.
+func finishFD(rk launch.Rank, c *a2a.Comm, ex *exchange.TCP, fds []string) error {
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	if err := ex.Close(); err != nil {
+		return err
+	}
+	one, err := a2a.New(a2a.Config{WorldSize: 1, MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16, Sharing: a2a.SharingFD})
+	if err != nil {
+		return fmt.Errorf("a Comm after the group: %w", err)
+	}
+	if err := errors.Join(one.Connect([][]byte{one.Handle()}), one.Close()); err != nil {
+		return fmt.Errorf("a Comm after the group: %w", err)
+	}
+	n, err := fakecuda.Read(os.Getenv(driver.EnvLibrary))
+	if err != nil {
+		return err
+	}
+	if live := n.Live(); live != "" {
+		return fmt.Errorf("rank %d holds %s after Close", rk.Rank, live)
+	}
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		now, err := testutil.ListFDs()
+		if err != nil {
+			return err
+		}
+		left := testutil.NewFDs(now, fds)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rank %d left descriptors open: %s", rk.Rank, strings.Join(left, ", "))
+		}
+	}
+	return nil
+}
