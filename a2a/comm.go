@@ -42,6 +42,7 @@ type Comm struct {
 	layout    plan.Layout
 	buf       driver.DevicePtr
 	fdServer  *fdshare.Server // hands the buffer's descriptor to the peers (SharingFD); nil otherwise
+	sharing   Sharing         // how the buffer is shared: SharingLegacyIPC or SharingFD
 	selfBytes []byte
 	launches  uint64 // operations launched: the device epoch of the last one
 
@@ -127,8 +128,9 @@ func (c *Comm) init() error {
 	}
 	var ipc driver.IpcMemHandle
 	shared := handle.SharedLegacyIPC
+	c.sharing = SharingLegacyIPC
 	if alloc.VMM() {
-		shared = handle.SharedFD
+		shared, c.sharing = handle.SharedFD, SharingFD
 		if c.fdServer, err = serveFD(ctx, alloc, id, c.cfg.timeout()); err != nil {
 			return err
 		}

@@ -111,6 +111,10 @@ func sharingSupport(drv *driver.Driver, ord int) (posixFD, fabric bool) {
 	return posixFD, err == nil && v == 1
 }
 
+// Sharing is how the Comm's buffer is shared, as Config.Sharing resolved
+// on its device: SharingLegacyIPC or SharingFD.
+func (c *Comm) Sharing() Sharing { return c.sharing }
+
 // serveFD starts handing the descriptor of alloc (a VMM buffer on ctx's
 // device) to the peers that prove id, each connection bounded by timeout.
 func serveFD(ctx *driver.Context, alloc device.Allocation, id [16]byte, timeout time.Duration) (*fdshare.Server, error) {

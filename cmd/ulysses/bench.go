@@ -84,6 +84,9 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	if p.transport, err = parseTransport(o.group.transport); err != nil {
 		return p, err
 	}
+	if p.sharing, err = parseSharing(o.group.sharing); err != nil {
+		return p, err
+	}
 	if err := p.checkWires(o.wires); err != nil {
 		return p, err
 	}

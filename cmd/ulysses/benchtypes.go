@@ -26,6 +26,7 @@ type benchPlan struct {
 	sms       []int
 	mover     a2a.Mover
 	transport a2a.Transport
+	sharing   a2a.Sharing
 	wires     []a2a.Wire
 	// wireDirect replaces plan.WireDirectBytes in every rank's process,
 	// for the process's life (0: the library's own).

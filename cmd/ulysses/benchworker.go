@@ -111,7 +111,7 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 		for _, sms := range plan.sms {
 			batches := make([][]benchRow, 0, len(wires))
 			for _, w := range wires {
-				cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms, Mover: plan.mover, Transport: plan.transport, Wire: w}
+				cfg := a2a.Config{MaxTokens: o.batch * m.world * maxTokens, HiddenDim: o.heads * o.headDim, DType: dt, NumSMs: sms, Mover: plan.mover, Transport: plan.transport, Sharing: plan.sharing, Wire: w}
 				if slices.Contains(plan.ops, opQKVPacked) {
 					cfg.MaxTensors = qkvTensors
 				}

@@ -64,7 +64,7 @@ func checkMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "check: %s\n", oneLine(err))
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs%s\n", world, len(sys.Devices), wireNote(plan.cfg.Wire))
+	fmt.Fprintf(stdout, "check: %d ranks on %d GPUs, sharing %v%s\n", world, len(sys.Devices), plan.cfg.Sharing, wireNote(plan.cfg.Wire))
 	ctx, stop := signalContext()
 	defer stop()
 	prog := newProgress(stdout, stderr, "check: cases", world*checkSteps(world, plan.dtypes), isCaseLine)
@@ -166,6 +166,9 @@ func (o *checkOpts) plan() (checkPlan, error) {
 	if p.cfg.Transport, err = parseTransport(o.group.transport); err != nil {
 		return p, err
 	}
+	if p.cfg.Sharing, err = parseSharing(o.group.sharing); err != nil {
+		return p, err
+	}
 	if o.sms < 0 || o.sms > maxSMs {
 		return p, fmt.Errorf("--sms %d: want 0 (all) to %d", o.sms, maxSMs)
 	}
@@ -230,6 +233,9 @@ func checkDType(m *member, cfg a2a.Config, seed uint64, stdout io.Writer) (bool,
 	comm, err := m.join(cfg)
 	if err != nil {
 		return false, err
+	}
+	if m.rank == 0 {
+		fmt.Fprintf(stdout, "check: %v: rank 0 shares its buffer as %v\n", dt, comm.Sharing())
 	}
 	defer func() {
 		if comm != nil {

@@ -22,6 +22,17 @@ func TestParseTransport(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown --transport "mpi"`)
 }
 
+func TestParseSharing(t *testing.T) {
+	for s, want := range map[string]a2a.Sharing{"default": a2a.SharingDefault, "": a2a.SharingDefault, "legacy-ipc": a2a.SharingLegacyIPC,
+		"fd": a2a.SharingFD, "FD": a2a.SharingFD, "auto": a2a.SharingAuto} {
+		got, err := parseSharing(s)
+		require.NoError(t, err, s)
+		assert.Equal(t, want, got, s)
+	}
+	_, err := parseSharing("ipc")
+	assert.ErrorContains(t, err, `unknown --sharing "ipc"`)
+}
+
 // One rank of a group across hosts: --addr needs --world, a --rank in
 // range and the group's secret; --rank and --device need --addr.
 func TestGroupFlagsAcrossHosts(t *testing.T) {

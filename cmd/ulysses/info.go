@@ -126,9 +126,10 @@ func writeInfo(w io.Writer, sys a2a.SystemInfo) {
 	rows := make([][]string, len(sys.Devices))
 	for i, d := range sys.Devices {
 		rows[i] = []string{strconv.Itoa(d.Ordinal), d.Name, d.BusID, strconv.Itoa(d.SMs),
-			strconv.Itoa(d.ClockKHz / 1000), fmt.Sprintf("%d.%d", d.Major, d.Minor), gib(d.TotalMemory), yesNo(d.Unified)}
+			strconv.Itoa(d.ClockKHz / 1000), fmt.Sprintf("%d.%d", d.Major, d.Minor), gib(d.TotalMemory), yesNo(d.Unified), yesNo(d.PosixFD), yesNo(d.Fabric)}
 	}
-	writeTable(w, []string{"GPU", "name", "bus id", "SMs", "MHz", "cc", "GiB", "unified"}, "lllrrrrl", rows)
+	// fd: shares memory as a POSIX file descriptor (--sharing fd); fabric: as a fabric handle.
+	writeTable(w, []string{"GPU", "name", "bus id", "SMs", "MHz", "cc", "GiB", "unified", "fd", "fabric"}, "lllrrrrlll", rows)
 
 	fmt.Fprintln(w, "\npeer access (row can access column):")
 	head := []string{""}
@@ -187,6 +188,8 @@ type gpuReport struct {
 	MemoryGiB   float64 `json:"memory_gib"`
 	MemoryBytes uint64  `json:"memory_bytes"`
 	Unified     bool    `json:"unified_addressing"`
+	PosixFD     bool    `json:"posix_fd_handles"` // can share memory as a POSIX file descriptor (Config.Sharing fd)
+	Fabric      bool    `json:"fabric_handles"`   // can share memory as a fabric handle
 }
 
 type ptxFileInfo struct {
@@ -206,7 +209,7 @@ func newInfoReport(sys a2a.SystemInfo) infoReport {
 		r.GPUs = append(r.GPUs, gpuReport{
 			Ordinal: d.Ordinal, Name: d.Name, BusID: d.BusID, SMs: d.SMs, ClockMHz: d.ClockKHz / 1000,
 			Compute: fmt.Sprintf("%d.%d", d.Major, d.Minor), MemoryGiB: float64(d.TotalMemory) / (1 << 30),
-			MemoryBytes: d.TotalMemory, Unified: d.Unified,
+			MemoryBytes: d.TotalMemory, Unified: d.Unified, PosixFD: d.PosixFD, Fabric: d.Fabric,
 		})
 	}
 	for _, f := range ptx.Files() {

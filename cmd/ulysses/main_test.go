@@ -43,6 +43,8 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 		{[]string{"bench", "--wires", "exact,e4m3", "--dtypes", "fp8,fp8e5m2"}, "--wires e4m3 moves bf16 and fp16 only, and --dtypes has neither"},
 		{[]string{"bench", "--wires", "e5m2", "--mover", "copy-engines"}, "--mover copy-engines cannot carry it"},
 		{[]string{"bench", "--wires", "exact,e4m3", "--transport", "nccl"}, "--transport nccl cannot carry it"},
+		{[]string{"check", "--sharing", "cuda-ipc"}, `unknown --sharing "cuda-ipc" (want default, legacy-ipc, fd or auto)`},
+		{[]string{"bench", "--sharing", "fabric"}, `unknown --sharing "fabric"`},
 	} {
 		code, stdout, stderr := runArgs(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)
@@ -145,7 +147,7 @@ func TestWriteInfo(t *testing.T) {
 		DriverVersion: 13000, Library: "/usr/lib/libcuda.so.1",
 		Devices: []a2a.DeviceInfo{
 			{Ordinal: 0, Name: "NVIDIA H200", BusID: "0000:1A:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true},
-			{Ordinal: 1, Name: "NVIDIA H200", BusID: "0000:2B:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true},
+			{Ordinal: 1, Name: "NVIDIA H200", BusID: "0000:2B:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true, PosixFD: true},
 		},
 		PeerAccess: [][]bool{{true, true}, {false, true}},
 	}
@@ -158,5 +160,7 @@ func TestWriteInfo(t *testing.T) {
 	r := newInfoReport(sys)
 	assert.Equal(t, "13.0", r.Driver)
 	assert.Len(t, r.GPUs, 2)
+	assert.Equal(t, []bool{false, true}, []bool{r.GPUs[0].PosixFD, r.GPUs[1].PosixFD}, "which GPUs share memory as descriptors")
+	assert.Contains(t, out, "fabric", "the table's fabric handle column")
 	assert.NotEmpty(t, r.PTX)
 }
