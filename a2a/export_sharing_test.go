@@ -2,10 +2,33 @@ package a2a
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 )
+
+// EnvTestSharing names the Sharing (as ParseSharing reads it) that
+// SharingDefault means in this test binary's processes, its rank
+// processes included: how the GPU suite runs with each kind of sharing
+// (docs/lab/vmm-sharing.md).
+const EnvTestSharing = "ULYSSES_TEST_SHARING"
+
+// SetDefaultSharingFromEnv makes SharingDefault mean what
+// $ULYSSES_TEST_SHARING names, if set, for the process's life; TestMain
+// calls it before the tests or a rank's scenario start.
+func SetDefaultSharingFromEnv() error {
+	v := os.Getenv(EnvTestSharing)
+	if v == "" {
+		return nil
+	}
+	s, err := ParseSharing(v)
+	if err != nil || s == SharingDefault {
+		return fmt.Errorf("%s=%q: want legacy-ipc, fd or auto", EnvTestSharing, v)
+	}
+	defaultSharing = s
+	return nil
+}
 
 // ReadPeerBuffer reads the first n bytes of rank r's buffer through c's
 // mapping of it (c's own buffer for c's rank); c must be connected over

@@ -254,8 +254,9 @@ func TestFakeForgedHandle(t *testing.T) {
 func TestFakeIPCRangeChecked(t *testing.T) {
 	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
 	a2a.ForceIPC(t)
-	comms, handles, _ := fakeGroup(t)
-	small, err := a2a.New(a2a.Config{Rank: 1, WorldSize: 3, Device: a2a.DeviceOrdinal(1), MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16})
+	comms, handles, _ := fakeGroup(t, withSharing(a2a.SharingLegacyIPC)) // IPC handles are legacy IPC's
+	small, err := a2a.New(a2a.Config{Rank: 1, WorldSize: 3, Device: a2a.DeviceOrdinal(1), MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16,
+		Sharing: a2a.SharingLegacyIPC})
 	require.NoError(t, err)
 	forged := a2a.HandleWithIPCOf(handles[1], small.Handle())
 	err = comms[0].Connect([][]byte{handles[0], forged, handles[2]})
@@ -308,7 +309,8 @@ func threeOpsOnEveryRank(t *testing.T, comms []*a2a.Comm) {
 }
 
 func checkPeerAllowed(t *testing.T, lib string) {
-	comms, handles, devices := fakeGroup(t)
+	// Peer contexts are legacy IPC's: VMM buffers get access granted instead.
+	comms, handles, devices := fakeGroup(t, withSharing(a2a.SharingLegacyIPC))
 	require.NoError(t, connectAll(comms, handles))
 	crossPairs := 0
 	for r, c := range comms {

@@ -29,6 +29,10 @@ func requireGPU(t testing.TB) a2a.SystemInfo {
 // TestMain lets this test binary serve as a rank process that runs a
 // scenario (runGroup starts them).
 func TestMain(m *testing.M) {
+	if err := a2a.SetDefaultSharingFromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	testutil.Main(m, runWorker)
 }
 

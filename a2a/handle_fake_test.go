@@ -71,7 +71,7 @@ func TestFakeCrossGroupHandle(t *testing.T) {
 func TestFakeRandomIPCHandle(t *testing.T) {
 	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
 	a2a.ForceIPC(t)
-	comms, handles, _ := fakeGroup(t)
+	comms, handles, _ := fakeGroup(t, withSharing(a2a.SharingLegacyIPC)) // random bytes as a legacy IPC handle
 	junk := make([]byte, len(handles[1]))
 	_, _ = rand.Read(junk)
 	err := comms[0].Connect([][]byte{handles[0], a2a.HandleWithIPCOf(handles[1], junk), handles[2]})

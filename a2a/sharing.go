@@ -45,8 +45,9 @@ const (
 	SharingAuto
 )
 
-// defaultSharing is what SharingDefault means.
-const defaultSharing = SharingLegacyIPC
+// defaultSharing is what SharingDefault means (a variable only so that
+// the tests can run their suite with another: SetDefaultSharing).
+var defaultSharing = SharingLegacyIPC
 
 // String names the choice as the command line spells it: "default",
 // "legacy-ipc", "fd" or "auto".

@@ -4,8 +4,8 @@ package a2a_test
 // descriptors (legacy IPC handles of the stub open only in their own
 // process): the ranks fetch each other's descriptors over their sockets
 // and import them onto the same memfd, so what one process writes into
-// its buffer the others read through their mappings; a rank killed at
-// the moment its peers fetch, or after they mapped its buffer, leaves
+// its buffer the others read through their mappings; a rank killed before
+// its peers fetch its descriptor, or after they mapped its buffer, leaves
 // them a clear error or a mapping that still works, and nothing held
 // after Close.
 
@@ -52,10 +52,10 @@ func TestFakeSharingProcesses(t *testing.T) {
 	runGroup(t, "fake-fd-share", 3, nil, driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2")
 }
 
-// TestFakeSharingKilledPeer: rank 2 is killed (SIGKILL) as its peers
-// fetch its descriptor, or after they mapped its buffer. The others get
-// ErrShare in the first case (whatever moment of the fetch the death
-// hit) and keep reading its memory in the second; both close with
+// TestFakeSharingKilledPeer: rank 2 is killed (SIGKILL) once the handles
+// are exchanged, before its peers fetch its descriptor, or after they
+// mapped its buffer. The others get ErrShare in the first case and keep
+// reading its memory in the second; both close with
 // nothing left, and their device still makes and connects a Comm.
 func TestFakeSharingKilledPeer(t *testing.T) {
 	lib := testutil.FakeCUDA(t)
@@ -106,9 +106,15 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 	if victim && when == "fetch" {
 		return syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
+	if killed && when == "fetch" {
+		// Let the victim die before this rank fetches its descriptor (a
+		// death in the middle of a fetch is internal/fdshare's
+		// TestFetchDistrusts): the fetch must fail, whichever peer this
+		// rank maps first.
+		time.Sleep(300 * time.Millisecond)
+	}
 	err = c.Connect(handles)
 	if killed && when == "fetch" {
-		// Rank 2 died as this rank fetched its descriptor.
 		if !errors.Is(err, a2a.ErrShare) {
 			return errors.Join(fmt.Errorf("connect with a killed peer: %v, want ErrShare", err), c.Close())
 		}

@@ -1787,6 +1787,17 @@ static void vmm_init_once(void) {
 	unlock();
 }
 
+// poison_fd fills the new memfd with POISON, as cuMemAlloc_v2 fills its
+// memory: uninitialised device memory holds garbage.
+static int poison_fd(int fd, size_t n) {
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return 0;
+	memset(m, POISON, n);
+	munmap(m, n);
+	return 1;
+}
+
 CUresult cuMemCreate(unsigned long long *h, size_t n, const struct mem_prop *prop, unsigned long long flags) {
 	int fd, r = need_ctx();
 	if (r != SUCCESS)
@@ -1799,7 +1810,7 @@ CUresult cuMemCreate(unsigned long long *h, size_t n, const struct mem_prop *pro
 	fd = memfd_create(MEMFD_NAME, MFD_CLOEXEC);
 	if (fd < 0)
 		return OUT_OF_MEMORY;
-	if (ftruncate(fd, (off_t)n) != 0 || (r = vmm_add(fd, n, prop->requested, h)) != SUCCESS) {
+	if (ftruncate(fd, (off_t)n) != 0 || !poison_fd(fd, n) || (r = vmm_add(fd, n, prop->requested, h)) != SUCCESS) {
 		close(fd);
 		return r == SUCCESS ? OUT_OF_MEMORY : r;
 	}
