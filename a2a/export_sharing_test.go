@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 )
@@ -29,6 +30,10 @@ func SetDefaultSharingFromEnv() error {
 	defaultSharing = s
 	return nil
 }
+
+// LiveVMMMappings is the number of VMM mappings (own buffers and
+// imported peers') the process holds.
+func LiveVMMMappings() int64 { return device.LiveMappings() }
 
 // ReadPeerBuffer reads the first n bytes of rank r's buffer through c's
 // mapping of it (c's own buffer for c's rank); c must be connected over

@@ -31,8 +31,8 @@ import (
 )
 
 func init() {
-	scenarios["fake-fd-share"] = func(rk launch.Rank) error { return fakeFDWorker(rk, false) }
-	scenarios["fake-fd-killed"] = func(rk launch.Rank) error { return fakeFDWorker(rk, true) }
+	scenarios["share-read"] = func(rk launch.Rank) error { return fakeFDWorker(rk, false) }
+	scenarios["share-killed"] = func(rk launch.Rank) error { return fakeFDWorker(rk, true) }
 }
 
 // envVictim names the rank that kills itself in fake-fd-killed, and
@@ -49,7 +49,7 @@ const (
 // mappings; each ends with no descriptor, allocation or mapping left.
 func TestFakeSharingProcesses(t *testing.T) {
 	lib := testutil.FakeCUDA(t)
-	runGroup(t, "fake-fd-share", 3, nil, driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2")
+	runGroup(t, "share-read", 3, nil, driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2")
 }
 
 // TestFakeSharingKilledPeer: rank 2 is killed (SIGKILL) once the handles
@@ -65,7 +65,7 @@ func TestFakeSharingKilledPeer(t *testing.T) {
 			defer cancel()
 			res, err := launch.Run(ctx, launch.Spec{
 				Exe: os.Args[0], Args: testutil.ScenarioArgs(), World: 3, Output: testWriter{t},
-				Env: append(testutil.ScenarioEnv("fake-fd-killed"), driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2",
+				Env: append(testutil.ScenarioEnv("share-killed"), driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2",
 					envVictim+"=2", envVictimWhen+"="+when),
 			})
 			require.ErrorContains(t, err, "rank 2: signal: killed", "the victim alone failed")
@@ -84,6 +84,7 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 	if err != nil {
 		return err
 	}
+	fmt.Printf("rank %d: %d descriptors open before the group\n", rk.Rank, len(fds))
 	victim := killed && fmt.Sprint(rk.Rank) == os.Getenv(envVictim)
 	when := os.Getenv(envVictimWhen)
 	ex, err := exchangerFor(rk)
@@ -91,8 +92,14 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 		return err
 	}
 	defer ex.Close()
-	cfg := a2a.Config{Rank: rk.Rank, WorldSize: rk.World, MaxTokens: 16, HiddenDim: 64, DType: a2a.BFloat16,
-		Sharing: a2a.SharingFD, Timeout: 5 * time.Second}
+	// SharingDefault is what ULYSSES_TEST_SHARING says where it is set
+	// (the GPU runs of these scenarios), else fd.
+	sharing := a2a.SharingFD
+	if os.Getenv(a2a.EnvTestSharing) != "" {
+		sharing = a2a.SharingDefault
+	}
+	cfg := a2a.Config{Rank: rk.Rank, WorldSize: rk.World, Device: rk.Device, MaxTokens: 16, HiddenDim: 64, DType: a2a.BFloat16,
+		Sharing: sharing, Timeout: 5 * time.Second}
 	c, err := a2a.New(cfg)
 	if err != nil {
 		return err
@@ -135,6 +142,9 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 // process's mapping. The victim of "mapped" dies once the marks are
 // written; the others read its mark after its death.
 func readPeers(ctx context.Context, rk launch.Rank, c *a2a.Comm, ex a2a.Exchanger, victim bool) error {
+	if n := a2a.LiveVMMMappings(); c.Sharing() == a2a.SharingFD && n != int64(rk.World) {
+		return fmt.Errorf("rank %d holds %d VMM mappings once connected, want its own and its %d peers'", rk.Rank, n, rk.World-1)
+	}
 	mark := func(r int) []byte { return []byte(fmt.Sprintf("rank %d's buffer", r)) }
 	if err := a2a.WriteOwnBuffer(c, mark(rk.Rank)); err != nil {
 		return err
@@ -160,9 +170,9 @@ func readPeers(ctx context.Context, rk launch.Rank, c *a2a.Comm, ex a2a.Exchange
 	return nil
 }
 
-// finishFD closes c and ex, checks that nothing of the stub's and no
-// descriptor is left, and that the device still makes and connects a
-// Comm.
+// finishFD closes c and ex, checks that no VMM mapping, no descriptor
+// and (over the stub) nothing of the driver's is left, and that the
+// device still makes and connects a Comm.
 func finishFD(rk launch.Rank, c *a2a.Comm, ex *exchange.TCP, fds []string) error {
 	if err := c.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
@@ -170,19 +180,24 @@ func finishFD(rk launch.Rank, c *a2a.Comm, ex *exchange.TCP, fds []string) error
 	if err := ex.Close(); err != nil {
 		return err
 	}
-	one, err := a2a.New(a2a.Config{WorldSize: 1, MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16, Sharing: a2a.SharingFD})
+	one, err := a2a.New(a2a.Config{WorldSize: 1, Device: rk.Device, MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16, Sharing: c.Sharing()})
 	if err != nil {
 		return fmt.Errorf("a Comm after the group: %w", err)
 	}
 	if err := errors.Join(one.Connect([][]byte{one.Handle()}), one.Close()); err != nil {
 		return fmt.Errorf("a Comm after the group: %w", err)
 	}
-	n, err := fakecuda.Read(os.Getenv(driver.EnvLibrary))
-	if err != nil {
-		return err
+	if n := a2a.LiveVMMMappings(); n != 0 {
+		return fmt.Errorf("rank %d holds %d VMM mappings after Close", rk.Rank, n)
 	}
-	if live := n.Live(); live != "" {
-		return fmt.Errorf("rank %d holds %s after Close", rk.Rank, live)
+	if lib := os.Getenv(driver.EnvLibrary); lib != "" {
+		n, err := fakecuda.Read(lib)
+		if err != nil {
+			return err
+		}
+		if live := n.Live(); live != "" {
+			return fmt.Errorf("rank %d holds %s after Close", rk.Rank, live)
+		}
 	}
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
 		now, err := testutil.ListFDs()
@@ -191,6 +206,7 @@ func finishFD(rk launch.Rank, c *a2a.Comm, ex *exchange.TCP, fds []string) error
 		}
 		left := testutil.NewFDs(now, fds)
 		if len(left) == 0 {
+			fmt.Printf("rank %d: %d descriptors open after Close, 0 VMM mappings\n", rk.Rank, len(now))
 			break
 		}
 		if time.Now().After(deadline) {

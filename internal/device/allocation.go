@@ -2,6 +2,7 @@ package device
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -15,6 +16,17 @@ type Allocation struct {
 	Size uint64           // bytes mapped at Ptr: the request, rounded up to the granularity with VMM
 	Mem  driver.MemHandle // the physical allocation; 0 for cuMemAlloc
 }
+
+// vmmMappings counts the process's live VMM mappings: its Comms' own
+// buffers and the peers' it imported (CountMapping), for the tests that
+// check every one is undone.
+var vmmMappings atomic.Int64
+
+// CountMapping records a VMM mapping made (+1) or undone (-1).
+func CountMapping(delta int64) { vmmMappings.Add(delta) }
+
+// LiveMappings is the number of VMM mappings the process holds.
+func LiveMappings() int64 { return vmmMappings.Load() }
 
 // VMM reports whether a is cuMemCreate memory.
 func (a Allocation) VMM() bool { return a.Mem != 0 }
@@ -42,6 +54,7 @@ func Allocate(ctx *driver.Context, n uint64, vmm bool) (Allocation, error) {
 	if err != nil {
 		return Allocation{}, errors.Join(err, ctx.MemRelease(mem))
 	}
+	CountMapping(1)
 	return Allocation{Ptr: p, Size: size, Mem: mem}, nil
 }
 
@@ -52,7 +65,11 @@ func (a Allocation) Free(ctx *driver.Context) Release {
 		return Release{What: "freeing the buffer", Do: func() error { return ctx.MemFree(a.Ptr) }}
 	}
 	return Release{What: "unmapping and releasing the buffer", Do: func() error {
-		return errors.Join(ctx.Unmap(a.Ptr, a.Size), ctx.MemRelease(a.Mem))
+		err := ctx.Unmap(a.Ptr, a.Size)
+		if err == nil {
+			CountMapping(-1)
+		}
+		return errors.Join(err, ctx.MemRelease(a.Mem))
 	}}
 }
 

@@ -47,6 +47,7 @@ func (p *ipcPeers) openVMM(h handle.Handle, need int64) (peerMapping, error) {
 		// A size past the allocation's end is the driver's refusal here.
 		return peerMapping{}, api.WrapDriverAs(fmt.Sprintf("mapping rank %d's buffer of %d bytes (%v)", h.Rank, size, api.ErrShare), api.ErrShare, err)
 	}
+	device.CountMapping(1)
 	m := peerMapping{ptr: ptr, vmmSize: size}
 	if rerr != nil {
 		p.env.Share.Bury(p.unmapVMM(ptr, size))
@@ -89,7 +90,13 @@ func (p *ipcPeers) checkVMMSize(h handle.Handle, size uint64, need int64) error 
 // unmapVMM is the deferred unmapping of an imported buffer.
 func (p *ipcPeers) unmapVMM(ptr driver.DevicePtr, size uint64) device.Release {
 	ctx := p.env.Share.Ctx
-	return device.Release{What: "unmapping a peer's buffer", Do: func() error { return ctx.Unmap(ptr, size) }}
+	return device.Release{What: "unmapping a peer's buffer", Do: func() error {
+		err := ctx.Unmap(ptr, size)
+		if err == nil {
+			device.CountMapping(-1)
+		}
+		return err
+	}}
 }
 
 // grantSameProcess gives this device access to the VMM buffer at ptr of
