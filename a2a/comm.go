@@ -63,8 +63,11 @@ type Comm struct {
 // New allocates this rank's buffer (capacity plus about 130 KiB of signals
 // and state), creates its stream and, for the process's first Comm on the
 // device, loads the kernels (about 0.1 s the first time the driver
-// JIT-compiles the PTX; the driver caches the result). Connect (or Join)
-// must follow before any operation. It waits for no other Comm's work.
+// JIT-compiles the PTX; the driver caches the result). Shared as a file
+// descriptor (Config.Sharing), the buffer is rounded up to the driver's
+// granularity (2 MiB) and a socket serves it until Close. Connect (or
+// Join) must follow before any operation. It waits for no other Comm's
+// work.
 func New(cfg Config) (*Comm, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -102,7 +105,7 @@ func (c *Comm) init() error {
 		return api.WrapDriver("creating an event", err)
 	}
 	c.layout = plan.NewLayout(c.cfg.capacityBytes(), c.cfg.halves())
-	fd, err := c.cfg.Sharing.useFD(c.dev.drv, c.dev.info)
+	vmm, err := c.cfg.Sharing.useFD(c.dev.drv, c.dev.info)
 	if err != nil {
 		return err
 	}
@@ -110,7 +113,7 @@ func (c *Comm) init() error {
 	if _, err := rand.Read(id[:]); err != nil {
 		return fmt.Errorf("a2a: making the buffer's ID: %w", err)
 	}
-	alloc, err := device.Allocate(ctx, uint64(c.layout.Total), fd)
+	alloc, err := device.Allocate(ctx, uint64(c.layout.Total), vmm)
 	if err != nil {
 		return api.WrapDriver(fmt.Sprintf("allocating %d bytes", c.layout.Total), err)
 	}

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -86,14 +87,15 @@ func (s Sharing) useFD(drv *driver.Driver, info DeviceInfo) (bool, error) {
 	if s == SharingDefault {
 		s = defaultSharing
 	}
+	able := info.PosixFD && drv.HasVMM() && runtime.GOOS == "linux" // the socket is Linux's (internal/fdshare)
 	switch s {
 	case SharingLegacyIPC:
 		return false, nil
 	case SharingAuto:
-		return info.PosixFD && drv.HasVMM(), nil
+		return able, nil
 	}
-	if !info.PosixFD || !drv.HasVMM() {
-		return false, fmt.Errorf("a2a: GPU %d cannot export memory as a file descriptor (driver without the virtual memory API, or device without the handle type): %w", info.Ordinal, ErrNotSupported)
+	if !able {
+		return false, fmt.Errorf("a2a: GPU %d cannot share memory as a file descriptor here (driver without the virtual memory API, device without the handle type, or not Linux): %w", info.Ordinal, ErrNotSupported)
 	}
 	return true, nil
 }

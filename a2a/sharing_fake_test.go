@@ -172,3 +172,19 @@ func TestFakeSharingPeerGone(t *testing.T) {
 	requireReleased(t, lib)
 	testutil.RequireFDs(t, fds)
 }
+
+// TestFakeSharingFabricRefused: a peer's handle that shares its buffer as
+// a fabric handle is refused with ErrNotSupported (groups across hosts
+// are not built), and nothing stays mapped.
+func TestFakeSharingFabricRefused(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	a2a.ForceIPC(t)
+	comms, handles, _ := fakeGroup(t, withSharing(a2a.SharingFD))
+	h, err := handle.Decode(handles[1])
+	require.NoError(t, err)
+	h.Shared = handle.SharedFabric
+	err = comms[0].Connect([][]byte{handles[0], h.Encode(), handles[2]})
+	require.ErrorIs(t, err, a2a.ErrNotSupported)
+	require.Contains(t, err.Error(), "fabric handle")
+	requireFormsAndCloses(t, lib, comms, handles)
+}
