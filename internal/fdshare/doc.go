@@ -31,8 +31,9 @@
 // # Costs
 //
 // A Server costs a listening socket and a goroutine, and each connection
-// a descriptor and a goroutine while it lasts, at most MaxConns at once
-// (more are closed unanswered), each bounded by the timeout. The owner's
+// a descriptor and a goroutine while it lasts: another user's is closed
+// as it is accepted, and at most MaxConns of its own user's are served at
+// once (more are closed unanswered), each bounded by the timeout. The owner's
 // exported descriptor is closed as soon as it is sent; a descriptor that
 // dies in flight (its receiver gone) is closed by the kernel.
 package fdshare

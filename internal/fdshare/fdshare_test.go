@@ -166,3 +166,32 @@ func TestFetchNoOwner(t *testing.T) {
 	require.ErrorIs(t, err, api.ErrShare)
 	require.Less(t, time.Since(start), time.Second)
 }
+
+// TestServerFull: connections past MaxConns are closed unanswered, and
+// once the idle ones time out the server answers again.
+func TestServerFull(t *testing.T) {
+	before := testutil.OpenFDs(t)
+	p := newPipeExport(t)
+	s, err := Listen(key(7), 500*time.Millisecond, p.export)
+	require.NoError(t, err)
+	var idle []net.Conn
+	for range MaxConns {
+		c, err := net.Dial("unix", socketName(key(7)))
+		require.NoError(t, err)
+		idle = append(idle, c)
+	}
+	time.Sleep(50 * time.Millisecond) // let the server take them all
+	_, _, err = Fetch(key(7), time.Now().Add(200*time.Millisecond))
+	require.ErrorIs(t, err, api.ErrShare, "a full server answers nobody")
+	time.Sleep(600 * time.Millisecond) // the idle ones time out
+	fd, _, err := Fetch(key(7), time.Now().Add(5*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Close(fd))
+	for _, c := range idle {
+		c.Close()
+	}
+	require.NoError(t, s.Close())
+	p.r.Close()
+	p.w.Close()
+	testutil.RequireFDs(t, before)
+}

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// MaxConns is the most connections a Server serves at once; more are
-// closed unanswered (an honest peer makes one per fetch).
+// MaxConns is the most connections of this user a Server serves at once;
+// more are closed unanswered (an honest peer makes one per fetch).
 const MaxConns = 16
 
 // Export returns a new descriptor of the buffer, which the Server closes
@@ -83,6 +83,12 @@ func (s *Server) accept() {
 			time.Sleep(10 * time.Millisecond) // out of descriptors, say: let it pass
 			continue
 		}
+		// Another user's connection is closed before it takes a slot, so
+		// that strangers cannot hold the slots the peers need.
+		if !sameUser(c) {
+			c.Close()
+			continue
+		}
 		select {
 		case s.slots <- struct{}{}:
 		default:
@@ -125,7 +131,7 @@ func (s *Server) untrack(c *net.UnixConn) {
 // serve runs the owner's side of one connection; any misstep of the peer
 // ends it without an answer.
 func (s *Server) serve(c *net.UnixConn) {
-	if err := c.SetDeadline(time.Now().Add(s.timeout)); err != nil || !sameUser(c) {
+	if err := c.SetDeadline(time.Now().Add(s.timeout)); err != nil {
 		return
 	}
 	var in [helloSize]byte
