@@ -365,6 +365,9 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	if len(rep.Rows) > 0 && rep.Rows[0].Transport != "" {
 		over = " over " + rep.Rows[0].Transport + ","
 	}
+	if len(rep.Rows) > 0 && rep.Rows[0].Sharing != "" {
+		over += " shared as " + rep.Rows[0].Sharing + ","
+	}
 	fmt.Fprintf(w, "ulysses: world %d, B=%d H=%d D=%d,%s moved by %s, %d iterations (%d warm-up), peer copy %s %s\n",
 		rep.World, o.batch, o.heads, o.headDim, over, o.mover, o.iters, o.warmup, rep.PeerPair, peer)
 	writeWireTable(w, benchHead, benchAlign, benchTableRows(rep.Rows), rowWires(rep.Rows))

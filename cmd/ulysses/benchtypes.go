@@ -59,6 +59,7 @@ type benchRow struct {
 	Impl          string  `json:"impl"`
 	Mover         string  `json:"mover,omitempty"`     // a2a.Config.Mover of ulysses rows
 	Transport     string  `json:"transport,omitempty"` // what the Comm used (Comm.Transport) of ulysses rows
+	Sharing       string  `json:"sharing,omitempty"`   // how rank 0's buffer was shared (Comm.Sharing) of ulysses rows
 	Wire          string  `json:"wire,omitempty"`      // a2a.Config.Wire of ulysses rows over a lossy wire; "" exactly
 	Op            string  `json:"op"`
 	DType         string  `json:"dtype"`

@@ -201,7 +201,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 		for k, op := range ops {
 			s := maxOver(perOp[k])
 			rows = append(rows, benchRow{
-				Impl: "ulysses", Mover: comm.Config().Mover.String(), Transport: comm.Transport().String(), Wire: wire, Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
+				Impl: "ulysses", Mover: comm.Config().Mover.String(), Transport: comm.Transport().String(), Sharing: comm.Sharing().String(), Wire: wire, Op: string(op), DType: dt.String(), BytesPerRank: sz.bytes, TokensPerRank: sz.tokens,
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 				StreamUS: s.Stream, GraphUS: s.Graph, GraphOps: o.graphOps,
