@@ -3,9 +3,11 @@ package a2a
 import (
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fdshare"
 	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 )
 
@@ -29,6 +31,12 @@ func SetDefaultSharingFromEnv() error {
 	}
 	defaultSharing = s
 	return nil
+}
+
+// KillAfterGive makes the process kill itself (SIGKILL) as soon as its
+// buffer's socket has sent a descriptor, which is then in flight.
+func KillAfterGive() {
+	fdshare.AfterGive = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
 }
 
 // LiveVMMMappings is the number of VMM mappings (own buffers and

@@ -28,8 +28,9 @@ func TestSharingProcesses(t *testing.T) {
 }
 
 // TestSharingKilledPeer: over descriptors, rank 3 of four on GPU 0 is
-// killed before its peers fetch its descriptor (they fail with ErrShare)
-// or after they mapped its buffer (they read it on); the survivors close
+// killed before its peers fetch its descriptor (they fail with ErrShare),
+// as soon as it has sent one (its receiver maps the buffer, the others
+// fail with ErrShare), or after they mapped its buffer (they read it on); the survivors close
 // with their descriptors back and no mapping, and their GPU makes and
 // connects a Comm again.
 func TestSharingKilledPeer(t *testing.T) {
@@ -37,7 +38,7 @@ func TestSharingKilledPeer(t *testing.T) {
 	if !info.Devices[0].PosixFD {
 		t.Skip("GPU 0 does not share memory as file descriptors")
 	}
-	for _, when := range []string{"fetch", "mapped"} {
+	for _, when := range []string{"fetch", "in-flight", "mapped"} {
 		t.Run(when, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

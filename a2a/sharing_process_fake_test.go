@@ -53,13 +53,14 @@ func TestFakeSharingProcesses(t *testing.T) {
 }
 
 // TestFakeSharingKilledPeer: rank 2 is killed (SIGKILL) once the handles
-// are exchanged, before its peers fetch its descriptor, or after they
-// mapped its buffer. The others get ErrShare in the first case and keep
-// reading its memory in the second; both close with
+// are exchanged, before its peers fetch its descriptor; as soon as it has
+// sent its first descriptor (in flight); or after they mapped its buffer.
+// The others get ErrShare in the first case, ErrShare or a mapping in the
+// second, and keep reading its memory in the third; both close with
 // nothing left, and their device still makes and connects a Comm.
 func TestFakeSharingKilledPeer(t *testing.T) {
 	lib := testutil.FakeCUDA(t)
-	for _, when := range []string{"fetch", "mapped"} {
+	for _, when := range []string{"fetch", "in-flight", "mapped"} {
 		t.Run(when, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -112,6 +113,22 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 	}
 	if victim && when == "fetch" {
 		return syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	if victim && when == "in-flight" {
+		a2a.KillAfterGive()
+		time.Sleep(time.Minute) // until a peer's fetch kills it
+		return errors.New("no peer fetched the victim's descriptor")
+	}
+	if killed && when == "in-flight" {
+		// The victim dies once it has sent its first descriptor: the peer
+		// that fetched it maps its memory (the descriptor keeps it), the
+		// other fails with ErrShare.
+		err := c.Connect(handles)
+		if err != nil && !errors.Is(err, a2a.ErrShare) {
+			return errors.Join(fmt.Errorf("connect with a peer killed with its descriptor in flight: %v, want ErrShare or success", err), c.Close())
+		}
+		fmt.Printf("rank %d: connect: %v\n", rk.Rank, err)
+		return finishFD(rk, c, ex, fds)
 	}
 	if killed && when == "fetch" {
 		// Let the victim die before this rank fetches its descriptor (a

@@ -154,7 +154,12 @@ func (s *Server) serve(c *net.UnixConn) {
 	defer syscall.Close(fd)
 	sz := sizeBytes(size)
 	_, _, _ = c.WriteMsgUnix(append(sz, ss.mac(labelGive, sz)...), syscall.UnixRights(fd), nil)
+	AfterGive()
 }
+
+// AfterGive runs once a descriptor is sent: a variable so that a test can
+// kill the process with the descriptor in flight.
+var AfterGive = func() {}
 
 // sameUser reports whether the process at the other end of c runs as
 // this process's user.
