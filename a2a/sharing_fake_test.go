@@ -29,6 +29,17 @@ func sharedAs(t *testing.T, c *a2a.Comm) handle.Shared {
 	return h.Shared
 }
 
+// closeReleased closes comms and checks that nothing of the stub's is
+// left, nor any descriptor that fds (testutil.OpenFDs) did not list.
+func closeReleased(t *testing.T, lib string, comms []*a2a.Comm, fds []string) {
+	t.Helper()
+	for _, c := range comms {
+		require.NoError(t, c.Close())
+	}
+	requireReleased(t, lib)
+	testutil.RequireFDs(t, fds)
+}
+
 // TestFakeSharingFD: a group of three ranks on three devices that share
 // their buffers as file descriptors connects, each rank fetching and
 // mapping its two peers' buffers over their sockets (ForceIPC) or using
@@ -62,11 +73,7 @@ func TestFakeSharingFD(t *testing.T) {
 				require.EqualValues(t, 3, n.VMMMappings)
 			}
 			require.Zero(t, n.IPCMappings)
-			for _, c := range comms {
-				require.NoError(t, c.Close())
-			}
-			requireReleased(t, lib)
-			testutil.RequireFDs(t, fds)
+			closeReleased(t, lib, comms, fds)
 		})
 	}
 }
@@ -90,11 +97,7 @@ func TestFakeSharingMixed(t *testing.T) {
 	n := fakeCounters(t, lib)
 	require.EqualValues(t, 2, n.FDExports)
 	require.EqualValues(t, 4, n.IPCMappings)
-	for _, c := range comms {
-		require.NoError(t, c.Close())
-	}
-	requireReleased(t, lib)
-	testutil.RequireFDs(t, fds)
+	closeReleased(t, lib, comms, fds)
 }
 
 // TestFakeSharingChoice: SharingAuto shares as a descriptor where the
@@ -166,11 +169,7 @@ func TestFakeSharingPeerGone(t *testing.T) {
 	// requireReleased sees done after Close.
 	_, err = comms[0].SendRecvHeads(a2a.Tensor{})
 	require.ErrorIs(t, err, a2a.ErrNotConnected)
-	for _, c := range comms[:2] {
-		require.NoError(t, c.Close())
-	}
-	requireReleased(t, lib)
-	testutil.RequireFDs(t, fds)
+	closeReleased(t, lib, comms[:2], fds)
 }
 
 // TestFakeSharingFabricRefused: a peer's handle that shares its buffer as
