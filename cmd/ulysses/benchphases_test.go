@@ -38,7 +38,7 @@ func TestPhaseTable(t *testing.T) {
 	writePhaseTable(&b, []benchRow{{Op: "all_gather", DType: "bf16", BytesPerRank: 1 << 20}})
 	require.Empty(t, b.String())
 	writePhaseTable(&b, []benchRow{{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 128 << 10,
-		Phases: &phaseTimes{Own: 0.5, Pack: 1.25, Group: 20, Unpack: 2}}})
+		MedianUS: 30, Phases: &phaseTimes{Own: 0.5, Pack: 1.25, Group: 20, Unpack: 2}, NCCLReference: &ncclReference{SendSelfUS: 9.5}}})
 	require.Contains(t, b.String(), "NCCL transport phases (--nccl-self)")
-	require.Regexp(t, `send_recv_heads\s+bf16\s+128 KiB\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+23\.8`, b.String())
+	require.Regexp(t, `send_recv_heads\s+bf16\s+128 KiB\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
 }

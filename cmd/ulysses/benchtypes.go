@@ -87,11 +87,14 @@ type benchRow struct {
 	OverlapExchangeSlowdown float64 `json:"overlap_exchange_slowdown,omitempty"`
 	// --nccl-self: the median device time of each phase of the NCCL
 	// transport's operation.
-	Phases        *phaseTimes `json:"nccl_phases,omitempty"`
-	AlgBWGBps     float64     `json:"algbw_gbps"`
-	NVLinkBytes   float64     `json:"nvlink_bytes_per_rank"`
-	FloorUS       float64     `json:"floor_us"`
-	TimeOverFloor float64     `json:"time_over_floor"`
+	Phases *phaseTimes `json:"nccl_phases,omitempty"`
+	// --nccl-self at world one: NCCL's own send to itself (and
+	// ncclAlltoAll) of the row's per-rank bytes, the same run.
+	NCCLReference *ncclReference `json:"nccl_reference,omitempty"`
+	AlgBWGBps     float64        `json:"algbw_gbps"`
+	NVLinkBytes   float64        `json:"nvlink_bytes_per_rank"`
+	FloorUS       float64        `json:"floor_us"`
+	TimeOverFloor float64        `json:"time_over_floor"`
 }
 
 // finish fills in the derived columns, given the peer copy rate in bytes

@@ -211,7 +211,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 				StreamUS: s.Stream, GraphUS: s.Graph, GraphOps: o.graphOps,
-				Phases:    s.Phases,
+				Phases: s.Phases, NCCLReference: s.Ref,
 				OverlapUS: s.OverlapExchange, OverlapComputeSlowdown: s.OverlapComputeSlowdown, OverlapExchangeSlowdown: s.OverlapExchangeSlowdown,
 			})
 			fmt.Fprintf(stderr, "bench: %s %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
@@ -253,6 +253,15 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 	for k, op := range ops {
 		if stats[k], err = timeBenchOp(comm, stream, o, op, in, burn); err != nil {
 			return nil, err
+		}
+	}
+	if o.phases != nil && comm.WorldSize() == 1 {
+		ref, err := timeNCCLReference(o.phases.ctx, sz.bytes, o.warmup, o.iters)
+		if err != nil {
+			return nil, fmt.Errorf("NCCL's own send to itself of %d bytes: %w", sz.bytes, err)
+		}
+		for k := range stats {
+			stats[k].Ref = &ref
 		}
 	}
 	return stats, nil
