@@ -76,11 +76,10 @@ type Config struct {
 	// launch, with the exact operation's bytes. The conversion costs SM
 	// time: on one H200 with a rank to itself (no link crossed) 128 MiB
 	// SendRecvHeads took 120 us against the exact 90, and on 32 SMs 430
-	// against 178 (docs/BENCHMARKS.md). The first Comm of a process that
-	// asks for it on a device loads its kernels there, a driver call that
-	// waits for every kernel running on the device: make it before the
-	// process's other Comms on that device run operations (docs/DESIGN.md,
-	// "What waits for what"). All ranks must agree.
+	// against 178 (docs/BENCHMARKS.md). Its kernels load like the others
+	// (package doc, "Kernels"): with the process's first Comm on an sm_90
+	// device, from machine code; elsewhere each operation's the first time
+	// it runs over the wire. All ranks must agree.
 	Wire Wire
 	// SingleBuffer halves the buffer's memory at the cost of a second
 	// barrier per operation (a few microseconds: it matters for small
