@@ -1307,10 +1307,11 @@ CUresult cuModuleUnload(struct module *m) {
 	return r;
 }
 
-// contains reports whether the n bytes at p hold the k bytes at w.
-static int contains(const char *p, size_t n, const char *w, size_t k) {
-	for (size_t i = 0; i + k <= n; i++)
-		if (p[i] == w[0] && memcmp(p + i, w, k) == 0)
+// contains reports whether the n bytes at p hold the k bytes at w, with
+// a NUL before them when nul_before is set.
+static int contains(const char *p, size_t n, const char *w, size_t k, int nul_before) {
+	for (size_t i = nul_before ? 1 : 0; i + k <= n; i++)
+		if (p[i] == w[0] && memcmp(p + i, w, k) == 0 && (!nul_before || p[i - 1] == 0))
 			return 1;
 	return 0;
 }
@@ -1320,8 +1321,10 @@ static int contains(const char *p, size_t n, const char *w, size_t k) {
 // string tables).
 static int defines(struct module *m, const char *name) {
 	char w[sizeof m->functions[0].name + 16];
-	int k = m->cubin ? snprintf(w, sizeof w, "%c%s%c", 0, name, 0) : snprintf(w, sizeof w, ".entry %s(", name);
-	return k > 0 && (size_t)k < sizeof w && contains(m->image, m->image_len, w, (size_t)k);
+	if (m->cubin)
+		return contains(m->image, m->image_len, name, strlen(name) + 1, 1);
+	int k = snprintf(w, sizeof w, ".entry %s(", name);
+	return k > 0 && (size_t)k < sizeof w && contains(m->image, m->image_len, w, (size_t)k, 0);
 }
 
 // cuModuleGetFunction finds the entries the module's image defines, but
