@@ -347,22 +347,19 @@ func checkPeerAllowed(t *testing.T, lib string) {
 // engines would launch one barrier), and the outputs keep their 16-bit
 // shapes.
 func TestFakeWire(t *testing.T) {
-	for _, mode := range wirePaths {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Cleanup(a2a.SetWireDirectBytes(mode.directBytes))
-			lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
-			a2a.SetAutoCopyBytes(t, 1)
-			comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
-			require.NoError(t, connectAll(comms, handles))
-			require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
-			threeOpsOnEveryRank(t, comms)
-			for _, c := range comms {
-				require.NoError(t, c.Close())
-			}
-			require.EqualValues(t, 3*(3*mode.launches+1), fakeCounters(t, lib).Launches, "launches per operation and the farewell, per rank")
-			requireReleased(t, lib)
-		})
-	}
+	eachWirePath(t, func(t *testing.T, mode wirePath) {
+		lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+		a2a.SetAutoCopyBytes(t, 1)
+		comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
+		require.NoError(t, connectAll(comms, handles))
+		require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
+		threeOpsOnEveryRank(t, comms)
+		for _, c := range comms {
+			require.NoError(t, c.Close())
+		}
+		require.EqualValues(t, 3*(3*mode.launches+1), fakeCounters(t, lib).Launches, "launches per operation and the farewell, per rank")
+		requireReleased(t, lib)
+	})
 }
 
 // ---- allocations -----------------------------------------------------------

@@ -129,42 +129,39 @@ func TestFakeLazyFamilies(t *testing.T) {
 // path does not launch. Two ranks on one GPU, each operation enqueued on
 // both before either waits.
 func TestFakeLazyWire(t *testing.T) {
-	for _, mode := range wirePaths {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Cleanup(a2a.SetWireDirectBytes(mode.directBytes))
-			lib := fakeDriver(t, ptx.EnvPTXOnly+"=1")
-			g, err := a2a.NewGroup(a2a.Config{MaxTokens: 16, HiddenDim: 8 * 64, DType: a2a.BFloat16, Wire: a2a.WireE4M3}, []int{0, 0})
+	eachWirePath(t, func(t *testing.T, mode wirePath) {
+		lib := fakeDriver(t, ptx.EnvPTXOnly+"=1")
+		g, err := a2a.NewGroup(a2a.Config{MaxTokens: 16, HiddenDim: 8 * 64, DType: a2a.BFloat16, Wire: a2a.WireE4M3}, []int{0, 0})
+		require.NoError(t, err)
+		xs := make([]a2a.Tensor, g.Size())
+		for r := range xs {
+			require.NoError(t, g.Comm(r).SetRankTokens([]int{4, 4}))
+			xs[r], err = g.Comm(r).Device().Alloc([4]int{1, 4, 8, 64}, a2a.BFloat16)
 			require.NoError(t, err)
-			xs := make([]a2a.Tensor, g.Size())
-			for r := range xs {
-				require.NoError(t, g.Comm(r).SetRankTokens([]int{4, 4}))
-				xs[r], err = g.Comm(r).Device().Alloc([4]int{1, 4, 8, 64}, a2a.BFloat16)
-				require.NoError(t, err)
-			}
-			loads := func() int64 { return fakeCounters(t, lib).PTXLoads }
-			decode := int64(mode.launches - 1) // the staged path's decode family
-			for _, step := range []struct {
-				op    func(c *a2a.Comm, x a2a.Tensor) error
-				loads int64
-				what  string
-			}{
-				{func(c *a2a.Comm, x a2a.Tensor) error { _, err := c.SendRecvHeads(x); return err }, 2 + 1 + decode, "SendRecvHeads' exchange (and the decode)"},
-				{func(c *a2a.Comm, x a2a.Tensor) error { _, err := c.AllGather(x); return err }, 2 + 2 + decode, "AllGather's exchange"},
-				{func(c *a2a.Comm, x a2a.Tensor) error { _, err := c.SendRecvHeads(x); return err }, 2 + 2 + decode, "loaded"},
-			} {
-				for r, x := range xs {
-					require.NoError(t, step.op(g.Comm(r), x), step.what)
-				}
-				require.NoError(t, g.Sync())
-				assert.Equal(t, step.loads, loads(), step.what)
-			}
+		}
+		loads := func() int64 { return fakeCounters(t, lib).PTXLoads }
+		decode := int64(mode.launches - 1) // the staged path's decode family
+		for _, step := range []struct {
+			op    func(c *a2a.Comm, x a2a.Tensor) error
+			loads int64
+			what  string
+		}{
+			{func(c *a2a.Comm, x a2a.Tensor) error { _, err := c.SendRecvHeads(x); return err }, 2 + 1 + decode, "SendRecvHeads' exchange (and the decode)"},
+			{func(c *a2a.Comm, x a2a.Tensor) error { _, err := c.AllGather(x); return err }, 2 + 2 + decode, "AllGather's exchange"},
+			{func(c *a2a.Comm, x a2a.Tensor) error { _, err := c.SendRecvHeads(x); return err }, 2 + 2 + decode, "loaded"},
+		} {
 			for r, x := range xs {
-				require.NoError(t, g.Comm(r).Device().Free(x))
+				require.NoError(t, step.op(g.Comm(r), x), step.what)
 			}
-			require.NoError(t, g.Close())
-			requireReleased(t, lib)
-		})
-	}
+			require.NoError(t, g.Sync())
+			assert.Equal(t, step.loads, loads(), step.what)
+		}
+		for r, x := range xs {
+			require.NoError(t, g.Comm(r).Device().Free(x))
+		}
+		require.NoError(t, g.Close())
+		requireReleased(t, lib)
+	})
 }
 
 // TestFakeLazyLoadWaitsForQueuedWork: a family of PTX loads only when no
