@@ -1,4 +1,6 @@
-# Targets: test (what CI runs), check (gofmt + vet + test), ptx (regenerate
+# Targets: test (the tests, in this machine's world), test-worlds (the tests
+# without a driver and with a driver but no device, whatever this machine
+# has installed: what CI runs), check (gofmt + vet + test), ptx (regenerate
 # the kernels; needs nvcc and its ptxas), gpu-bin (test binaries and tools for the GPU
 # machine, which has no Go), race, fuzz.
 GO      ?= go
@@ -10,13 +12,28 @@ CUDA_STUBS ?= /usr/lib/x86_64-linux-gnu/stubs
 PKGS    := ./...
 export CGO_ENABLED ?= 0
 
-.PHONY: test check fmt vet ptx ptx-check gpu-bin race fuzz clean
+.PHONY: test test-worlds check fmt vet ptx ptx-check gpu-bin race fuzz clean
 
 test:
 	$(GO) test $(PKGS)
 
+# A driver library that is not there: a machine without the NVIDIA driver.
+NO_DRIVER := ULYSSES_LIBCUDA=/nonexistent/libcuda.so.1
+
+# The tests in the two worlds a machine without a GPU can be: no driver,
+# then a driver without a device (internal/fakecuda's stub, whose cuInit
+# says CUDA_ERROR_NO_DEVICE; building it needs cc). Each test that needs
+# another world (the stub with devices) still sets it up itself.
+test-worlds:
+	@echo "-- world: no driver ($(NO_DRIVER))"
+	$(NO_DRIVER) $(GO) test -count=1 $(PKGS)
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	lib=$$($(GO) run ./internal/fakecuda/cmd/fakecuda -no-device "$$dir") && \
+	echo "-- world: a driver without a device (ULYSSES_LIBCUDA=$$lib)" && \
+	ULYSSES_LIBCUDA="$$lib" $(GO) test -count=1 $(PKGS)
+
 race:
-	CGO_ENABLED=1 $(GO) test -race $(PKGS)
+	$(NO_DRIVER) CGO_ENABLED=1 $(GO) test -race $(PKGS)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -27,7 +44,7 @@ vet:
 check: fmt vet test
 
 # Regenerate the PTX and the cubins from gen/kernels (needs nvcc and its
-# ptxas: see README).
+# ptxas: see docs/DEVELOPING.md).
 ptx:
 	$(GO) generate ./internal/kernelabi ./ptx
 

@@ -156,7 +156,7 @@ func TestFakeTestKernels(t *testing.T) {
 // TestFakeGroupBufferOutlivesItsOwner closes the ranks of a group one at
 // a time: a rank's buffer, which its peers in the process write into
 // (their goodbye included), stays allocated until the last Comm that maps
-// it has closed, and its device's context with it (GPU-RUNS.md run 45).
+// it has closed, and its device's context with it (docs/lab/gpu-runs.md run 45).
 func TestFakeGroupBufferOutlivesItsOwner(t *testing.T) {
 	for _, devices := range [][]int{{0, 0}, {0, 1}} {
 		t.Run(fmt.Sprint(devices), func(t *testing.T) {

@@ -120,9 +120,9 @@ func TestForElemBytes(t *testing.T) {
 
 func TestISAIsLoadableByOldDrivers(t *testing.T) {
 	// ISA 7.8 (CUDA 11.8) loads on drivers >= 520. A newer nvcc raises the
-	// floor: README's driver table must change with it.
+	// floor: docs/GUIDE.md's "Supported drivers and GPUs" must change with it.
 	for _, f := range Files() {
-		assert.Equal(t, "7.8", f.ISA, "%s was made by a different nvcc (%s): update README's driver support and this test", f.Name, NVCCVersion)
+		assert.Equal(t, "7.8", f.ISA, "%s was made by a different nvcc (%s): update docs/GUIDE.md's supported drivers and this test", f.Name, NVCCVersion)
 	}
 }
 

@@ -2,7 +2,7 @@
 // over CUDA IPC (a process per GPU, as a2a.Join) than into one mapped by
 // peer access (one process, as a2a.NewGroup)? ulysses's copy-engine mode
 // moved about 270 GB/s a direction the first way and 355 the second
-// (GPU-RUNS.md runs 37-39). Each way, each GPU copies 64 MiB into the other
+// (docs/lab/gpu-runs.md runs 37-39). Each way, each GPU copies 64 MiB into the other
 // at once (and one GPU alone), as a linear copy and as the 2-D copy of a
 // SendRecvHeads half (4 KiB rows from an 8 KiB pitch), with and without a
 // local 64 MiB copy beside it on a second stream (what the mode does).

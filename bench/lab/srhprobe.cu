@@ -18,7 +18,7 @@
 // No barrier, no signals: only the data movement. It prints us per
 // operation (the slower GPU) and checks per-chunk's bytes against
 // per-vector's. bench/lab/bulk.cu showed 16 blocks fill the link when only
-// remote stores are made (GPU-RUNS.md run 40).
+// remote stores are made (docs/lab/gpu-runs.md run 40).
 //
 //   nvcc -O3 -arch=sm_90 -o srhprobe bench/lab/srhprobe.cu && ./srhprobe
 #include <cstdint>

@@ -25,9 +25,11 @@ type checkOpts struct {
 func newCheckFlags() (*flag.FlagSet, *checkOpts) {
 	o := &checkOpts{}
 	fs := newFlagSet("check", "ulysses check [--world N] [--ranks-per-gpu K] [--dtypes bf16,fp8] [--seed S] [--sms N] [--wire exact]",
-		"Runs SendRecvHeads, GatherHeads and AllGather (view and Into forms) on shapes from public\n"+
-			"model configs, one process per rank, and compares every output with the CPU reference.\n"+
-			"Exits 0 only when every rank passes every case.")
+		"Runs SendRecvHeads, GatherHeads, AllGather and HeadAllGather (view and Into forms, and\n"+
+			"packed q, k and v strided out of one fused tensor) on shapes from public model configs,\n"+
+			"uneven tokens and heads, a rank without tokens and a misaligned case, then operations\n"+
+			"back to back with late reads; one process per rank. Every output is compared with the\n"+
+			"CPU reference. Exits 0 only when every rank passes every case.")
 	o.group.register(fs)
 	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "comma-separated element types (bf16, fp16, fp8, fp8e5m2)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the random inputs")
@@ -156,7 +158,7 @@ func (o *checkOpts) plan() (checkPlan, error) {
 	var p checkPlan
 	var err error
 	if p.dtypes, err = parseDTypes(o.dtypes); err != nil {
-		return p, err
+		return p, fmt.Errorf("--dtypes: %w", err)
 	}
 	if p.cfg.Mover, err = parseMover(o.mover); err != nil {
 		return p, err

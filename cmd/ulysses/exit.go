@@ -26,10 +26,14 @@ func oneLine(err error) string {
 const maxSMs = kernelabi.MaxBlocks
 
 // checkWritable refuses, before anything runs, an output file that cannot
-// be created (a missing directory, say); "" is no file.
+// be created (a missing directory, or a directory where the file belongs);
+// "" is no file.
 func checkWritable(flagName, path string) error {
 	if path == "" {
 		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s: is a directory (want a file name)", flagName, path)
 	}
 	dir := filepath.Dir(path)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {

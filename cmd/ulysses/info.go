@@ -75,16 +75,17 @@ func jsonError(stdout, stderr io.Writer, err error) int {
 func systemMessage(err error) (string, int) {
 	switch {
 	case errors.Is(err, a2a.ErrNoDriver):
-		return "no CUDA driver (" + rootCause(err) + "): install the NVIDIA driver, which provides libcuda.so.1", exitNoGPU
+		// The innermost error is the dynamic loader's, which names the file.
+		return "no CUDA driver: " + oneLine(innermost(err)) + ": install the NVIDIA driver, which provides libcuda.so.1", exitNoGPU
 	case errors.Is(err, a2a.ErrNoDevice):
-		return "no GPU (" + rootCause(err) + "): run on a machine with an NVIDIA GPU, or check CUDA_VISIBLE_DEVICES", exitNoGPU
+		return "no GPU (" + lastPart(innermost(err)) + "): run on a machine with an NVIDIA GPU, or check CUDA_VISIBLE_DEVICES", exitNoGPU
 	}
 	return oneLine(err), exitFailed
 }
 
-// rootCause is the text of the innermost error of err's chain (the
-// driver's own words), on one line.
-func rootCause(err error) string {
+// innermost is the innermost error of err's chain, following the last of
+// several wrapped errors: the driver's or the dynamic loader's own.
+func innermost(err error) error {
 	for {
 		var next error
 		switch u := err.(type) {
@@ -96,14 +97,20 @@ func rootCause(err error) string {
 			}
 		}
 		if next == nil {
-			s := oneLine(err)
-			if i := strings.LastIndex(s, ": "); i >= 0 {
-				s = s[i+2:]
-			}
-			return s
+			return err
 		}
 		err = next
 	}
+}
+
+// lastPart is the text of err after its last ": ", on one line: a driver
+// error's description without the call and code.
+func lastPart(err error) string {
+	s := oneLine(err)
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		s = s[i+2:]
+	}
+	return s
 }
 
 // driverVersion formats the driver's CUDA version: 13000 -> "13.0", 12040 -> "12.4".

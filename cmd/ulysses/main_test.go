@@ -2,7 +2,7 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -18,31 +18,6 @@ func runArgs(args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
-func TestInfoWithoutGPU(t *testing.T) {
-	if _, err := a2a.System(); err == nil {
-		t.Skip("this machine has a CUDA driver and a GPU")
-	}
-	code, stdout, stderr := runArgs("info")
-	assert.Equal(t, exitNoGPU, code)
-	assert.Empty(t, stdout)
-	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
-	require.Len(t, lines, 1, "stderr: %q", stderr)
-	assert.True(t, strings.HasPrefix(lines[0], "ulysses: no "), lines[0])
-	assert.Contains(t, lines[0], "NVIDIA", "says what to do")
-	assert.Less(t, len(lines[0]), 160, "one short line")
-	assert.LessOrEqual(t, strings.Count(lines[0], "CUDA driver"), 1, "names the driver once: %s", lines[0])
-
-	code, stdout, _ = runArgs("info", "--json")
-	assert.Equal(t, exitNoGPU, code)
-	var obj struct {
-		Error string `json:"error"`
-		Exit  int    `json:"exit"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(stdout), &obj), "info --json writes a JSON error object: %q", stdout)
-	assert.Equal(t, exitNoGPU, obj.Exit)
-	assert.NotEmpty(t, obj.Error)
-}
-
 // Every flag is checked before the driver loads: a bad one gives one line
 // and exit 2 (exit 3 would mean the driver was asked first).
 func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
@@ -54,7 +29,10 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 		{[]string{"bench", "--sms", "8,5000"}, "bad SM count \"5000\""},
 		{[]string{"bench", "--bytes", "1K"}, "1024 bytes is not a positive multiple of B*H*D*elem = 8192 bytes"},
 		{[]string{"bench", "--json", "/nonexistent/dir/out.json"}, "directory /nonexistent/dir does not exist"},
-		{[]string{"check", "--dtypes", "int8"}, "want bf16, fp16, fp8 or fp8e5m2"},
+		{[]string{"check", "--dtypes", "int8"}, `check: --dtypes: a2a: unknown dtype "int8" (want bf16, fp16, fp8 or fp8e5m2)`},
+		{[]string{"bench", "--dtypes", "int8"}, `bench: --dtypes: a2a: unknown dtype "int8" (want bf16, fp16, fp8 or fp8e5m2)`},
+		{[]string{"bench", "--json", os.TempDir()}, "--json " + os.TempDir() + ": is a directory (want a file name)"},
+		{[]string{"bench", "--plot", os.TempDir()}, "--plot " + os.TempDir() + ": is a directory"},
 		{[]string{"bench", "--plot", "/nonexistent/dir/b.svg"}, "directory /nonexistent/dir does not exist"},
 		{[]string{"bench", "--plot", "b.svg", "--sms", "8,16"}, "--sms must include 0"},
 		{[]string{"check", "--wire", "fp4"}, `unknown --wire "fp4" (want exact, e4m3 or e5m2)`},
@@ -100,6 +78,12 @@ func TestUsage(t *testing.T) {
 		assert.Contains(t, stdout, "\n  "+c+" ")
 	}
 	assert.NotContains(t, stdout, "worker")
+
+	code, stdout, _ = runArgs("help", "check")
+	assert.Equal(t, 0, code)
+	for _, op := range []string{"SendRecvHeads", "GatherHeads", "AllGather", "HeadAllGather", "packed q, k and v", "back to back"} {
+		assert.Contains(t, stdout, op, "check --help names everything check runs")
+	}
 
 	code, stdout, _ = runArgs("help", "bench")
 	assert.Equal(t, 0, code)

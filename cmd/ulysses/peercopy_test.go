@@ -35,7 +35,7 @@ func TestMeasurePeerCopy(t *testing.T) {
 		},
 		{
 			name: "no-driver", lib: "/nonexistent/libcuda.so.1", pair: "GPU 0 -> GPU 0 (one GPU: a local copy)",
-			note: "peer copy rate unknown, no floor: driver: cannot load /nonexistent/libcuda.so.1",
+			note: "peer copy rate unknown, no floor: driver: /nonexistent/libcuda.so.1: cannot open shared object file",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
@@ -17,6 +19,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/ulysses-go/ulysses/a2a"
 )
 
 // plotOpts are the flags of ulysses plot.
@@ -48,20 +52,37 @@ func plotMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "plot: want one bench --json file")
 		return exitUsage
 	}
-	if err := errorsOf(checkWritable("-o", o.out), checkWritable("--sms-o", o.smsOut)); err != nil {
-		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
-		return exitUsage
+	dtype, err := plotDType(o.dtype)
+	if err == nil {
+		err = errorsOf(checkWritable("-o", o.out), checkWritable("--sms-o", o.smsOut))
 	}
-	rep, err := readReport(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
 		return exitUsage
 	}
-	if err := writePlots(rep, o.dtype, o.out, o.smsOut); err != nil {
+	rep, err := readReport(fs.Arg(0))
+	if err == nil {
+		err = writePlots(rep, dtype, o.out, o.smsOut)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
 		return exitFailed
 	}
 	return 0
+}
+
+// plotDType reads --dtype as check and bench read --dtypes (any case,
+// "fp8" for fp8e4m3) into the name bench's rows carry; "" is the file's
+// first.
+func plotDType(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	d, err := a2a.ParseDType(s)
+	if err != nil {
+		return "", fmt.Errorf("--dtype: %w", err)
+	}
+	return d.String(), nil
 }
 
 // errorsOf is the first error that is not nil.
@@ -77,7 +98,11 @@ func errorsOf(errs ...error) error {
 // readReport reads a bench --json file.
 func readReport(path string) (*benchReport, error) {
 	rep, err := readJSONFile[benchReport](path)
-	if err == nil && len(rep.Rows) == 0 {
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &typeErr):
+		return nil, fmt.Errorf("%s is not a bench --json file: a JSON %s where its report (an object with rows) belongs", path, typeErr.Value)
+	case err == nil && len(rep.Rows) == 0:
 		return nil, fmt.Errorf("%s: no rows", path)
 	}
 	return rep, err

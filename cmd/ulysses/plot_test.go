@@ -37,14 +37,56 @@ func TestPlotFromJSON(t *testing.T) {
 func TestPlotUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"plot"},
-		{"plot", "/nonexistent.json"},
 		{"plot", "../../docs/bench/2026-11-30-h200x2-run59-ipc-record.json", "-o", "/nonexistent/dir/b.svg"},
+		{"plot", "../../docs/bench/2026-11-30-h200x2-run59-ipc-record.json", "-o", os.TempDir()},
+		{"plot", "/nonexistent.json", "--dtype", "int8"},
 		{"plot", "a.json", "b.json"},
 	} {
 		code, stdout, stderr := runArgs(args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", args, stderr)
 		assert.Empty(t, stdout, "%v", args)
 		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line: %q", args, stderr)
+	}
+}
+
+// A file that is missing, unreadable or not a bench report fails (exit 1)
+// with one line that says so.
+func TestPlotBadFile(t *testing.T) {
+	dir := t.TempDir()
+	array := filepath.Join(dir, "array.json")
+	require.NoError(t, os.WriteFile(array, []byte(`[{"op":"send_recv_heads"}]`), 0o644))
+	broken := filepath.Join(dir, "broken.json")
+	require.NoError(t, os.WriteFile(broken, []byte(`{"world":2,"rows":[`), 0o644))
+	for _, tc := range []struct{ file, want string }{
+		{"/nonexistent.json", "plot: open /nonexistent.json: no such file or directory"},
+		{array, "plot: " + array + " is not a bench --json file: a JSON array where its report (an object with rows) belongs"},
+		{broken, "plot: " + broken + ": unexpected end of JSON input"},
+	} {
+		code, stdout, stderr := runArgs("plot", tc.file, "-o", filepath.Join(dir, "b.svg"))
+		assert.Equal(t, exitFailed, code, "%s: %s", tc.file, stderr)
+		assert.Empty(t, stdout)
+		assert.Equal(t, tc.want+"\n", stderr)
+	}
+}
+
+// --dtype takes the names check and bench take, in any case.
+func TestPlotDTypeNames(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "b.json")
+	var rows []string
+	for _, dt := range []string{"bf16", "fp8e4m3"} {
+		rows = append(rows, fmt.Sprintf(`{"impl":"ulysses","op":"send_recv_heads","dtype":%q,"bytes_per_rank":131072,"sms":0,"blocks":132,"median_us":10}`, dt))
+	}
+	require.NoError(t, os.WriteFile(in, []byte(`{"world":2,"rows":[`+strings.Join(rows, ",")+`]}`), 0o644))
+	for _, name := range []string{"fp8", "FP8E4M3", "BF16", "bfloat16"} {
+		out := filepath.Join(dir, name+".svg")
+		code, _, stderr := runArgs("plot", in, "-o", out, "--dtype", name)
+		require.Equal(t, 0, code, "--dtype %s: %s", name, stderr)
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		want, err := plotDType(name)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), ">"+want+",", "--dtype %s draws %s", name, want)
 	}
 }
 

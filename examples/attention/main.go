@@ -14,7 +14,7 @@
 //	go run ./examples/attention --ranks 4      # four ranks over the GPUs
 //
 // Several ranks on one GPU need CUDA_DEVICE_MAX_CONNECTIONS=32 in the
-// environment (README, "Several ranks on one GPU"). The kernel is
+// environment (docs/GUIDE.md, "Several ranks on one GPU"). The kernel is
 // attention.cu, shipped as PTX (go generate).
 package main
 

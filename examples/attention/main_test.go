@@ -68,3 +68,15 @@ func TestStepEqualsOneGPU(t *testing.T) {
 		}
 	}
 }
+
+// Without the NVIDIA driver the program says so in one line that keeps the
+// dynamic loader's words (in a child: the driver is loaded once a process).
+func TestWithoutDriver(t *testing.T) {
+	testutil.RunChild(t, "TestWithoutDriverChild", testutil.NoDriverEnv)
+}
+
+func TestWithoutDriverChild(t *testing.T) {
+	testutil.SkipUnlessChild(t)
+	_, err := run(1, 64, 2, 1)
+	testutil.RequireNoDriverError(t, err, a2a.ErrNoDriver)
+}

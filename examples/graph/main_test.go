@@ -16,3 +16,14 @@ func TestOnTheGPUs(t *testing.T) {
 	testutil.RequireGPU(t, err, a2a.ErrNoDriver, a2a.ErrNoDevice)
 	require.NoError(t, run(5))
 }
+
+// Without the NVIDIA driver the program says so in one line that keeps the
+// dynamic loader's words (in a child: the driver is loaded once a process).
+func TestWithoutDriver(t *testing.T) {
+	testutil.RunChild(t, "TestWithoutDriverChild", testutil.NoDriverEnv)
+}
+
+func TestWithoutDriverChild(t *testing.T) {
+	testutil.SkipUnlessChild(t)
+	testutil.RequireNoDriverError(t, run(1), a2a.ErrNoDriver)
+}

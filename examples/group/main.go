@@ -7,7 +7,7 @@
 //	go run ./examples/group --ranks 2  # two ranks, on GPU 0 if there is only one
 //
 // Two ranks on one GPU need CUDA_DEVICE_MAX_CONNECTIONS=32 in the
-// environment (README, "Several ranks on one GPU").
+// environment (docs/GUIDE.md, "Several ranks on one GPU").
 package main
 
 import (

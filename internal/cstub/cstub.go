@@ -17,9 +17,9 @@ import (
 var ErrNoCompiler = errors.New("no C compiler: cc is not in PATH")
 
 // Build writes source to dir/src and compiles it with cc -shared -fPIC
-// -O1 into dir/lib, and returns the library's absolute path. The error
-// matches ErrNoCompiler when cc is missing.
-func Build(dir, src, lib string, source []byte) (path string, err error) {
+// -O1 and cflags into dir/lib, and returns the library's absolute path.
+// The error matches ErrNoCompiler when cc is missing.
+func Build(dir, src, lib string, source []byte, cflags ...string) (path string, err error) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		return "", fmt.Errorf("%w (install gcc or clang to build the stub %s): %v", ErrNoCompiler, lib, err)
@@ -33,7 +33,8 @@ func Build(dir, src, lib string, source []byte) (path string, err error) {
 		return "", fmt.Errorf("writing the source: %w", err)
 	}
 	path = filepath.Join(dir, lib)
-	cmd := exec.Command(cc, "-shared", "-fPIC", "-O1", "-o", path, srcPath)
+	args := append([]string{"-shared", "-fPIC", "-O1"}, cflags...)
+	cmd := exec.Command(cc, append(args, "-o", path, srcPath)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, strings.TrimSpace(string(out)))
 	}

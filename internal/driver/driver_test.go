@@ -34,6 +34,20 @@ func TestLoadLibraryMissing(t *testing.T) {
 	if errors.Is(err, ErrNoDevice) || errors.Is(err, ErrSymbolMissing) {
 		t.Errorf("error %q matches the wrong sentinel", err)
 	}
+	var le *LoadError
+	if !errors.As(err, &le) || le.Path != path || le.Err.Error() != dlErr.Error() {
+		t.Errorf("error %q is not a *LoadError for %s keeping the loader's error", err, path)
+	}
+	if n := strings.Count(msg, path); n != 1 {
+		t.Errorf("error %q names %s %d times, want once", msg, path, n)
+	}
+}
+
+func TestLoadErrorNamesThePath(t *testing.T) {
+	e := &LoadError{Path: "libcuda.so.1", Err: errors.New("dlopen failed without a message")}
+	if got, want := e.Error(), "driver: libcuda.so.1: dlopen failed without a message (install the NVIDIA driver; the CUDA toolkit is not needed)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
 }
 
 func TestLoadCachesResult(t *testing.T) {

@@ -1,8 +1,8 @@
 package driver
 
 import (
-	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/ulysses-go/ulysses/internal/dl"
@@ -62,8 +62,7 @@ func libraryPath() string {
 func LoadLibrary(path string) (*Driver, error) {
 	lib, err := dl.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("driver: cannot load %s (install the NVIDIA driver; CUDA toolkit not needed): %v: %w",
-			path, err, ErrNoDriver)
+		return nil, &LoadError{Path: path, Err: err}
 	}
 	d := &Driver{path: path, lib: lib}
 	if err := d.fn.bind(path, lib.Sym); err != nil {
@@ -81,3 +80,24 @@ func LoadLibrary(path string) (*Driver, error) {
 
 // Path returns the library path the driver was loaded from.
 func (d *Driver) Path() string { return d.path }
+
+// LoadError is a driver library the dynamic loader could not open. Its
+// text is the loader's own words (which name the file) and what to do;
+// errors.Is matches ErrNoDriver and the loader's error.
+type LoadError struct {
+	Path string // the library asked for: a soname or a path
+	Err  error  // the dynamic loader's error
+}
+
+// Error formats as "driver: ", the loader's words (prefixed with Path
+// where they do not name it) and the remedy.
+func (e *LoadError) Error() string {
+	words := e.Err.Error()
+	if !strings.Contains(words, e.Path) {
+		words = e.Path + ": " + words
+	}
+	return "driver: " + words + " (install the NVIDIA driver; the CUDA toolkit is not needed)"
+}
+
+// Unwrap returns ErrNoDriver and the loader's error, the last innermost.
+func (e *LoadError) Unwrap() []error { return []error{ErrNoDriver, e.Err} }

@@ -51,8 +51,8 @@ func TestLoadEnvChild(t *testing.T) {
 func TestLoadEnvMissing(t *testing.T) {
 	const lib = "/nonexistent/x.so"
 	out := runLoadChild(t, lib)
-	if !strings.Contains(out, "cannot load "+lib) {
-		t.Errorf("child output lacks the error naming %s:\n%s", lib, out)
+	if !strings.Contains(out, lib+": cannot open shared object file") {
+		t.Errorf("child output lacks the loader's words naming %s:\n%s", lib, out)
 	}
 }
 

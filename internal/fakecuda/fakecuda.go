@@ -134,6 +134,19 @@ func Build(dir string) (path string, err error) {
 	return path, nil
 }
 
+// BuildNoDevice is Build for a driver without a device: its cuInit
+// returns CUDA_ERROR_NO_DEVICE (100) unless FAKECUDA_INIT_ERROR says
+// otherwise, as a machine with the driver's library and no GPU does. It is
+// the world CI runs the CPU tests in beside the one without a driver
+// (ULYSSES_LIBCUDA naming a missing file).
+func BuildNoDevice(dir string) (path string, err error) {
+	path, err = cstub.Build(dir, "fakecuda.c", Library, source, "-DFAKECUDA_DEFAULT_INIT_ERROR=100")
+	if err != nil {
+		return "", fmt.Errorf("fakecuda: %w", err)
+	}
+	return path, nil
+}
+
 // Counters are the stub's running totals in one process.
 type Counters struct {
 	Launches       int64 // launches that succeeded

@@ -580,6 +580,22 @@ func TestInitError(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestNoDevice checks the build without a device: cuInit says no device
+// with FAKECUDA_INIT_ERROR unset, and the variable still overrides it.
+func TestNoDevice(t *testing.T) {
+	lib := testutil.FakeCUDANoDevice(t)
+	t.Setenv(fakecuda.EnvInitError, "")
+	_, err := driver.LoadLibrary(lib)
+	require.ErrorIs(t, err, driver.ErrNoDevice)
+	require.NotErrorIs(t, err, driver.ErrNoDriver)
+	t.Setenv(fakecuda.EnvInitError, "0")
+	d, err := driver.LoadLibrary(lib)
+	require.NoError(t, err)
+	n, err := d.DeviceCount()
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "past cuInit it is the usual stub")
+}
+
 // TestLaunchRecord checks what the stub records of a launch: every call,
 // failed ones too, and only as many parameters as FAKECUDA_RECORD_PARAMS
 // asks for. (internal/driver's tests check the values a launch passes.)

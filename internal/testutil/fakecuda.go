@@ -32,8 +32,9 @@ func stubImage(prefix string, build func(dir string) (string, error)) func() ([]
 }
 
 var (
-	cudaImage = stubImage("fakecuda", fakecuda.Build)
-	ncclImage = stubImage("fakenccl", fakenccl.Build)
+	cudaImage         = stubImage("fakecuda", fakecuda.Build)
+	cudaNoDeviceImage = stubImage("fakecuda-nodevice", fakecuda.BuildNoDevice)
+	ncclImage         = stubImage("fakenccl", fakenccl.Build)
 )
 
 // FakeCUDA returns the path of a fresh copy of internal/fakecuda's stub
@@ -46,6 +47,14 @@ var (
 func FakeCUDA(tb testing.TB) string {
 	tb.Helper()
 	return stubCopy(tb, "the stub CUDA driver", fakecuda.Library, cudaImage)
+}
+
+// FakeCUDANoDevice is FakeCUDA for a driver without a device
+// (fakecuda.BuildNoDevice): its cuInit says CUDA_ERROR_NO_DEVICE, as a
+// machine with the driver's library and no GPU does.
+func FakeCUDANoDevice(tb testing.TB) string {
+	tb.Helper()
+	return stubCopy(tb, "the stub CUDA driver without a device", fakecuda.Library, cudaNoDeviceImage)
 }
 
 // FakeNCCL is FakeCUDA for internal/fakenccl's stub NCCL (libnccl.so.2).

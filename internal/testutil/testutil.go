@@ -12,6 +12,7 @@ package testutil
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -42,4 +43,29 @@ func RequireGPU(tb testing.TB, err error, noGPU ...error) {
 		return
 	}
 	tb.Fatalf("looking for a GPU: %v", err)
+}
+
+// NoDriverEnv is the environment ("KEY=value") of a machine without the
+// NVIDIA driver, for RunChild: the driver library is a missing file,
+// whatever the machine has installed.
+const NoDriverEnv = "ULYSSES_LIBCUDA=/nonexistent/libcuda.so.1"
+
+// RequireNoDriverError fails tb unless err is what a program should say on
+// a machine without the driver (NoDriverEnv): it matches noDriver (the
+// caller's "no driver" sentinel), it is one line that keeps the dynamic
+// loader's own words and says what to do, and it names the driver once.
+func RequireNoDriverError(tb testing.TB, err, noDriver error) {
+	tb.Helper()
+	if !errors.Is(err, noDriver) {
+		tb.Fatalf("want an error matching %v, got %v", noDriver, err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"/nonexistent/libcuda.so.1: cannot open shared object file", "install the NVIDIA driver"} {
+		if !strings.Contains(msg, want) {
+			tb.Errorf("%q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") || strings.Count(msg, "CUDA driver") > 1 {
+		tb.Errorf("%q: want one line naming the CUDA driver at most once", msg)
+	}
 }

@@ -533,8 +533,16 @@ long long fakecuda_last(int i) {
 
 // ---- initialisation, version, errors --------------------------------------
 
+// FAKECUDA_DEFAULT_INIT_ERROR is what cuInit returns where
+// FAKECUDA_INIT_ERROR is unset: a build with 100 (CUDA_ERROR_NO_DEVICE) is
+// a driver without a device, as on a machine with the driver's library but
+// no GPU, whatever the environment of the processes that load it.
+#ifndef FAKECUDA_DEFAULT_INIT_ERROR
+#define FAKECUDA_DEFAULT_INIT_ERROR SUCCESS
+#endif
+
 CUresult cuInit(unsigned flags) {
-	long fail = env_long("FAKECUDA_INIT_ERROR", SUCCESS);
+	long fail = env_long("FAKECUDA_INIT_ERROR", FAKECUDA_DEFAULT_INIT_ERROR);
 	if (flags != 0)
 		return INVALID_VALUE;
 	if (fail != SUCCESS)
