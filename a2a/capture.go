@@ -8,7 +8,6 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // capturedOp is what a captured operation needs of every later token
@@ -16,6 +15,7 @@ import (
 // layout must still fit the input the capture froze (and the buffer).
 type capturedOp struct {
 	req   plan.Request // as captured: its inputs' token dimension is the most a replay may use
+	half  uint32       // the data half it writes at every replay
 	graph *Graph       // the CaptureGraph that holds it; nil for a capture of the caller's
 }
 
@@ -35,52 +35,31 @@ func (c *Comm) capturing(s driver.Stream) (bool, error) {
 	return st == driver.CaptureActive, nil
 }
 
-// tokensOf is how many tokens op's input holds under ts on this rank.
-func (c *Comm) tokensOf(op ptx.Op, ts plan.Tokens) int {
-	if op == ptx.OpGatherHeads || op == ptx.OpHeadAllGather {
-		return ts.Total()
-	}
-	return ts.Counts[c.cfg.Rank]
-}
-
-// withTokens is r with its inputs cut to the tokens the counts ts give
-// them: a captured input's token dimension is the most tokens any replay
-// may use, of which the counts use the first ones.
-func (c *Comm) withTokens(r plan.Request, ts plan.Tokens) (plan.Request, error) {
-	n := c.tokensOf(r.Op, ts)
-	if r.Xs[0].Shape[1] < n {
-		return plan.Request{}, fmt.Errorf("a2a: captured %s input %v holds %d tokens, the counts need %d: %w", r.Op, r.Xs[0], r.Xs[0].Shape[1], n, ErrTokens)
-	}
-	for k := range r.N {
-		r.Xs[k].Shape[1] = n
-	}
-	return r, nil
-}
-
 // enqueueCaptured records a captured operation: it is not run now, and
 // orders nothing on other streams (the graph does, when launched).
-func (c *Comm) enqueueCaptured(r plan.Request, p plan.Plan, planned plan.Request, views []Tensor, ls tp.LaunchSpec, out driver.DevicePtr) (Tensor, error) {
+func (c *Comm) enqueueCaptured(r plan.Request, p plan.Plan, views []Tensor, ls tp.LaunchSpec, out driver.DevicePtr) (Tensor, error) {
 	if err := c.t.RefreshCaptured(); err != nil {
 		return Tensor{}, err
 	}
-	if err := c.t.Enqueue(r.Op, p, planned.Xs[0], ls); err != nil {
+	if err := c.t.Enqueue(p, ls); err != nil {
 		return Tensor{}, api.Wrap(err, "capturing %s", r.Op) // the capture fails, not the Comm
 	}
 	c.launches++
-	c.captured = append(c.captured, capturedOp{req: r})
+	c.captured = append(c.captured, capturedOp{req: r, half: ls.Half})
 	return outputViews(p, out, c.cfg.DType, views), nil
 }
 
 // checkCaptured checks new token counts against every captured operation
-// that may still replay: its input must hold them, and its output fit.
+// that may still replay: its input must hold them, and its output fit. It
+// plans each kept request again, which reads its inputs as checked when
+// it was captured.
 func (c *Comm) checkCaptured(ts plan.Tokens) error {
 	for _, co := range c.captured {
-		r, err := c.withTokens(co.req, ts)
-		if err != nil {
+		if need, ok := co.req.Fits(ts, c.cfg.Rank); !ok {
 			return fmt.Errorf("a2a: a captured %s reads its input %v, which holds %d tokens; these counts need %d: %w",
-				co.req.Op, co.req.Xs[0], co.req.Xs[0].Shape[1], c.tokensOf(co.req.Op, ts), ErrCapacity)
+				co.req.Op, co.req.Xs[0], co.req.Xs[0].Shape[1], need, ErrCapacity)
 		}
-		if _, err := c.plan(r, ts); err != nil {
+		if _, err := plan.Make(co.req, c.env, ts, co.half); err != nil {
 			return api.Wrap(err, "a captured operation cannot take these counts")
 		}
 	}

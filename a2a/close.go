@@ -16,12 +16,12 @@ import (
 // waits for peers instead (within about 1 ms): that Sync returns an error
 // matching ErrClosed, and Close does not wait for the peers' goodbyes.
 // Close then releases everything: what could wait for other Comms'
-// kernels is deferred until none runs (see internal/device). Its waits do not
-// hold the Comm: Config and the like answer meanwhile, and everything
-// else returns ErrClosed. It is idempotent (a second Close returns once
-// the first is done); the Comm is unusable afterwards. It returns what
-// went wrong on the way (a peer that never said goodbye included), having
-// released everything regardless.
+// kernels is deferred until none runs (docs/DESIGN.md, "What waits for
+// what"). Its waits do not hold the Comm: Config and the like answer
+// meanwhile, and everything else returns ErrClosed. It is idempotent (a
+// second Close returns once the first is done); the Comm is unusable
+// afterwards. It returns what went wrong on the way (a peer that never
+// said goodbye included), having released everything regardless.
 func (c *Comm) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

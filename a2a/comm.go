@@ -23,8 +23,6 @@ import (
 // Several Comms may be used at once from any goroutines (see
 // docs/RELIABILITY.md, "Concurrency").
 type Comm struct {
-	ops // the operations, on the Comm's own stream
-
 	mu sync.Mutex
 
 	cfg    Config
@@ -37,6 +35,7 @@ type Comm struct {
 	lastStream driver.Stream
 	tail       driver.Event
 	t          tp.Transport // chosen and built by Connect; nil before
+	env        plan.Env     // what planning reads of the Comm, set with t
 	blocks     int          // this rank's wish of blocks, in its handle
 
 	layout    plan.Layout
@@ -77,7 +76,6 @@ func New(cfg Config) (*Comm, error) {
 		return nil, fmt.Errorf("a2a: the %v wire needs compute capability 9.0 or later; GPU %d has %d.%d: %w", cfg.Wire, info.Ordinal, info.Major, info.Minor, ErrNotSupported)
 	}
 	c := &Comm{cfg: cfg, dev: dev}
-	c.ops = ops{c: c, s: ownStream}
 	c.changed.L = &c.mu
 	if err := c.init(); err != nil {
 		c.release()
@@ -137,15 +135,16 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle, id [16]byte) {
 		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, SingleBuffer: c.cfg.SingleBuffer, ID: id,
 	}
 	copy(self.BusID[:], c.dev.info.BusID)
-	self.Host, self.Transport = handle.HostIdentity(), c.cfg.Transport
+	self.Host, self.Transport = handle.HostIdentity(), api.Transport(c.cfg.Transport)
 	if c.cfg.Transport == TransportAuto {
 		self.NReach, self.Reach = reach(c.dev.drv, c.dev.info.Ordinal)
 	}
 	c.selfBytes = self.Encode()
 }
 
-// Handle returns the bytes peers need to map this rank's buffer
-// (HandleSize bytes). Pass every rank's handle, in rank order, to Connect.
+// Handle returns the bytes peers need to map this rank's buffer (a few
+// hundred, of a length Connect checks). Pass every rank's handle, in rank
+// order, to Connect.
 func (c *Comm) Handle() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -8,8 +8,9 @@ import (
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
-// MaxWorldSize is the largest number of ranks in one group.
-const MaxWorldSize = kernelabi.MaxRanks
+// MaxWorldSize is the largest number of ranks in one group (the kernels'
+// limit).
+const MaxWorldSize = 8
 
 // maxBlocks bounds the number of thread blocks (the signal area has one flag
 // per block, peer and phase).
@@ -61,25 +62,20 @@ type Config struct {
 
 	// Wire chooses how bf16 and fp16 elements cross between the GPUs:
 	// exactly (WireExact, the zero value), or as fp8 rows with a scale
-	// each (WireE4M3, WireE5M2), about half the bytes, lossy: the output
+	// each (WireE4M3, WireE5M2): about half the bytes, lossy. The output
 	// is the exact output with every row (one head of one token, D
-	// elements) rounded through fp8 and back, on every rank alike, its own
-	// rows included (a2a/ref.RoundTripRows is that reference;
-	// docs/DESIGN.md, "The fp8 wire", gives the error bound). Every
-	// operation and form takes it. It needs the SM kernels over CUDA IPC
-	// on GPUs of compute capability 9.0 or later (the copy engines and
-	// NCCL cannot convert: ErrConfig), and about 1.56 times the buffer
-	// (codes and scales beside the outputs, for heads of 8 or more
-	// elements). Operations whose largest rank reads 4 MiB or more are two
-	// launches (the exchange, then a pass that decodes the rows the peers
-	// sent); smaller ones send 16-bit values already rounded, in one
-	// launch, with the exact operation's bytes. The conversion costs SM
-	// time: on one H200 with a rank to itself (no link crossed) 128 MiB
-	// SendRecvHeads took 120 us against the exact 90, and on 32 SMs 430
-	// against 178 (docs/BENCHMARKS.md). Its kernels load like the others
-	// (package doc, "Kernels"): with the process's first Comm on an sm_90
-	// device, from machine code; elsewhere each operation's the first time
-	// it runs over the wire. All ranks must agree.
+	// elements) rounded through fp8 and back, on every rank alike
+	// (a2a/ref.RoundTripRows; docs/DESIGN.md, "The fp8 wire", bounds the
+	// error). Every operation and form takes it. It needs the SM kernels
+	// over CUDA IPC (ErrConfig with the copy engines or NCCL), compute
+	// capability 9.0 or later (ErrNotSupported), and about 1.56 times the
+	// buffer. Operations whose largest rank reads 4 MiB or more cost a
+	// second launch, which decodes the peers' rows; smaller ones are one.
+	// The conversion costs SM time, the more so on fewer SMs
+	// (docs/BENCHMARKS.md, "the fp8 wire"). Its kernels load like the
+	// others (package doc, "Kernels"): with the process's first Comm on an
+	// sm_90 device, from machine code; elsewhere each operation's the first
+	// time it runs over the wire. All ranks must agree.
 	Wire Wire
 	// SingleBuffer halves the buffer's memory at the cost of a second
 	// barrier per operation (a few microseconds: it matters for small

@@ -5,6 +5,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/handle"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 )
 
@@ -36,7 +37,7 @@ func (c *Comm) NeedsNCCL(handles [][]byte) (bool, error) {
 		return false, err
 	}
 	kind, err := handle.Choose(hs)
-	return kind == TransportNCCL, err
+	return kind == api.TransportNCCL, err
 }
 
 func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
@@ -56,7 +57,7 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.newTransport(kind, id)
+	t, err := c.newTransport(Transport(kind), id)
 	if err != nil {
 		return err
 	}
@@ -68,6 +69,8 @@ func (c *Comm) connect(handles [][]byte, id *NCCLID) error {
 		t.SetTokens(c.tokens)
 	}
 	c.t = t
+	c.env = plan.Env{DType: api.DType(c.cfg.DType), Wire: api.Wire(c.cfg.Wire), Rank: c.cfg.Rank, World: c.cfg.WorldSize,
+		Layout: c.layout, Buf: uintptr(c.buf), Widths: t.Widths()}
 	return nil
 }
 

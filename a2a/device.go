@@ -142,7 +142,7 @@ func (d *Device) Free(t Tensor) error {
 // If t lies in a Comm's buffer, the Comm's queued operations are waited for
 // first (as by all three helpers).
 func (d *Device) Upload(t Tensor, src []byte) error {
-	if err := api.CheckDense("upload target", t); err != nil {
+	if err := checkDense("upload target", t); err != nil {
 		return err
 	}
 	if int64(len(src)) != t.Bytes() {
@@ -168,7 +168,7 @@ func (d *Device) Download(t Tensor) ([]byte, error) {
 
 // DownloadInto copies t's bytes into dst (exactly t.Bytes() long).
 func (d *Device) DownloadInto(dst []byte, t Tensor) error {
-	if err := api.CheckDense("download source", t); err != nil {
+	if err := checkDense("download source", t); err != nil {
 		return err
 	}
 	if int64(len(dst)) != t.Bytes() {
@@ -189,7 +189,7 @@ func (d *Device) DownloadInto(dst []byte, t Tensor) error {
 // Fill sets every byte of t to v (tests use it to poison outputs) and
 // returns once it is done on the device.
 func (d *Device) Fill(t Tensor, v byte) error {
-	if err := api.CheckDense("fill target", t); err != nil {
+	if err := checkDense("fill target", t); err != nil {
 		return err
 	}
 	n := t.Bytes()
@@ -200,6 +200,14 @@ func (d *Device) Fill(t Tensor, v byte) error {
 		return err
 	}
 	return d.finish("filling", d.ctx.MemsetD8Async(driver.DevicePtr(t.Ptr), v, uint64(n), d.copies))
+}
+
+// checkDense refuses a strided tensor where only contiguous ones work.
+func checkDense(name string, t Tensor) error {
+	if t.strided() {
+		return fmt.Errorf("a2a: %s %v has a token stride; only the head operations' inputs may: %w", name, t, ErrNotSupported)
+	}
+	return nil
 }
 
 // waitForComms waits for the queued operations of every live Comm of the

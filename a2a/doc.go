@@ -7,6 +7,10 @@
 //
 // # Operations
 //
+// A Tensor describes device memory of the caller's: its address, shape
+// [B, T, H, D], DType and token stride. Each operation checks its tensors
+// once, before anything is enqueued.
+//
 // Rank r of P holds T_r tokens (any count, zero included); T is their sum.
 // H_r is the rank's share of the H heads: H/P, or where P does not divide
 // H one more on the first H mod P ranks (HeadRange).
@@ -92,9 +96,10 @@
 // ErrTokens, ...) and enqueues nothing. A failure on the device (a peer
 // that never arrives, a peer that closed, ranks that ran different
 // operations) comes back from Sync or the next operation as a
-// *TimeoutError, *PeerClosedError or *MismatchError, never as a result;
-// the Comm is then broken and returns ErrBroken until closed. No wait is
-// unbounded: Config.Timeout bounds every one.
+// *TimeoutError, *PeerClosedError or *MismatchError (errors.As reads
+// their fields), never as a result; the Comm is then broken and returns
+// ErrBroken until closed. No wait is unbounded: Config.Timeout bounds
+// every one.
 //
 // # Memory helpers
 //
@@ -109,17 +114,10 @@
 // A Comm's methods are safe for concurrent use. Sync and Close wait
 // without holding the Comm, and a Close made while a Sync waits for a peer
 // that never comes ends that wait at once (the Sync returns an error
-// matching ErrClosed). A process may hold many
-// Comms, on one GPU or several, and use them at once from any goroutines:
-// no call on one waits for another's kernels. The memory helpers of
-// Device wait for their own copies and for the Comm whose buffer they
-// touch, nothing else. docs/RELIABILITY.md lists what each call waits for.
-//
-// # Layers
-//
-// This package is the face: it validates, orders the Comm's operations
-// across streams and graphs, and keeps the failures. Planning is
-// internal/plan (no driver), the transports internal/transport/ipc and
-// internal/transport/nccl, what a process shares per GPU internal/device;
-// docs/DESIGN.md draws them.
+// matching ErrClosed). A process may hold many Comms, on one GPU or
+// several, and use them at once from any goroutines: no call on one waits
+// for another's kernels. The memory helpers of Device wait for their own
+// copies and for the Comm whose buffer they touch, nothing else.
+// docs/RELIABILITY.md lists what each call waits for, and docs/DESIGN.md
+// how the package is built.
 package a2a

@@ -25,7 +25,11 @@ func TestErrorsReadOnce(t *testing.T) {
 	broken.failure = &TimeoutError{Rank: 0, Peer: 1, Phase: PhaseEnd, Epoch: 3}
 	broken.reported = true
 	_, handleErr := handle.Decode(make([]byte, 3))
-	_, planErr := plan.Plain(ptx.OpSendRecvHeads, Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: BFloat16}, BFloat16, 0, 2, plan.NewTokens([]int{2, 2}), 1<<20, []int{16})
+	x, err := Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: BFloat16}.input(BFloat16)
+	require.NoError(t, err)
+	env := plan.Env{DType: api.BFloat16, World: 2, Layout: plan.NewLayout(1<<20, 2), Buf: 1 << 40, Widths: []int{16}}
+	_, planErr := plan.Make(plan.Request{Op: ptx.OpSendRecvHeads, N: 1, Xs: [plan.MaxTensors]plan.Input{x}}, env, plan.NewTokens([]int{2, 2}), 0)
+	_, dtypeErr := Tensor{Ptr: 0x100, Shape: [4]int{1, 3, 4, 8}, DType: Float16}.input(BFloat16)
 	cases := []struct {
 		err      error
 		sentinel error
@@ -34,6 +38,7 @@ func TestErrorsReadOnce(t *testing.T) {
 		{handleErr, ErrHandle},
 		{api.Wrap(handleErr, "handle %d", 1), ErrHandle},
 		{planErr, ErrTokens},
+		{dtypeErr, ErrDType},
 		{broken.usable(true), ErrBroken},
 		{broken.usable(true), ErrTimeout},
 		{api.Prefixed(ErrClosed), ErrClosed},

@@ -37,8 +37,10 @@ func (c *Comm) broken() error {
 }
 
 // fail records err as the Comm's failure (if it is the first) and returns
-// it for the caller to report: later calls get ErrBroken.
+// it for the caller to report: later calls get ErrBroken. A transport's
+// failure type becomes a2a's here (publicError).
 func (c *Comm) fail(err error) error {
+	err = publicError(err)
 	if c.failure == nil {
 		c.failure = err
 		c.reported = true
@@ -46,11 +48,12 @@ func (c *Comm) fail(err error) error {
 	return err
 }
 
-// failureFromDevice is what the transport says failed on the device, or
-// nil (also for a Comm that never got a transport).
+// failureFromDevice is what the transport says failed on the device, as
+// a2a's error types (publicError), or nil (also for a Comm that never got
+// a transport).
 func (c *Comm) failureFromDevice() error {
 	if c.t == nil {
 		return nil
 	}
-	return c.t.Failure()
+	return publicError(c.t.Failure())
 }

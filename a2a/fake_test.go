@@ -585,7 +585,7 @@ func checkLifecycle(t *testing.T, lib string) {
 	}{
 		{"count", [][]byte{h0}, "1 handles for world size 2"},
 		{"count-3", [][]byte{h0, h1, h1}, "3 handles for world size 2"},
-		{"size", [][]byte{h0, h1[:a2a.HandleSize-1]}, fmt.Sprintf("%d bytes", a2a.HandleSize-1)},
+		{"size", [][]byte{h0, h1[:len(h1)-1]}, fmt.Sprintf("%d bytes", len(h1)-1)},
 		{"magic", [][]byte{h0, garbage}, "does not start with"},
 		{"order", [][]byte{h1, h0}, "comes from rank 1"},
 		{"not-own", [][]byte{other0.Handle(), h1}, "not this rank's own"},

@@ -46,7 +46,7 @@ type Graph struct {
 // caller's. Every rank of a group must capture the same operations. No
 // other operation of these Comms may be enqueued while record runs. The
 // comms must share s's device. It costs a copy of the token counts and a
-// graph instantiation (cuGraphInstantiateWithFlags; not timed here).
+// graph instantiation (cuGraphInstantiateWithFlags).
 //
 // Consecutive operations of a Comm write alternate halves of its buffer,
 // and a view keeps its address only if each replay starts on the half

@@ -72,7 +72,7 @@ func TestFakeRandomIPCHandle(t *testing.T) {
 	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
 	a2a.ForceIPC(t)
 	comms, handles, _ := fakeGroup(t)
-	junk := make([]byte, a2a.HandleSize)
+	junk := make([]byte, len(handles[1]))
 	_, _ = rand.Read(junk)
 	err := comms[0].Connect([][]byte{handles[0], a2a.HandleWithIPCOf(handles[1], junk), handles[2]})
 	t.Log(err)

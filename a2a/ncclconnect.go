@@ -16,7 +16,7 @@ import (
 func (c *Comm) newTransport(kind Transport, id *NCCLID) (tp.Transport, error) {
 	env := &tp.Env{Driver: c.dev.drv, Ctx: c.dev.ctx, Share: c.share, SMs: c.dev.info.SMs, BusID: c.dev.info.BusID,
 		Helpers: c.dev.copies, Stream: c.stream, Buf: c.buf, Layout: c.layout, Rank: c.cfg.Rank, World: c.cfg.WorldSize,
-		DType: c.cfg.DType, Mover: c.cfg.Mover, Wire: c.cfg.Wire, Timeout: c.cfg.timeout(), Blocks: c.blocks}
+		DType: api.DType(c.cfg.DType), Mover: api.Mover(c.cfg.Mover), Wire: api.Wire(c.cfg.Wire), Timeout: c.cfg.timeout(), Blocks: c.blocks}
 	if kind == TransportIPC {
 		return ipc.New(env)
 	}

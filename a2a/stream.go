@@ -1,13 +1,7 @@
 package a2a
 
 import (
-	"fmt"
-
-	tp "github.com/ulysses-go/ulysses/internal/transport"
-
-	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
@@ -20,7 +14,8 @@ type Stream uintptr
 // Comm.On. Its operations are the Comm's, on that stream. It is a small
 // value: make one per call or keep it.
 type StreamOps struct {
-	ops
+	c *Comm
+	s driver.Stream
 }
 
 // On returns the Comm's operations enqueued on s instead of the Comm's own
@@ -39,86 +34,70 @@ type StreamOps struct {
 // collective run concurrently, so two Comms of one group (NewGroup) must
 // not use the same stream for it. Sync and Close wait for the operations
 // on every stream used.
-func (c *Comm) On(s Stream) StreamOps { return StreamOps{ops{c: c, s: driver.Stream(s)}} }
+func (c *Comm) On(s Stream) StreamOps { return StreamOps{c: c, s: driver.Stream(s)} }
 
-// runPacked runs op on the tensors xs: into dsts, or with views filled.
-func (o ops) runPacked(op ptx.Op, heads int, dsts, views, xs []Tensor) error {
-	if len(xs) < 1 || len(xs) > plan.MaxTensors {
-		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", op, len(xs), plan.MaxTensors, ErrShape)
-	}
-	r := plan.Request{Op: op, N: len(xs), Heads: heads}
-	copy(r.Xs[:], xs)
-	if dsts == nil && views == nil {
-		return fmt.Errorf("a2a: %s: no views or outputs to fill: %w", op, ErrShape)
-	}
-	_, err := o.c.run(r, dsts, views, o.s)
+// SendRecvHeads is Comm.SendRecvHeads, enqueued on o's stream.
+func (o StreamOps) SendRecvHeads(x Tensor) (Tensor, error) {
+	return o.c.one(o.s, ptx.OpSendRecvHeads, 0, x, nil)
+}
+
+// SendRecvHeadsInto is Comm.SendRecvHeadsInto, enqueued on o's stream.
+func (o StreamOps) SendRecvHeadsInto(dst, x Tensor) error {
+	_, err := o.c.one(o.s, ptx.OpSendRecvHeads, 0, x, []Tensor{dst})
 	return err
 }
 
-// orderBefore makes s wait for the Comm's previous operation when that one
-// went to another stream. c.tail marks the end of the previous operation
-// when it ran on a caller's stream; on the Comm's own stream it is
-// recorded here. Called with the lock held; a failure enqueued nothing
-// that matters, so it does not break the Comm.
-func (c *Comm) orderBefore(s driver.Stream) error {
-	if s == c.lastStream {
-		return nil
-	}
-	if s != c.stream {
-		own, err := c.dev.ctx.OwnsStream(s)
-		if err != nil {
-			return fmt.Errorf("a2a: stream %#x: %w: %w", uintptr(s), ErrStream, err)
-		}
-		if !own {
-			return fmt.Errorf("a2a: stream %#x is not a stream of device %d's primary context: %w", uintptr(s), c.dev.info.Ordinal, ErrStream)
-		}
-	}
-	if c.lastStream == c.stream {
-		if err := c.dev.ctx.EventRecord(c.tail, c.stream); err != nil {
-			return api.WrapDriver("marking the Comm's stream", err)
-		}
-	}
-	if err := c.dev.ctx.StreamWaitEvent(s, c.tail); err != nil {
-		return fmt.Errorf("a2a: ordering stream %#x after the previous operation: %w: %w", uintptr(s), ErrStream, err)
-	}
-	return nil
+// GatherHeads is Comm.GatherHeads, enqueued on o's stream.
+func (o StreamOps) GatherHeads(x Tensor) (Tensor, error) {
+	return o.c.one(o.s, ptx.OpGatherHeads, 0, x, nil)
 }
 
-// orderAfter marks the end of an operation enqueued on a caller's stream
-// (c.tail), which the next operation elsewhere, Sync, Close and the
-// share's idleness check go by.
-func (c *Comm) orderAfter(s driver.Stream) error {
-	c.lastStream = s
-	if s == c.stream {
-		return nil
-	}
-	if err := c.dev.ctx.EventRecord(c.tail, s); err != nil {
-		return api.WrapDriver("marking the end of the operation", err)
-	}
-	return nil
+// GatherHeadsInto is Comm.GatherHeadsInto, enqueued on o's stream.
+func (o StreamOps) GatherHeadsInto(dst, x Tensor) error {
+	_, err := o.c.one(o.s, ptx.OpGatherHeads, 0, x, []Tensor{dst})
+	return err
 }
 
-// waitDevice waits, without the lock, for the Comm's operations: on its own
-// stream, or through c.tail when the last one ran on a caller's stream
-// (the earlier ones are ordered before it). onCaller is lastStream !=
-// stream as read under the lock, and t the transport, read there too: one
-// without a timeout of its own (NCCL) polls.
-func (c *Comm) waitDevice(onCaller bool, t tp.Transport) error {
-	if t == nil {
-		return nil // not connected: nothing was enqueued
-	}
-	return t.Wait(onCaller, c.tail)
+// AllGather is Comm.AllGather, enqueued on o's stream.
+func (o StreamOps) AllGather(x Tensor) (Tensor, error) {
+	return o.c.one(o.s, ptx.OpAllGather, 0, x, nil)
 }
 
-// joinOwnStream orders the Comm's own stream after an operation on a
-// caller's stream, so that what Close enqueues there comes after it.
-func (c *Comm) joinOwnStream() error {
-	if c.lastStream == c.stream {
-		return nil
-	}
-	if err := c.dev.ctx.StreamWaitEvent(c.stream, c.tail); err != nil {
-		return api.WrapDriver("ordering Close after the last operation", err)
-	}
-	c.lastStream = c.stream
-	return nil
+// AllGatherInto is Comm.AllGatherInto, enqueued on o's stream.
+func (o StreamOps) AllGatherInto(dst, x Tensor) error {
+	_, err := o.c.one(o.s, ptx.OpAllGather, 0, x, []Tensor{dst})
+	return err
+}
+
+// SendRecvHeadsPacked is Comm.SendRecvHeadsPacked, enqueued on o's stream.
+func (o StreamOps) SendRecvHeadsPacked(views, xs []Tensor) error {
+	return o.c.packed(o.s, ptx.OpSendRecvHeads, 0, nil, views, xs)
+}
+
+// SendRecvHeadsPackedInto is Comm.SendRecvHeadsPackedInto, enqueued on
+// o's stream.
+func (o StreamOps) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
+	return o.c.packed(o.s, ptx.OpSendRecvHeads, 0, dsts, nil, xs)
+}
+
+// GatherHeadsPacked is Comm.GatherHeadsPacked, enqueued on o's stream.
+func (o StreamOps) GatherHeadsPacked(heads int, views, xs []Tensor) error {
+	return o.c.packed(o.s, ptx.OpGatherHeads, heads, nil, views, xs)
+}
+
+// GatherHeadsPackedInto is Comm.GatherHeadsPackedInto, enqueued on o's
+// stream.
+func (o StreamOps) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
+	return o.c.packed(o.s, ptx.OpGatherHeads, heads, dsts, nil, xs)
+}
+
+// HeadAllGather is Comm.HeadAllGather, enqueued on o's stream.
+func (o StreamOps) HeadAllGather(heads int, x Tensor) (Tensor, error) {
+	return o.c.one(o.s, ptx.OpHeadAllGather, heads, x, nil)
+}
+
+// HeadAllGatherInto is Comm.HeadAllGatherInto, enqueued on o's stream.
+func (o StreamOps) HeadAllGatherInto(heads int, dst, x Tensor) error {
+	_, err := o.c.one(o.s, ptx.OpHeadAllGather, heads, x, []Tensor{dst})
+	return err
 }

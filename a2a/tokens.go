@@ -8,7 +8,7 @@ import "github.com/ulysses-go/ulysses/internal/plan"
 // counts. The counts travel with each launch, so this touches no device
 // memory and waits for nothing, unless the Comm has captured operations:
 // then it copies the counts (72 bytes) into its buffer for their replays
-// and waits for that copy alone (not timed here).
+// and waits for that copy alone.
 func (c *Comm) SetRankTokens(counts []int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/internal/fp8"
 )
 
@@ -16,17 +16,17 @@ import (
 // RoundTripRows applied: the reference the GPU's result must equal byte
 // for byte. It is idempotent. WireExact leaves b as it is. One pass over
 // b; it allocates one row.
-func RoundTripRows(w api.Wire, dt api.DType, b []byte, headDim int) error {
+func RoundTripRows(w a2a.Wire, dt a2a.DType, b []byte, headDim int) error {
 	if !w.Lossy() {
 		return nil
 	}
 	fw, half := fp8.WireE4M3, fp8.BF16
-	if w == api.WireE5M2 {
+	if w == a2a.WireE5M2 {
 		fw = fp8.WireE5M2
 	}
 	switch dt {
-	case api.BFloat16:
-	case api.Float16:
+	case a2a.BFloat16:
+	case a2a.Float16:
 		half = fp8.FP16
 	default:
 		return fmt.Errorf("ref: the %v wire moves bf16 or fp16, not %v: %w", w, dt, ErrShape)

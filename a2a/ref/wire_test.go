@@ -9,16 +9,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
-	"github.com/ulysses-go/ulysses/internal/api"
 )
 
 // Rows move whole, so the wire commutes with every operation: SendRecvHeads
 // of round-tripped inputs equals the round trip of SendRecvHeads' output.
 func TestRoundTripCommutesWithTheOperations(t *testing.T) {
 	s := ref.Shape{Batch: 2, Heads: 5, HeadDim: 12, ElemSize: 2, Tokens: []int{3, 0, 4}}
-	for _, w := range []api.Wire{api.WireE4M3, api.WireE5M2} {
-		for _, dt := range []api.DType{api.BFloat16, api.Float16} {
+	for _, w := range []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2} {
+		for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
 			in := make([][]byte, s.World())
 			rt := make([][]byte, s.World())
 			for r := range in {
@@ -51,26 +51,26 @@ func TestRoundTripRowsErrorBound(t *testing.T) {
 		}
 	}
 	got := append([]byte(nil), b...)
-	require.NoError(t, ref.RoundTripRows(api.WireE4M3, api.BFloat16, got, D))
+	require.NoError(t, ref.RoundTripRows(a2a.WireE4M3, a2a.BFloat16, got, D))
 	for r := 0; r < len(b)/(2*D); r++ {
 		amax := 0.0
 		for i := range D {
-			amax = math.Max(amax, math.Abs(fromHalf(api.BFloat16, b, r*D+i)))
+			amax = math.Max(amax, math.Abs(fromHalf(a2a.BFloat16, b, r*D+i)))
 		}
 		for i := range D {
 			if amax < 0x1p-100 {
 				continue // the scale's lower clamp: the bound is absolute there
 			}
-			assert.LessOrEqual(t, math.Abs(fromHalf(api.BFloat16, got, r*D+i)-fromHalf(api.BFloat16, b, r*D+i)), amax/16, "row %d element %d", r, i)
+			assert.LessOrEqual(t, math.Abs(fromHalf(a2a.BFloat16, got, r*D+i)-fromHalf(a2a.BFloat16, b, r*D+i)), amax/16, "row %d element %d", r, i)
 		}
 	}
 }
 
 func TestRoundTripRowsRefuses(t *testing.T) {
 	b := make([]byte, 12)
-	require.ErrorIs(t, ref.RoundTripRows(api.WireE4M3, api.Float8E4M3, b, 6), ref.ErrShape)
-	require.ErrorIs(t, ref.RoundTripRows(api.WireE4M3, api.BFloat16, b, 4), ref.ErrShape)
-	require.NoError(t, ref.RoundTripRows(api.WireExact, api.Float8E4M3, b, 5), "exact: nothing to do")
+	require.ErrorIs(t, ref.RoundTripRows(a2a.WireE4M3, a2a.Float8E4M3, b, 6), ref.ErrShape)
+	require.ErrorIs(t, ref.RoundTripRows(a2a.WireE4M3, a2a.BFloat16, b, 4), ref.ErrShape)
+	require.NoError(t, ref.RoundTripRows(a2a.WireExact, a2a.Float8E4M3, b, 5), "exact: nothing to do")
 }
 
 // The error figures docs/BENCHMARKS.md quotes, on rows drawn as attention
@@ -83,7 +83,7 @@ func TestRoundTripRowsRefuses(t *testing.T) {
 func TestRoundTripRowsErrorFigures(t *testing.T) {
 	const D, rows = 128, 4096
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, dt := range []api.DType{api.BFloat16, api.Float16} {
+	for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
 		x := make([]byte, 2*D*rows)
 		for i := range D * rows {
 			v := rng.NormFloat64()
@@ -92,7 +92,7 @@ func TestRoundTripRowsErrorFigures(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint16(x[2*i:], toHalf(dt, v))
 		}
-		for _, w := range []api.Wire{api.WireE4M3, api.WireE5M2} {
+		for _, w := range []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2} {
 			y := append([]byte(nil), x...)
 			require.NoError(t, ref.RoundTripRows(w, dt, y, D))
 			var worst, sumMax, sumRel float64
@@ -108,7 +108,7 @@ func TestRoundTripRowsErrorFigures(t *testing.T) {
 				sumRel += math.Sqrt(e2 / x2)
 			}
 			bound := 1.0 / 16
-			if w == api.WireE5M2 {
+			if w == a2a.WireE5M2 {
 				bound = 1.0 / 8
 			}
 			assert.LessOrEqual(t, worst, bound, "%v %v", w, dt)
@@ -119,9 +119,9 @@ func TestRoundTripRowsErrorFigures(t *testing.T) {
 }
 
 // toHalf rounds v to bf16 or fp16 (to nearest even), as a bit pattern.
-func toHalf(dt api.DType, v float64) uint16 {
+func toHalf(dt a2a.DType, v float64) uint16 {
 	f := float32(v)
-	if dt == api.BFloat16 {
+	if dt == a2a.BFloat16 {
 		b := math.Float32bits(f)
 		return uint16((b + 0x7FFF + (b >> 16 & 1)) >> 16)
 	}
@@ -146,9 +146,9 @@ func float16(f float32) uint16 {
 	return sign | uint16(v)
 }
 
-func fromHalf(dt api.DType, b []byte, i int) float64 {
+func fromHalf(dt a2a.DType, b []byte, i int) float64 {
 	u := binary.LittleEndian.Uint16(b[2*i:])
-	if dt == api.BFloat16 {
+	if dt == a2a.BFloat16 {
 		return float64(math.Float32frombits(uint32(u) << 16))
 	}
 	e, m := int(u>>10&31), float64(u&0x3FF)

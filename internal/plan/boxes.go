@@ -1,9 +1,6 @@
 package plan
 
-import (
-	"github.com/ulysses-go/ulysses/internal/api"
-	"github.com/ulysses-go/ulysses/ptx"
-)
+import "github.com/ulysses-go/ulysses/ptx"
 
 // Linear reports whether both sides of c are contiguous: rows packed
 // without gaps, and slices too where there are several.
@@ -22,14 +19,14 @@ func (c Box) Bytes() int64 { return c.Width * c.Rows * c.Depth }
 // every rank, one per (tensor, peer) that has bytes to move, under the
 // counts ts and the plan p (its output regions). es is the element size.
 // Allocation-free once cs has room for maxTensors * kernelabi.MaxRanks.
-func Boxes(cs []Box, r Request, p Plan, rank, world int, ts Tokens, es int64) []Box {
+func Boxes(cs []Box, r *Request, p *Plan, rank, world int, ts Tokens, es int64) []Box {
 	x := r.Xs[0]
 	B, D := int64(x.Shape[0]), int64(x.Shape[3])
-	H := int64(r.TotalHeads(world))
+	H := int64(r.totalHeads(world))
 	if r.Op == ptx.OpAllGather {
 		H = int64(x.Shape[2])
 	}
-	pitch := api.RowElems(x) * es
+	pitch := x.RowElems * es
 	T, Tr, pr := int64(ts.Total()), int64(ts.Counts[rank]), int64(ts.Prefix[rank])
 	firstR, cntR := HeadRange(int(H), world, rank)
 	head := D * es

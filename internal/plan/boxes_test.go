@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"fmt"
@@ -8,13 +8,14 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // applyCopies runs rank's copies on host memory: from its inputs (each
 // with its token stride, in elements) into every rank's data half, as
 // enqueueCopies does (a linear copy where both sides are contiguous).
-func applyCopies(cs []Box, inputs [][]byte, halves [][]byte) {
+func applyCopies(cs []plan.Box, inputs [][]byte, halves [][]byte) {
 	for _, c := range cs {
 		if c.Linear() {
 			n := c.Width * c.Rows * c.Depth
@@ -68,7 +69,7 @@ func TestCopyPlans(t *testing.T) {
 		P := len(c.tokens)
 		s := ref.Shape{Batch: c.b, Heads: c.h, HeadDim: c.d, ElemSize: c.es, Tokens: c.tokens}
 		require.NoError(t, s.Validate())
-		ts := NewTokens(c.tokens)
+		ts := plan.NewTokens(c.tokens)
 		T := ts.Total()
 		dt := map[int]api.DType{1: api.Float8E4M3, 2: api.BFloat16}[c.es]
 		for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather, ptx.OpHeadAllGather} {
@@ -81,9 +82,9 @@ func TestCopyPlans(t *testing.T) {
 					halves[q] = make([]byte, 1<<20)
 				}
 				wants := make([][][]byte, c.tensors) // [tensor][rank]
-				var plans []Plan
+				var plans []plan.Plan
 				for rank := range P {
-					var r Request
+					var r plan.Request
 					r.Op, r.N, r.Heads = op, c.tensors, c.h
 					inputs := make([][]byte, c.tensors)
 					for k := range c.tensors {
@@ -105,7 +106,7 @@ func TestCopyPlans(t *testing.T) {
 						default: // the head shards SendRecvHeads makes are the input
 							shards, e := ref.SendRecvHeads(s, in)
 							require.NoError(t, e)
-							_, mine := HeadRange(c.h, P, rank)
+							_, mine := plan.HeadRange(c.h, P, rank)
 							local, shape = shards[rank], [4]int{c.b, T, mine, c.d}
 							if op == ptx.OpGatherHeads {
 								wants[k] = in
@@ -114,23 +115,25 @@ func TestCopyPlans(t *testing.T) {
 							}
 						}
 						require.NoError(t, err)
-						row := shape[2] * shape[3]
-						r.Xs[k] = api.Tensor{Ptr: 0x10000, Shape: shape, DType: dt}
+						row, stride := shape[2]*shape[3], 0
 						if c.pad > 0 {
-							r.Xs[k].RowStride = row + c.pad
+							stride = row + c.pad
 						}
+						r.Xs[k], err = plan.NewInput(0x10000, shape, stride, c.es)
+						require.NoError(t, err)
 						inputs[k] = strided(local, row*c.es, (row+c.pad)*c.es)
 					}
-					var p Plan
+					env := plan.Env{DType: dt, Rank: rank, World: P, Layout: plan.Layout{DataBytes: 1 << 20}, Widths: []int{c.es}}
+					var p plan.Plan
 					var err error
 					if op == ptx.OpAllGather {
-						p, err = Plain(op, r.Xs[0], dt, rank, P, ts, 1<<20, []int{c.es})
+						p, err = plan.Plain(r, env, ts)
 					} else {
-						p, err = General(r, dt, rank, P, ts, 1<<20, []int{c.es})
+						p, err = plan.General(r, env, ts)
 					}
 					require.NoError(t, err)
 					plans = append(plans, p)
-					applyCopies(Boxes(nil, r, p, rank, P, ts, int64(c.es)), inputs, halves)
+					applyCopies(plan.Boxes(nil, &r, &p, rank, P, ts, int64(c.es)), inputs, halves)
 				}
 				for q := range P {
 					for k := range c.tensors {

@@ -36,23 +36,10 @@ func HeadRange(heads, world, rank int) (first, count int) {
 	return first, count
 }
 
-// Single is the request of one of the plain operations.
-func Single(op ptx.Op, x api.Tensor) Request {
-	return Request{Op: op, Xs: [MaxTensors]api.Tensor{x}, N: 1}
-}
-
-// NeedsGeneral reports whether the request needs the general entries: several
-// tensors, heads the world size does not divide, a token stride, or an
-// operation that has no other.
-func (r Request) NeedsGeneral(world int) bool {
-	x := r.Xs[0]
-	return r.SharedGeneral(world) || api.Strided(x)
-}
-
-// SharedGeneral reports whether every rank takes the general entries for
+// sharedGeneral reports whether every rank takes the general entries for
 // the request: for what the ranks share (the tensor count, the heads, the
 // operation), not for a local choice such as an input's stride.
-func (r Request) SharedGeneral(world int) bool {
+func (r *Request) sharedGeneral(world int) bool {
 	x := r.Xs[0]
 	switch {
 	case r.N != 1 || r.Op == ptx.OpHeadAllGather:
@@ -83,9 +70,9 @@ func SpreadFor(sharers int) int64 {
 	return max(1, generalSpread/int64(max(sharers, 1)))
 }
 
-// TotalHeads is H: the input's heads for SendRecvHeads and AllGather, else what the
+// totalHeads is H: the input's heads for SendRecvHeads and AllGather, else what the
 // caller gave or this rank's heads times the world size.
-func (r Request) TotalHeads(world int) int {
+func (r *Request) totalHeads(world int) int {
 	switch {
 	case r.Op == ptx.OpSendRecvHeads || r.Op == ptx.OpAllGather:
 		return r.Xs[0].Shape[2]
@@ -95,58 +82,51 @@ func (r Request) TotalHeads(world int) int {
 	return r.Xs[0].Shape[2] * world
 }
 
-// CheckRequest validates what every general operation shares: the tensor
-// count, and inputs of one dtype, shape and stride.
-func CheckRequest(r Request, dt api.DType) error {
-	if r.N < 1 || r.N > MaxTensors {
-		return fmt.Errorf("a2a: %s of %d tensors: 1 to %d: %w", r.Op, r.N, MaxTensors, api.ErrShape)
-	}
+// checkRequest refuses packed inputs that differ in shape or token
+// stride: every general operation walks them alike.
+func checkRequest(r *Request) error {
+	x := r.Xs[0]
 	for k := 1; k < r.N; k++ {
-		x, y := r.Xs[0], r.Xs[k]
-		if y.Shape != x.Shape || api.RowElems(y) != api.RowElems(x) {
+		if y := r.Xs[k]; y.Shape != x.Shape || y.RowElems != x.RowElems {
 			return fmt.Errorf("a2a: %s input %d is %v, input 0 %v: packed tensors share shape and stride: %w", r.Op, k, y, x, api.ErrShape)
-		}
-	}
-	for k := range r.N {
-		if err := api.CheckTensor("input", r.Xs[k], dt, r.Xs[k].Shape); err != nil {
-			return api.Wrap(err, "%s input %d", r.Op, k)
 		}
 	}
 	return nil
 }
 
-// General is Plain for the general entries: uneven heads, up to
-// maxTensors tensors into consecutive regions of the data half, inputs
-// with a token stride, and HeadAllGather. Like Plain, everything that
-// decides whether the operation runs depends on values every rank shares.
-func General(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
+// general plans r with the general entries (choose): uneven heads, up to
+// MaxTensors tensors into consecutive regions of the data half, inputs
+// with a token stride, and HeadAllGather. shared is r.sharedGeneral: every
+// rank takes these entries, for what they share. Like plain, everything
+// that decides whether the operation runs depends on values every rank
+// shares.
+func general(r *Request, env *Env, ts Tokens, shared bool) (Plan, error) {
 	if r.Op == ptx.OpAllGather {
 		return Plan{}, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
 	}
-	return planRows(r, dt, rank, world, ts, capacity, widths)
+	return planRows(r, env, ts, env.Widths, shared)
 }
 
-// planRows is General for any operation that moves whole heads of D
-// elements, AllGather included (the fp8 wire's entries have one).
-func planRows(r Request, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
-	x := r.Xs[0]
-	if err := checkInputShape(r.Op, x, dt); err != nil {
+// planRows is general for any operation that moves whole heads of D
+// elements, AllGather included (the fp8 wire's entries have one), picking
+// the vector width among widths; spread: every rank takes these entries
+// (generalSpread).
+func planRows(r *Request, env *Env, ts Tokens, widths []int, spread bool) (Plan, error) {
+	x, rank, world := r.Xs[0], env.Rank, env.World
+	if err := checkRequest(r); err != nil {
 		return Plan{}, err
 	}
-	if err := CheckRequest(r, dt); err != nil {
-		return Plan{}, err
-	}
-	H := r.TotalHeads(world)
+	H := r.totalHeads(world)
 	if r.Op != ptx.OpAllGather && (H < world || H > api.MaxDim) {
 		return Plan{}, fmt.Errorf("a2a: %s of %d heads on %d ranks: every rank needs a head: %w", r.Op, H, world, api.ErrShape)
 	}
-	es := int64(dt.Size())
+	es := int64(env.DType.Size())
 	w, err := generalWalks(r, rank, world, H, ts, es)
 	if err != nil {
 		return Plan{}, err
 	}
-	p := Plan{Op: r.Op, General: true, Out: w.out, WalkTotal: w.walkTotal, Tensors: r.N}
-	if err := p.fitOutputs(r, w.maxOut, capacity, ts); err != nil {
+	p := Plan{Op: r.Op, Batch: x.Shape[0], General: true, Out: w.out, WalkTotal: w.walkTotal, Tensors: r.N}
+	if err := p.fitOutputs(r, w.maxOut, env.Layout.DataBytes, ts); err != nil {
 		return Plan{}, err
 	}
 	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
@@ -157,7 +137,7 @@ func planRows(r Request, dt api.DType, rank, world int, ts Tokens, capacity int6
 		}
 		p.Heads[q] = int32(first)
 	}
-	if err := p.setGeneralWalk(r, w, H, world, es, widths); err != nil {
+	if err := p.setGeneralWalk(r, w, H, es, widths, spread); err != nil {
 		return Plan{}, err
 	}
 	p.ShapeSig = generalSignature(r.Op, x.Shape[0], H, x.Shape[3], int(es), r.N)
@@ -179,7 +159,7 @@ type walks struct {
 
 // generalWalks checks r's tokens and heads on rank against the counts and
 // computes its walks, H heads in all.
-func generalWalks(r Request, rank, world, H int, ts Tokens, es int64) (walks, error) {
+func generalWalks(r *Request, rank, world, H int, ts Tokens, es int64) (walks, error) {
 	x := r.Xs[0]
 	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	_, mine := HeadRange(H, world, rank)
@@ -240,7 +220,7 @@ func generalWalks(r Request, rank, world, H int, ts Tokens, es int64) (walks, er
 
 // fitOutputs places the tensors' outputs, maxOut bytes each at most,
 // OutputAlign apart, and checks that every rank's fit in capacity.
-func (p *Plan) fitOutputs(r Request, maxOut, capacity int64, ts Tokens) error {
+func (p *Plan) fitOutputs(r *Request, maxOut, capacity int64, ts Tokens) error {
 	p.Region = AlignUp(maxOut, OutputAlign)
 	need, ok := mulChecked(p.Region, int64(r.N)-1)
 	if !ok || need > math.MaxInt64-maxOut {
@@ -255,7 +235,7 @@ func (p *Plan) fitOutputs(r Request, maxOut, capacity int64, ts Tokens) error {
 // setGeneralWalk sets what the general kernels walk: the vector width,
 // the units of a chunk, head and input row, the inputs, and the bytes
 // that set the active blocks, which the kernels index with 32 bits.
-func (p *Plan) setGeneralWalk(r Request, w walks, H, world int, es int64, widths []int) error {
+func (p *Plan) setGeneralWalk(r *Request, w walks, H int, es int64, widths []int, spread bool) error {
 	D, N := int64(r.Xs[0].Shape[3]), int64(r.N)
 	p.Width = generalWidth(r, D*es, es, widths)
 	p.Chunk = D * es
@@ -267,9 +247,9 @@ func (p *Plan) setGeneralWalk(r Request, w walks, H, world int, es int64, widths
 	for k := range r.N {
 		p.Inputs[k] = uint64(r.Xs[k].Ptr)
 	}
-	p.InRow = api.RowElems(r.Xs[0]) * es / int64(p.Width)
+	p.InRow = r.Xs[0].RowElems * es / int64(p.Width)
 	p.Vectors = w.walk * es / int64(p.Width)
-	p.Spread = r.SharedGeneral(world)
+	p.Spread = spread
 	var ok [2]bool
 	p.GroupBytes, ok[0] = mulChecked(w.group, es, N)
 	p.GroupRow, ok[1] = mulChecked(w.row, es, N)
@@ -284,8 +264,8 @@ func (p *Plan) setGeneralWalk(r Request, w walks, H, world int, es int64, widths
 
 // generalWidth is the widest vector width that a head (headBytes), the
 // token stride and every input's address allow.
-func generalWidth(r Request, headBytes, es int64, widths []int) int {
-	stride := api.RowElems(r.Xs[0]) * es
+func generalWidth(r *Request, headBytes, es int64, widths []int) int {
+	stride := r.Xs[0].RowElems * es
 	for _, w := range widths {
 		if headBytes%int64(w) == 0 && stride%int64(w) == 0 && inputsAligned(r, w) {
 			return w
@@ -296,7 +276,7 @@ func generalWidth(r Request, headBytes, es int64, widths []int) int {
 
 // inputsAligned reports whether every input of r starts at a multiple of
 // w bytes.
-func inputsAligned(r Request, w int) bool {
+func inputsAligned(r *Request, w int) bool {
 	for k := range r.N {
 		if r.Xs[k].Ptr%uintptr(w) != 0 {
 			return false

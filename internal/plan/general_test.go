@@ -6,47 +6,24 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ulysses-go/ulysses/a2a/ref"
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// HeadRange agrees with the reference and tiles [0, H) in rank order with
-// counts that differ by at most one.
-func TestHeadRange(t *testing.T) {
-	for world := 1; world <= kernelabi.MaxRanks; world++ {
-		for heads := world; heads <= 48; heads++ {
-			s := ref.Shape{Batch: 1, Heads: heads, HeadDim: 1, ElemSize: 1, Tokens: make([]int, world)}
-			next, lo, hi := 0, heads, 0
-			for r := range world {
-				first, count := HeadRange(heads, world, r)
-				wf, wc := s.HeadRange(r)
-				require.Equal(t, [2]int{wf, wc}, [2]int{first, count}, "H=%d P=%d rank %d", heads, world, r)
-				require.Equal(t, next, first)
-				next += count
-				lo, hi = min(lo, count), max(hi, count)
-			}
-			require.Equal(t, heads, next)
-			require.LessOrEqual(t, hi-lo, 1)
-		}
-	}
-	f, c := HeadRange(4, 2, 2)
-	assert.Equal(t, [2]int{0, 0}, [2]int{f, c}, "rank out of range")
-}
-
 // planAll plans r on every rank of counts, with inputs made by input(rank).
-func planAll(t *testing.T, op ptx.Op, heads, n int, counts []int, input func(rank int) api.Tensor) []Plan {
+func planAll(t *testing.T, op ptx.Op, heads, n int, counts []int, input func(rank int) tensor) []Plan {
 	t.Helper()
 	ts := NewTokens(counts)
 	var ps []Plan
 	for rank := range counts {
 		r := Request{Op: op, N: n, Heads: heads}
 		for k := range n {
-			r.Xs[k] = input(rank)
-			r.Xs[k].Ptr += uintptr(k) << 20
+			x := input(rank)
+			x.Ptr += uintptr(k) << 20
+			r.Xs[k] = x.must(t)
 		}
-		p, err := General(r, api.BFloat16, rank, len(counts), ts, 1<<30, widths2)
+		p, err := generalOf(r, rank, len(counts), ts, 1<<30)
 		require.NoError(t, err, "rank %d", rank)
 		ps = append(ps, p)
 	}
@@ -69,7 +46,7 @@ func requireAgree(t *testing.T, ps []Plan) {
 func TestPlanGeneralUnevenHeads(t *testing.T) {
 	counts := []int{5, 0, 7}
 	const B, H, D = 2, 40, 128
-	srh := planAll(t, ptx.OpSendRecvHeads, 0, 3, counts, func(r int) api.Tensor { return bf16(0x10000, B, counts[r], H, D) })
+	srh := planAll(t, ptx.OpSendRecvHeads, 0, 3, counts, func(r int) tensor { return bf16(0x10000, B, counts[r], H, D) })
 	requireAgree(t, srh)
 	for r, p := range srh {
 		_, mine := HeadRange(H, 3, r)
@@ -83,7 +60,7 @@ func TestPlanGeneralUnevenHeads(t *testing.T) {
 	assert.Equal(t, int64(B*7*H*D*2*3), srh[0].GroupBytes, "the largest rank's walk of 3 tensors")
 	assert.Equal(t, int64(B*H*D*2*3), srh[0].GroupRow)
 	assert.True(t, srh[0].Spread, "every rank takes the general entries")
-	gh := planAll(t, ptx.OpGatherHeads, H, 2, counts, func(r int) api.Tensor {
+	gh := planAll(t, ptx.OpGatherHeads, H, 2, counts, func(r int) tensor {
 		_, mine := HeadRange(H, 3, r)
 		return bf16(0x10000, B, 12, mine, D)
 	})
@@ -92,7 +69,7 @@ func TestPlanGeneralUnevenHeads(t *testing.T) {
 		assert.Equal(t, [4]int{B, counts[r], H, D}, p.Out)
 		assert.Equal(t, AlignUp(B*7*H*D*2, OutputAlign), p.Region, "the largest output: 7 tokens")
 	}
-	hag := planAll(t, ptx.OpHeadAllGather, H, 1, counts, func(r int) api.Tensor {
+	hag := planAll(t, ptx.OpHeadAllGather, H, 1, counts, func(r int) tensor {
 		_, mine := HeadRange(H, 3, r)
 		return bf16(0x10000, B, 12, mine, D)
 	})
@@ -112,9 +89,9 @@ func TestPlanGeneralMatchesPlain(t *testing.T) {
 		if op == ptx.OpGatherHeads {
 			x = bf16(0x10000, 2, 9, 4, 64)
 		}
-		plain, err := Plain(op, x, api.BFloat16, 1, 2, ts, 1<<30, widths2)
+		plain, err := plainOf(op, x, 1, 2, ts, 1<<30, widths2)
 		require.NoError(t, err)
-		gen, err := General(Single(op, x), api.BFloat16, 1, 2, ts, 1<<30, widths2)
+		gen, err := generalOf(single(op, x.must(t)), 1, 2, ts, 1<<30)
 		require.NoError(t, err)
 		assert.Equal(t, plain.Out, gen.Out, "%s", op)
 		assert.Equal(t, plain.GroupBytes, gen.GroupBytes, "%s", op)
@@ -129,59 +106,58 @@ func TestPlanGeneralMatchesPlain(t *testing.T) {
 func TestPlanGeneralStrided(t *testing.T) {
 	ts := NewTokens([]int{4, 4})
 	x := bf16(0x10000, 1, 4, 8, 64)
-	x.RowStride = 3 * 8 * 64
+	x.Stride = 3 * 8 * 64
 	r := Request{Op: ptx.OpSendRecvHeads, N: 3}
 	for k := range 3 {
-		r.Xs[k] = x
-		r.Xs[k].Ptr += uintptr(k * 8 * 64 * 2)
+		y := x
+		y.Ptr += uintptr(k * 8 * 64 * 2)
+		r.Xs[k] = y.must(t)
 	}
-	require.True(t, r.NeedsGeneral(2))
-	p, err := General(r, api.BFloat16, 0, 2, ts, 1<<30, widths2)
+	require.True(t, r.Xs[0].Strided())
+	p, err := generalOf(r, 0, 2, ts, 1<<30)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3*8*64*2/16), p.InRow)
 	assert.Equal(t, 16, p.Width)
 	assert.NotEqual(t, generalSignature(ptx.OpSendRecvHeads, 1, 8, 64, 2, 1), p.ShapeSig, "the tensor count is in the signature")
 
 	// A stride of an odd number of elements allows only element-wide copies.
-	x.RowStride = 8*64 + 1
-	p, err = General(Single(ptx.OpSendRecvHeads, x), api.BFloat16, 0, 2, ts, 1<<30, widths2)
+	x.Stride = 8*64 + 1
+	p, err = generalOf(single(ptx.OpSendRecvHeads, x.must(t)), 0, 2, ts, 1<<30)
 	require.NoError(t, err)
 	assert.Equal(t, 2, p.Width)
 	assert.Equal(t, int64(8*64+1), p.InRow)
-	assert.Equal(t, int64((3*(8*64+1)+8*64)*2), api.Span(x), "span: three gaps of one element")
+	assert.Equal(t, int64((3*(8*64+1)+8*64)*2), x.must(t).Span, "span: three gaps of one element")
 }
 
 func TestPlanGeneralErrors(t *testing.T) {
 	ts := NewTokens([]int{4, 4, 4})
 	x := bf16(0x10000, 1, 4, 8, 64)
-	five := Request{Op: ptx.OpSendRecvHeads, N: 5}
+	wide := x
+	wide.Stride = 1024
 	cases := []struct {
 		name string
 		r    Request
 		cap  int64
 		want error
 	}{
-		{"five tensors", five, 1 << 30, api.ErrShape},
-		{"shapes differ", Request{Op: ptx.OpSendRecvHeads, N: 2, Xs: [MaxTensors]api.Tensor{x, bf16(0x20000, 1, 4, 8, 32)}}, 1 << 30, api.ErrShape},
-		{"strides differ", Request{Op: ptx.OpSendRecvHeads, N: 2, Xs: [MaxTensors]api.Tensor{x, func() api.Tensor { y := x; y.RowStride = 1024; return y }()}}, 1 << 30, api.ErrShape},
-		{"stride under H*D", Single(ptx.OpSendRecvHeads, func() api.Tensor { y := x; y.RowStride = 100; return y }()), 1 << 30, api.ErrShape},
-		{"fewer heads than ranks", Single(ptx.OpSendRecvHeads, bf16(0x10000, 1, 4, 2, 64)), 1 << 30, api.ErrShape},
-		{"gather: heads not this rank's share", Request{Op: ptx.OpGatherHeads, N: 1, Heads: 8, Xs: [MaxTensors]api.Tensor{bf16(0x10000, 1, 12, 2, 64)}}, 1 << 30, api.ErrShape},
-		{"gather: tokens", Request{Op: ptx.OpGatherHeads, N: 1, Heads: 8, Xs: [MaxTensors]api.Tensor{bf16(0x10000, 1, 4, 3, 64)}}, 1 << 30, api.ErrTokens},
-		{"packed over capacity", Request{Op: ptx.OpSendRecvHeads, N: 2, Xs: [MaxTensors]api.Tensor{x, x}}, 12*3*64*2*2 - 1, api.ErrCapacity},
-		{"wrong dtype", Single(ptx.OpHeadAllGather, fp8(0x10000, 1, 12, 3, 64)), 1 << 30, api.ErrDType},
+		{"shapes differ", request(t, ptx.OpSendRecvHeads, 0, x, bf16(0x20000, 1, 4, 8, 32)), 1 << 30, api.ErrShape},
+		{"strides differ", request(t, ptx.OpSendRecvHeads, 0, x, wide), 1 << 30, api.ErrShape},
+		{"fewer heads than ranks", request(t, ptx.OpSendRecvHeads, 0, bf16(0x10000, 1, 4, 2, 64)), 1 << 30, api.ErrShape},
+		{"gather: heads not this rank's share", request(t, ptx.OpGatherHeads, 8, bf16(0x10000, 1, 12, 2, 64)), 1 << 30, api.ErrShape},
+		{"gather: tokens", request(t, ptx.OpGatherHeads, 8, bf16(0x10000, 1, 4, 3, 64)), 1 << 30, api.ErrTokens},
+		{"packed over capacity", request(t, ptx.OpSendRecvHeads, 0, x, x), 12*3*64*2*2 - 1, api.ErrCapacity},
 	}
 	for _, c := range cases {
-		_, err := General(c.r, api.BFloat16, 0, 3, ts, c.cap, widths2)
+		_, err := generalOf(c.r, 0, 3, ts, c.cap)
 		assert.ErrorIs(t, err, c.want, c.name)
 	}
 	// Exactly at capacity: the last tensor needs no padding.
-	r := Request{Op: ptx.OpSendRecvHeads, N: 2, Xs: [MaxTensors]api.Tensor{x, x}}
-	p, err := General(r, api.BFloat16, 0, 3, ts, 1<<30, widths2)
+	r := request(t, ptx.OpSendRecvHeads, 0, x, x)
+	p, err := generalOf(r, 0, 3, ts, 1<<30)
 	require.NoError(t, err)
-	_, err = General(r, api.BFloat16, 0, 3, ts, p.Region+p.OutBytes, widths2)
+	_, err = generalOf(r, 0, 3, ts, p.Region+p.OutBytes)
 	assert.NoError(t, err)
-	_, err = General(r, api.BFloat16, 0, 3, ts, p.Region+p.OutBytes-1, widths2)
+	_, err = generalOf(r, 0, 3, ts, p.Region+p.OutBytes-1)
 	assert.ErrorIs(t, err, api.ErrCapacity)
 }
 

@@ -147,7 +147,7 @@ func TestPTXWidths(t *testing.T) {
 type planCase struct {
 	name   string
 	op     ptx.Op
-	x      api.Tensor
+	x      tensor
 	rank   int
 	counts []int
 
@@ -156,14 +156,6 @@ type planCase struct {
 	chunk    int64
 	width    int
 	vectors  int64
-}
-
-func bf16(ptr uintptr, b, t, h, d int) api.Tensor {
-	return api.Tensor{Ptr: ptr, Shape: [4]int{b, t, h, d}, DType: api.BFloat16}
-}
-
-func fp8(ptr uintptr, b, t, h, d int) api.Tensor {
-	return api.Tensor{Ptr: ptr, Shape: [4]int{b, t, h, d}, DType: api.Float8E4M3}
 }
 
 var planCases = []planCase{
@@ -220,7 +212,7 @@ func TestPlanOp(t *testing.T) {
 	for _, c := range planCases {
 		t.Run(c.name, func(t *testing.T) {
 			world := len(c.counts)
-			p, err := Plain(c.op, c.x, c.x.DType, c.rank, world, NewTokens(c.counts), 1<<30, widthsFor(c.x.DType))
+			p, err := plainOf(c.op, c.x, c.rank, world, NewTokens(c.counts), 1<<30, widthsFor(c.x.dtype()))
 			require.NoError(t, err)
 			assert.Equal(t, c.op, p.Op)
 			assert.Equal(t, c.out, p.Out, "out shape")
@@ -230,10 +222,10 @@ func TestPlanOp(t *testing.T) {
 			assert.Equal(t, c.vectors, p.Vectors, "vectors")
 
 			// The same facts, derived independently of the literals above.
-			es := int64(c.x.DType.Size())
-			assert.Equal(t, api.Tensor{Shape: p.Out, DType: c.x.DType}.Bytes(), p.OutBytes)
+			es := int64(c.x.es)
+			assert.Equal(t, int64(p.Out[0])*int64(p.Out[1])*int64(p.Out[2])*int64(p.Out[3])*es, p.OutBytes)
 			want := 0
-			for _, w := range widthsFor(c.x.DType) {
+			for _, w := range widthsFor(c.x.dtype()) {
 				if p.Chunk%int64(w) == 0 && c.x.Ptr%uintptr(w) == 0 {
 					want = w
 					break
@@ -281,19 +273,19 @@ func TestPlanOpCapacityBoundary(t *testing.T) {
 	x := bf16(0x1000, 2, 3, 4, 64)
 	ts := NewTokens([]int{3, 5})
 	for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpAllGather} {
-		p, err := Plain(op, x, api.BFloat16, 0, 2, ts, 1<<30, widths2)
+		p, err := plainOf(op, x, 0, 2, ts, 1<<30, widths2)
 		require.NoError(t, err)
-		_, err = Plain(op, x, api.BFloat16, 0, 2, ts, p.OutBytes, widths2)
+		_, err = plainOf(op, x, 0, 2, ts, p.OutBytes, widths2)
 		assert.NoError(t, err, "%s: output exactly at capacity", op)
-		_, err = Plain(op, x, api.BFloat16, 0, 2, ts, p.OutBytes-1, widths2)
+		_, err = plainOf(op, x, 0, 2, ts, p.OutBytes-1, widths2)
 		assert.ErrorIs(t, err, api.ErrCapacity, "%s", op)
 	}
 	g := bf16(0x1000, 2, 8, 4, 64)
-	p, err := Plain(ptx.OpGatherHeads, g, api.BFloat16, 1, 2, ts, 1<<30, widths2)
+	p, err := plainOf(ptx.OpGatherHeads, g, 1, 2, ts, 1<<30, widths2)
 	require.NoError(t, err)
-	_, err = Plain(ptx.OpGatherHeads, g, api.BFloat16, 1, 2, ts, p.OutBytes, widths2)
+	_, err = plainOf(ptx.OpGatherHeads, g, 1, 2, ts, p.OutBytes, widths2)
 	assert.NoError(t, err)
-	_, err = Plain(ptx.OpGatherHeads, g, api.BFloat16, 1, 2, ts, p.OutBytes-1, widths2)
+	_, err = plainOf(ptx.OpGatherHeads, g, 1, 2, ts, p.OutBytes-1, widths2)
 	assert.ErrorIs(t, err, api.ErrCapacity)
 }
 
@@ -302,40 +294,37 @@ func TestPlanOpErrors(t *testing.T) {
 	cases := []struct {
 		name     string
 		op       ptx.Op
-		x        api.Tensor
-		dt       api.DType
+		x        tensor
 		rank     int
 		world    int
 		ts       Tokens
 		capacity int64
 		want     error
 	}{
-		{"wrong dtype", ptx.OpAllGather, api.Tensor{Ptr: 0x1000, Shape: [4]int{1, 3, 4, 64}, DType: api.Float16}, api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrDType},
-		{"fp8 flavours differ", ptx.OpAllGather, api.Tensor{Ptr: 0x1000, Shape: [4]int{1, 3, 4, 64}, DType: api.Float8E5M2}, api.Float8E4M3, 0, 2, ts2, 1 << 30, api.ErrDType},
-		{"srh tokens", ptx.OpSendRecvHeads, bf16(0x1000, 1, 4, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrTokens},
-		{"srh tokens of other rank", ptx.OpSendRecvHeads, bf16(0x1000, 1, 5, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrTokens},
-		{"ag tokens", ptx.OpAllGather, bf16(0x1000, 1, 3, 4, 64), api.BFloat16, 1, 2, ts2, 1 << 30, api.ErrTokens},
-		{"gh tokens", ptx.OpGatherHeads, bf16(0x1000, 1, 5, 4, 64), api.BFloat16, 1, 2, ts2, 1 << 30, api.ErrTokens},
-		{"srh heads not divisible", ptx.OpSendRecvHeads, bf16(0x1000, 1, 3, 6, 64), api.BFloat16, 0, 4, NewTokens([]int{3, 1, 1, 1}), 1 << 30, api.ErrShape},
-		{"srh heads fewer than world", ptx.OpSendRecvHeads, bf16(0x1000, 1, 3, 1, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"batch 0", ptx.OpAllGather, bf16(0x1000, 0, 3, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"batch 0 nil", ptx.OpGatherHeads, bf16(0, 0, 8, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"heads 0", ptx.OpAllGather, bf16(0x1000, 1, 3, 0, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"head size 0", ptx.OpAllGather, bf16(0x1000, 1, 3, 4, 0), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"negative tokens", ptx.OpAllGather, bf16(0x1000, 1, -1, 4, 64), api.BFloat16, 0, 1, NewTokens([]int{-1}), 1 << 30, api.ErrShape},
-		{"srh over capacity", ptx.OpSendRecvHeads, bf16(0x1000, 1, 3, 4, 64), api.BFloat16, 0, 2, ts2, 2047, api.ErrCapacity},
-		{"ag over capacity", ptx.OpAllGather, bf16(0x1000, 1, 3, 4, 64), api.BFloat16, 0, 2, ts2, 4095, api.ErrCapacity},
-		{"gh over capacity", ptx.OpGatherHeads, bf16(0x1000, 1, 8, 4, 64), api.BFloat16, 1, 2, ts2, 0, api.ErrCapacity},
-		{"odd ptr bf16", ptx.OpAllGather, bf16(0x1001, 1, 3, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrAlignment},
-		{"nil ptr with elements", ptx.OpAllGather, bf16(0, 1, 3, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"nil ptr fp8", ptx.OpSendRecvHeads, fp8(0, 1, 3, 2, 3), api.Float8E4M3, 0, 2, ts2, 1 << 30, api.ErrShape},
-		{"over MaxInt32 vectors", ptx.OpAllGather, fp8(0x1, 4, 1<<30, 1, 1), api.Float8E4M3, 0, 1, NewTokens([]int{1 << 30}), MaxDataBytes, api.ErrCapacity},
-		{"dimension over MaxInt32", ptx.OpGatherHeads, fp8(0x1, 1, math.MaxInt32+1, 1, 1), api.Float8E4M3, 0, 1, NewTokens([]int{math.MaxInt32 + 1}), MaxDataBytes, api.ErrShape},
-		{"unknown op", ptx.Op("reduce_scatter"), bf16(0x1000, 1, 3, 4, 64), api.BFloat16, 0, 2, ts2, 1 << 30, api.ErrNotSupported},
+		{"srh tokens", ptx.OpSendRecvHeads, bf16(0x1000, 1, 4, 4, 64), 0, 2, ts2, 1 << 30, api.ErrTokens},
+		{"srh tokens of other rank", ptx.OpSendRecvHeads, bf16(0x1000, 1, 5, 4, 64), 0, 2, ts2, 1 << 30, api.ErrTokens},
+		{"ag tokens", ptx.OpAllGather, bf16(0x1000, 1, 3, 4, 64), 1, 2, ts2, 1 << 30, api.ErrTokens},
+		{"gh tokens", ptx.OpGatherHeads, bf16(0x1000, 1, 5, 4, 64), 1, 2, ts2, 1 << 30, api.ErrTokens},
+		{"srh heads not divisible", ptx.OpSendRecvHeads, bf16(0x1000, 1, 3, 6, 64), 0, 4, NewTokens([]int{3, 1, 1, 1}), 1 << 30, api.ErrShape},
+		{"srh heads fewer than world", ptx.OpSendRecvHeads, bf16(0x1000, 1, 3, 1, 64), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"batch 0", ptx.OpAllGather, bf16(0x1000, 0, 3, 4, 64), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"batch 0 nil", ptx.OpGatherHeads, bf16(0, 0, 8, 4, 64), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"heads 0", ptx.OpAllGather, bf16(0x1000, 1, 3, 0, 64), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"head size 0", ptx.OpAllGather, bf16(0x1000, 1, 3, 4, 0), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"negative tokens", ptx.OpAllGather, bf16(0x1000, 1, -1, 4, 64), 0, 1, NewTokens([]int{-1}), 1 << 30, api.ErrShape},
+		{"srh over capacity", ptx.OpSendRecvHeads, bf16(0x1000, 1, 3, 4, 64), 0, 2, ts2, 2047, api.ErrCapacity},
+		{"ag over capacity", ptx.OpAllGather, bf16(0x1000, 1, 3, 4, 64), 0, 2, ts2, 4095, api.ErrCapacity},
+		{"gh over capacity", ptx.OpGatherHeads, bf16(0x1000, 1, 8, 4, 64), 1, 2, ts2, 0, api.ErrCapacity},
+		{"odd ptr bf16", ptx.OpAllGather, bf16(0x1001, 1, 3, 4, 64), 0, 2, ts2, 1 << 30, api.ErrAlignment},
+		{"nil ptr with elements", ptx.OpAllGather, bf16(0, 1, 3, 4, 64), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"nil ptr fp8", ptx.OpSendRecvHeads, fp8(0, 1, 3, 2, 3), 0, 2, ts2, 1 << 30, api.ErrShape},
+		{"over MaxInt32 vectors", ptx.OpAllGather, fp8(0x1, 4, 1<<30, 1, 1), 0, 1, NewTokens([]int{1 << 30}), MaxDataBytes, api.ErrCapacity},
+		{"dimension over MaxInt32", ptx.OpGatherHeads, fp8(0x1, 1, math.MaxInt32+1, 1, 1), 0, 1, NewTokens([]int{math.MaxInt32 + 1}), MaxDataBytes, api.ErrShape},
+		{"unknown op", ptx.Op("reduce_scatter"), bf16(0x1000, 1, 3, 4, 64), 0, 2, ts2, 1 << 30, api.ErrNotSupported},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := Plain(c.op, c.x, c.dt, c.rank, c.world, c.ts, c.capacity, widthsFor(c.dt))
+			p, err := plainOf(c.op, c.x, c.rank, c.world, c.ts, c.capacity, widthsFor(c.x.dtype()))
 			require.Error(t, err)
 			assert.ErrorIs(t, err, c.want)
 			assert.Equal(t, Plan{}, p, "no partial plan on error")
@@ -346,20 +335,20 @@ func TestPlanOpErrors(t *testing.T) {
 func TestPlanOpVectorLimit(t *testing.T) {
 	// Exactly MaxInt32 one-byte vectors is still allowed.
 	x := fp8(0x1, 1, math.MaxInt32, 1, 1)
-	p, err := Plain(ptx.OpAllGather, x, api.Float8E4M3, 0, 1, NewTokens([]int{math.MaxInt32}), MaxDataBytes, widths1)
+	p, err := plainOf(ptx.OpAllGather, x, 0, 1, NewTokens([]int{math.MaxInt32}), MaxDataBytes, widths1)
 	require.NoError(t, err)
 	assert.Equal(t, int64(math.MaxInt32), p.Vectors)
 	assert.Equal(t, 1, p.Width)
 
 	// Wider vectors bring a large tensor back under the limit.
 	x = fp8(0x1000, 1, 1<<30, 1, 16)
-	p, err = Plain(ptx.OpAllGather, x, api.Float8E4M3, 0, 1, NewTokens([]int{1 << 30}), MaxDataBytes, widths1)
+	p, err = plainOf(ptx.OpAllGather, x, 0, 1, NewTokens([]int{1 << 30}), MaxDataBytes, widths1)
 	require.NoError(t, err)
 	assert.Equal(t, 16, p.Width)
 	assert.Equal(t, int64(1<<30), p.Vectors)
 	// The same bytes at a misaligned address need 1-byte vectors: too many.
 	x.Ptr = 0x1001
-	_, err = Plain(ptx.OpAllGather, x, api.Float8E4M3, 0, 1, NewTokens([]int{1 << 30}), MaxDataBytes, widths1)
+	_, err = plainOf(ptx.OpAllGather, x, 0, 1, NewTokens([]int{1 << 30}), MaxDataBytes, widths1)
 	assert.ErrorIs(t, err, api.ErrCapacity)
 }
 
@@ -369,7 +358,7 @@ func TestPlanOpVectorLimit(t *testing.T) {
 func TestPlanOpShapeOverflow(t *testing.T) {
 	cases := []struct {
 		name  string
-		x     api.Tensor
+		x     tensor
 		count int
 	}{
 		// outBytes and vectors both wrap to 0; Batch becomes uint32(2^62) = 0.
@@ -381,7 +370,7 @@ func TestPlanOpShapeOverflow(t *testing.T) {
 	}
 	var bugs []string
 	for _, c := range cases {
-		p, err := Plain(ptx.OpAllGather, c.x, c.x.DType, 0, 1, NewTokens([]int{c.count}), 1<<20, widthsFor(c.x.DType))
+		p, err := plainOf(ptx.OpAllGather, c.x, 0, 1, NewTokens([]int{c.count}), 1<<20, widthsFor(c.x.dtype()))
 		if err == nil {
 			bugs = append(bugs, fmt.Sprintf("%s: accepted %v (outBytes %d, vectors %d, Batch %d, Units %d)",
 				c.name, c.x.Shape, p.OutBytes, p.Vectors, uint32(c.x.Shape[0]), uint32(p.Chunk/int64(p.Width))))
@@ -406,7 +395,7 @@ func TestPlanOpVerdictAgreesAcrossRanks(t *testing.T) {
 	for _, op := range ptx.Ops {
 		var errs []error
 		for rank := range world {
-			var x api.Tensor
+			var x tensor
 			switch op {
 			case ptx.OpGatherHeads:
 				x = bf16(0x1000, 1, ts.Total(), hp, d)
@@ -415,7 +404,7 @@ func TestPlanOpVerdictAgreesAcrossRanks(t *testing.T) {
 			default:
 				x = bf16(0x1000, 1, counts[rank], hp, d)
 			}
-			_, err := Plain(op, x, api.BFloat16, rank, world, ts, capacity, widths2)
+			_, err := plainOf(op, x, rank, world, ts, capacity, widths2)
 			errs = append(errs, err)
 		}
 		for rank := 1; rank < world; rank++ {
@@ -428,67 +417,6 @@ func TestPlanOpVerdictAgreesAcrossRanks(t *testing.T) {
 		}
 	}
 	assert.Empty(t, bugs, "ranks disagree on the capacity check")
-}
-
-// ---- Tensor -------------------------------------------------------------------
-
-func TestTensorElemsBytes(t *testing.T) {
-	cases := []struct {
-		x     api.Tensor
-		elems int64
-		bytes int64
-	}{
-		{api.Tensor{Shape: [4]int{2, 3, 4, 5}, DType: api.BFloat16}, 120, 240},
-		{api.Tensor{Shape: [4]int{2, 3, 4, 5}, DType: api.Float16}, 120, 240},
-		{api.Tensor{Shape: [4]int{2, 3, 4, 5}, DType: api.Float8E4M3}, 120, 120},
-		{api.Tensor{Shape: [4]int{2, 3, 4, 5}, DType: api.Float8E5M2}, 120, 120},
-		{api.Tensor{Shape: [4]int{1, 0, 4, 5}, DType: api.BFloat16}, 0, 0},
-		{api.Tensor{Shape: [4]int{2, 3, 4, 5}}, 120, 0}, // unknown dtype: size 0
-		{api.Tensor{Shape: [4]int{1, 1 << 20, 32, 128}, DType: api.BFloat16}, 1 << 32, 1 << 33},
-		{api.Tensor{}, 0, 0},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.elems, c.x.Elems(), "%v", c.x)
-		assert.Equal(t, c.bytes, c.x.Bytes(), "%v", c.x)
-	}
-	assert.Equal(t, "Tensor{0x1000 [1 2 3 4] bf16}", bf16(0x1000, 1, 2, 3, 4).String())
-}
-
-func TestCheckTensor(t *testing.T) {
-	shape := [4]int{1, 2, 3, 4}
-	ok := []struct {
-		x  api.Tensor
-		dt api.DType
-	}{
-		{api.Tensor{Ptr: 0x1000, Shape: shape, DType: api.BFloat16}, api.BFloat16},
-		{api.Tensor{Ptr: 0x1002, Shape: shape, DType: api.Float16}, api.Float16},
-		{api.Tensor{Ptr: 0x1001, Shape: shape, DType: api.Float8E4M3}, api.Float8E4M3},
-		{api.Tensor{Ptr: 0, Shape: [4]int{1, 0, 3, 4}, DType: api.BFloat16}, api.BFloat16}, // empty: nil is fine
-	}
-	for _, c := range ok {
-		assert.NoError(t, api.CheckTensor("x", c.x, c.dt, c.x.Shape), "%v", c.x)
-	}
-
-	bad := []struct {
-		name  string
-		x     api.Tensor
-		dt    api.DType
-		shape [4]int
-		want  error
-	}{
-		{"dtype", api.Tensor{Ptr: 0x1000, Shape: shape, DType: api.Float16}, api.BFloat16, shape, api.ErrDType},
-		{"dtype unset", api.Tensor{Ptr: 0x1000, Shape: shape}, api.Float8E4M3, shape, api.ErrDType},
-		{"shape", api.Tensor{Ptr: 0x1000, Shape: shape, DType: api.BFloat16}, api.BFloat16, [4]int{1, 2, 4, 3}, api.ErrShape},
-		{"nil", api.Tensor{Shape: shape, DType: api.BFloat16}, api.BFloat16, shape, api.ErrShape},
-		{"misaligned", api.Tensor{Ptr: 0x1003, Shape: shape, DType: api.Float16}, api.Float16, shape, api.ErrAlignment},
-		{"misaligned empty", api.Tensor{Ptr: 0x1, Shape: [4]int{0, 2, 3, 4}, DType: api.BFloat16}, api.BFloat16, [4]int{0, 2, 3, 4}, api.ErrAlignment},
-	}
-	for _, c := range bad {
-		err := api.CheckTensor("output", c.x, c.dt, c.shape)
-		require.Error(t, err, c.name)
-		assert.ErrorIs(t, err, c.want, c.name)
-		assert.Contains(t, err.Error(), "output", c.name)
-	}
 }
 
 // Token counts whose sum would wrap around, or exceed what the kernels

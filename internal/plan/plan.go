@@ -26,32 +26,30 @@ func mulChecked(factors ...int64) (int64, bool) {
 	return int64(p), true
 }
 
-// Plain checks input x of op on rank against the token counts, the world
-// size and the capacity, and picks the widest vector width that the chunk
-// size and x's alignment allow among widths (widest first). Everything that
-// decides whether the operation runs depends only on values every rank
-// shares (the token counts, the shape), so either every rank launches or
-// none does; only a local error (a wrong pointer, dtype or token count on
-// this rank) can split the group, and then the peers time out.
-func Plain(op ptx.Op, x api.Tensor, dt api.DType, rank, world int, ts Tokens, capacity int64, widths []int) (Plan, error) {
-	if err := checkInputShape(op, x, dt); err != nil {
-		return Plan{}, err
-	}
-	if err := api.CheckTensor("input", x, dt, x.Shape); err != nil {
-		return Plan{}, err
-	}
-	es := int64(dt.Size())
+// plain plans r, one dense input x with heads the world size divides
+// (choose), with the plain entries: it checks x against the token counts
+// ts, the world size and the capacity, and picks the widest vector width
+// that the chunk size and x's alignment allow among env.Widths (widest
+// first). Everything that decides whether the operation runs depends only
+// on values every rank shares (the token counts, the shape), so either
+// every rank launches or none does; only a local error (a wrong pointer,
+// dtype or token count on this rank) can split the group, and then the
+// peers time out.
+func plain(r *Request, env *Env, ts Tokens) (Plan, error) {
+	op, x, rank, world := r.Op, r.Xs[0], env.Rank, env.World
+	es := int64(env.DType.Size())
 	p, c, err := plainChunks(op, x, rank, world, ts, es)
 	if err != nil {
 		return Plan{}, err
 	}
-	if c.maxOut > capacity {
-		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, c.maxOut, capacity, api.ErrCapacity)
+	if c.maxOut > env.Layout.DataBytes {
+		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, c.maxOut, env.Layout.DataBytes, api.ErrCapacity)
 	}
+	p.Batch = x.Shape[0]
 	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
 	p.Inputs[0] = uint64(x.Ptr)
 	p.Width = int(es)
-	for _, w := range widths {
+	for _, w := range env.Widths {
 		if p.Chunk%int64(w) == 0 && x.Ptr%uintptr(w) == 0 {
 			p.Width = w
 			break
@@ -87,7 +85,7 @@ type chunks struct {
 
 // plainChunks checks x's tokens and heads against the counts and sets
 // the output's shape and the chunk of op on rank.
-func plainChunks(op ptx.Op, x api.Tensor, rank, world int, ts Tokens, es int64) (Plan, chunks, error) {
+func plainChunks(op ptx.Op, x Input, rank, world int, ts Tokens, es int64) (Plan, chunks, error) {
 	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
 	B, T, H, D, P := int64(b), int64(ts.Total()), int64(h), int64(d), int64(world)
 	Tr, Tmax := int64(ts.Counts[rank]), int64(ts.Most())
@@ -133,24 +131,6 @@ func plainChunks(op ptx.Op, x api.Tensor, rank, world int, ts Tokens, es int64) 
 		return p, c, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", op, x.Shape, T, api.ErrCapacity)
 	}
 	return p, c, nil
-}
-
-// checkInputShape checks what every plan asks of an operation's first
-// input before using its shape: a valid dtype, no dimension over api.MaxDim,
-// positive batch, heads and head size, no negative token count.
-func checkInputShape(op ptx.Op, x api.Tensor, dt api.DType) error {
-	if !dt.Valid() {
-		return fmt.Errorf("a2a: %v: %w", dt, api.ErrDType)
-	}
-	for _, n := range x.Shape {
-		if n > api.MaxDim {
-			return fmt.Errorf("a2a: %s input shape %v: dimension over %d: %w", op, x.Shape, api.MaxDim, api.ErrShape)
-		}
-	}
-	if b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]; b < 1 || h < 1 || d < 1 || t < 0 {
-		return fmt.Errorf("a2a: %s input shape %v: batch, heads and head size must be positive: %w", op, x.Shape, api.ErrShape)
-	}
-	return nil
 }
 
 // ThreadsFor is the block size for a grid of blocks on a device of sms SMs:

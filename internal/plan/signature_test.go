@@ -12,21 +12,21 @@ import (
 
 // inputFor is rank's input of op for a group with counts, hp heads per
 // rank and head size d, at a rank-specific address and alignment.
-func inputFor(op ptx.Op, rank int, counts []int, b, hp, d int, dt api.DType) api.Tensor {
+func inputFor(op ptx.Op, rank int, counts []int, b, hp, d int, dt api.DType) tensor {
 	ts := NewTokens(counts)
 	ptr := uintptr(0x10000 + 0x1000*rank + 2*rank)
 	switch op {
 	case ptx.OpGatherHeads:
-		return api.Tensor{Ptr: ptr, Shape: [4]int{b, ts.Total(), hp, d}, DType: dt}
+		return tensor{Ptr: ptr, Shape: [4]int{b, ts.Total(), hp, d}, es: dt.Size()}
 	case ptx.OpSendRecvHeads:
-		return api.Tensor{Ptr: ptr, Shape: [4]int{b, counts[rank], hp * len(counts), d}, DType: dt}
+		return tensor{Ptr: ptr, Shape: [4]int{b, counts[rank], hp * len(counts), d}, es: dt.Size()}
 	}
-	return api.Tensor{Ptr: ptr, Shape: [4]int{b, counts[rank], hp * len(counts), d}, DType: dt}
+	return tensor{Ptr: ptr, Shape: [4]int{b, counts[rank], hp * len(counts), d}, es: dt.Size()}
 }
 
 func sigOf(t *testing.T, op ptx.Op, rank int, counts []int, b, hp, d int, dt api.DType) uint32 {
 	t.Helper()
-	p, err := Plain(op, inputFor(op, rank, counts, b, hp, d, dt), dt, rank, len(counts), NewTokens(counts), 1<<30, widthsFor(dt))
+	p, err := plainOf(op, inputFor(op, rank, counts, b, hp, d, dt), rank, len(counts), NewTokens(counts), 1<<30, widthsFor(dt))
 	require.NoError(t, err)
 	return p.Sig
 }

@@ -10,6 +10,7 @@ import (
 // and the capacity before anything is enqueued.
 type Plan struct {
 	Op       ptx.Op
+	Batch    int    // B, which every input has
 	Out      [4]int // output shape on this rank
 	OutBytes int64
 	Chunk    int64 // bytes moved as one piece: a head group of one token, or a whole token row
@@ -22,19 +23,19 @@ type Plan struct {
 	Sig        uint32 // withTokens(shapeSig, the counts): the same on every rank
 	ShapeSig   uint32 // sig without the token counts, for captured operations
 
-	// The general entries' part (General).
+	// The general entries' part (general).
 	General   bool
 	Tensors   int
 	Region    int64 // bytes between consecutive tensors' outputs in a half
 	Heads     [kernelabi.MaxRanks + 1]int32
-	Inputs    [MaxTensors]uint64 // every tensor's input (Plain and General fill it)
+	Inputs    [MaxTensors]uint64 // every tensor's input (plain and planRows fill it)
 	Units     int64              // vectors per input token row (SendRecvHeads) or per chunk
 	HeadUnits int64              // vectors per head
 	InRow     int64              // vectors between consecutive input tokens
 	WalkTotal bool               // HeadAllGather: the walk grows with all tokens
 	Spread    bool               // every rank takes the general entries: see generalSpread
 
-	// The fp8 wire (Wire): each tensor's staged codes and scale bytes in
+	// The fp8 wire (wire): each tensor's staged codes and scale bytes in
 	// a data half, after the outputs, and what the decode walks.
 	Wire        api.Wire
 	WireWidth   int   // bytes of input the wire entries read at once: 16, 8 or 2
@@ -56,14 +57,23 @@ type Plan struct {
 // one more).
 const MaxTensors = kernelabi.MaxTensors
 
-// Request is one operation as the caller asked for it: the inputs (1 to
-// maxTensors of one shape) and, for GatherHeads and HeadAllGather, all
-// ranks' heads together (0: this rank's times the world size).
+// Request is one operation as the caller asked for it, built once by
+// package a2a from its checked inputs (NewInput) and only read after: the
+// inputs, N of them (1 to MaxTensors; the packed forms' share a shape and
+// stride, which planning checks), with the Into forms' outputs beside
+// them, and for GatherHeads and HeadAllGather all ranks' heads together
+// (0: this rank's times the world size). It is fixed-size, and passed by
+// value like Plan.
 type Request struct {
-	Op    ptx.Op
-	Xs    [MaxTensors]api.Tensor
-	N     int
-	Heads int
+	Op       ptx.Op
+	N, Heads int
+	Xs       [MaxTensors]Input
+	Dsts     [MaxTensors]Input // the Into forms' outputs, when Into
+	Into     bool
+	// Captured: the operation is captured into a CUDA graph (package a2a
+	// asked the driver), so its replays read the token counts set then:
+	// planning cuts its inputs to the counts' tokens (Fits).
+	Captured bool
 }
 
 // BoxSide is one side of a boxCopy: where its first row starts (bytes from

@@ -32,22 +32,23 @@ func WireBytes(outBytes int64, tensors int) int64 {
 	return int64(max(tensors, 1)) * (r + AlignUp(r/2, OutputAlign) + AlignUp(r/(2*WireMinHeadDim), OutputAlign))
 }
 
-// Wire plans r with its 16-bit rows exchanged as fp8 (w lossy): the
+// wire plans r with its 16-bit rows exchanged as fp8 (env.Wire, lossy): the
 // general walks in elements for the four operations, the staging area
 // placed after the outputs and checked against capacity, the width the
 // wire entries read with, and w in the signature, so that ranks that
 // disagree on the wire fail with ErrOpMismatch instead of decoding each
 // other's bytes.
-func Wire(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capacity int64) (Plan, error) {
+func wire(r *Request, env *Env, ts Tokens) (Plan, error) {
+	w, dt, world, capacity := env.Wire, env.DType, env.World, env.Layout.DataBytes
 	if !w.Lossy() || !w.Carries(dt) {
 		return Plan{}, fmt.Errorf("a2a: the %v wire moves 16-bit elements, not %v: %w", w, dt, api.ErrConfig)
 	}
-	p, err := planRows(r, dt, rank, world, ts, capacity, []int{2})
+	p, err := planRows(r, env, ts, []int{2}, true)
 	if err != nil {
 		return Plan{}, err
 	}
 	D := int64(r.Xs[0].Shape[3])
-	p.Wire, p.Spread = w, true
+	p.Wire = w
 	p.WireRows = p.Region / (2 * D)
 	p.StageRegion = AlignUp(p.WireRows*D, OutputAlign)
 	p.ScaleRegion = AlignUp(p.WireRows, OutputAlign)
@@ -94,9 +95,9 @@ var WireDirectOverride atomic.Int64
 
 // wireWidth is the widest of ptx.WireWidths that heads of D elements, the
 // token stride and every input's address allow.
-func wireWidth(r Request, D int64) int {
+func wireWidth(r *Request, D int64) int {
 	for _, w := range ptx.WireWidths {
-		if headFits(w, D) && api.RowElems(r.Xs[0])%int64(w/2) == 0 && inputsAligned(r, w) {
+		if headFits(w, D) && r.Xs[0].RowElems%int64(w/2) == 0 && inputsAligned(r, w) {
 			return w
 		}
 	}

@@ -10,9 +10,17 @@ import (
 	"github.com/ulysses-go/ulysses/ptx"
 )
 
-// wireRequest is op on one tensor of shape at ptr.
-func wireRequest(op ptx.Op, shape [4]int, ptr uintptr) Request {
-	return Request{Op: op, N: 1, Xs: [MaxTensors]api.Tensor{{Ptr: ptr, Shape: shape, DType: api.BFloat16}}}
+// wireRequest is op on one bf16 tensor of shape at ptr.
+func wireRequest(t *testing.T, op ptx.Op, shape [4]int, ptr uintptr) Request {
+	return request(t, op, 0, tensor{Ptr: ptr, Shape: shape, es: 2})
+}
+
+// wireOf is wire of r over w on rank of world, dt elements and capacity
+// bytes per data half.
+func wireOf(r Request, dt api.DType, w api.Wire, rank, world int, ts Tokens, capacity int64) (Plan, error) {
+	env := envOf(dt, rank, world, capacity, nil)
+	env.Wire = w
+	return wire(&r, &env, ts)
 }
 
 // The staging area follows the outputs: codes then scale bytes, each
@@ -20,10 +28,10 @@ func wireRequest(op ptx.Op, shape [4]int, ptr uintptr) Request {
 // head; the walk is counted in elements.
 func TestWirePlanLayout(t *testing.T) {
 	ts := NewTokens([]int{5, 3})
-	r := wireRequest(ptx.OpSendRecvHeads, [4]int{2, 5, 6, 72}, 0x10000)
+	r := wireRequest(t, ptx.OpSendRecvHeads, [4]int{2, 5, 6, 72}, 0x10000)
 	r.N, r.Xs[1], r.Xs[2] = 3, r.Xs[0], r.Xs[0]
 	r.Xs[1].Ptr, r.Xs[2].Ptr = 0x20000, 0x30000
-	p, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	p, err := wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
 	require.NoError(t, err)
 	out := int64(2 * 8 * 3 * 72 * 2) // [B, T, H/P, D] bf16
 	assert.Equal(t, [4]int{2, 8, 3, 72}, p.Out)
@@ -62,7 +70,7 @@ func TestWireWidth(t *testing.T) {
 		{[4]int{1, 4, 2, 66}, 0x1000, 2},
 		{[4]int{1, 4, 2, 3}, 0x1000, 2},
 	} {
-		p, err := Wire(wireRequest(ptx.OpAllGather, c.shape, c.ptr), api.BFloat16, api.WireE5M2, 1, 2, ts, 1<<20)
+		p, err := wireOf(wireRequest(t, ptx.OpAllGather, c.shape, c.ptr), api.BFloat16, api.WireE5M2, 1, 2, ts, 1<<20)
 		require.NoError(t, err, "%v", c)
 		assert.Equal(t, c.want, p.WireWidth, "%v at %#x", c.shape, c.ptr)
 	}
@@ -75,12 +83,13 @@ func TestWireWidth(t *testing.T) {
 // mismatch instead of reading each other's bytes: the signatures differ.
 func TestWireSignature(t *testing.T) {
 	ts := NewTokens([]int{4, 4})
-	r := wireRequest(ptx.OpAllGather, [4]int{1, 4, 2, 64}, 0x1000)
-	exact, err := Plain(r.Op, r.Xs[0], api.BFloat16, 0, 2, ts, 1<<20, []int{16, 8, 4, 2})
+	r := wireRequest(t, ptx.OpAllGather, [4]int{1, 4, 2, 64}, 0x1000)
+	exactEnv := envOf(api.BFloat16, 0, 2, 1<<20, widths2)
+	exact, err := plain(&r, &exactEnv, ts)
 	require.NoError(t, err)
-	e4, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	e4, err := wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
 	require.NoError(t, err)
-	e5, err := Wire(r, api.BFloat16, api.WireE5M2, 0, 2, ts, 1<<20)
+	e5, err := wireOf(r, api.BFloat16, api.WireE5M2, 0, 2, ts, 1<<20)
 	require.NoError(t, err)
 	assert.NotEqual(t, exact.Sig, e4.Sig)
 	assert.NotEqual(t, e4.Sig, e5.Sig)
@@ -93,8 +102,8 @@ func TestWireSignature(t *testing.T) {
 // a world of one always), and the choice is in the signature.
 func TestWireDirect(t *testing.T) {
 	ts := NewTokens([]int{6, 2}) // rank 0 reads three times rank 1's bytes
-	r := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 6, 4, 64}, 0x1000)
-	r1 := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 2, 4, 64}, 0x1000)
+	r := wireRequest(t, ptx.OpSendRecvHeads, [4]int{1, 6, 4, 64}, 0x1000)
+	r1 := wireRequest(t, ptx.OpSendRecvHeads, [4]int{1, 2, 4, 64}, 0x1000)
 	largest := int64(6 * 4 * 64 * 2)
 	t.Cleanup(func() { WireDirectOverride.Store(0) })
 	for _, c := range []struct {
@@ -102,45 +111,45 @@ func TestWireDirect(t *testing.T) {
 		want  bool
 	}{{largest, false}, {largest + 1, true}} {
 		WireDirectOverride.Store(c.below)
-		p0, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+		p0, err := wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
 		require.NoError(t, err)
-		p1, err := Wire(r1, api.BFloat16, api.WireE4M3, 1, 2, ts, 1<<20)
+		p1, err := wireOf(r1, api.BFloat16, api.WireE4M3, 1, 2, ts, 1<<20)
 		require.NoError(t, err)
 		assert.Equal(t, c.want, p0.WireDirect, "direct below %d bytes", c.below)
 		assert.Equal(t, c.want, p1.WireDirect, "rank 1 decides on rank 0's bytes")
 		assert.Equal(t, p0.Sig, p1.Sig)
 	}
 	WireDirectOverride.Store(1)
-	staged, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	staged, err := wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
 	require.NoError(t, err)
 	WireDirectOverride.Store(0)
 	assert.Equal(t, int64(4<<20), WireDirectBytes())
-	direct, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
+	direct, err := wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, 1<<20)
 	require.NoError(t, err)
 	assert.True(t, direct.WireDirect)
 	assert.NotEqual(t, staged.Sig, direct.Sig)
 	WireDirectOverride.Store(1)
-	one, err := Wire(r, api.BFloat16, api.WireE4M3, 0, 1, NewTokens([]int{6}), 1<<20)
+	one, err := wireOf(r, api.BFloat16, api.WireE4M3, 0, 1, NewTokens([]int{6}), 1<<20)
 	require.NoError(t, err)
 	assert.True(t, one.WireDirect, "a world of one has only its own rows")
 }
 
 func TestWireRefuses(t *testing.T) {
 	ts := NewTokens([]int{4, 4})
-	r := wireRequest(ptx.OpSendRecvHeads, [4]int{1, 4, 2, 64}, 0x1000)
-	_, err := Wire(r, api.BFloat16, api.WireExact, 0, 2, ts, 1<<20)
+	r := wireRequest(t, ptx.OpSendRecvHeads, [4]int{1, 4, 2, 64}, 0x1000)
+	_, err := wireOf(r, api.BFloat16, api.WireExact, 0, 2, ts, 1<<20)
 	assert.ErrorIs(t, err, api.ErrConfig)
-	r8 := r
-	r8.Xs[0].DType = api.Float8E4M3
-	_, err = Wire(r8, api.Float8E4M3, api.WireE4M3, 0, 2, ts, 1<<20)
+	_, err = wireOf(r, api.Float8E4M3, api.WireE4M3, 0, 2, ts, 1<<20)
 	assert.ErrorIs(t, err, api.ErrConfig)
 	// The output fits, the codes and scales do not.
 	out := int64(1 * 8 * 1 * 64 * 2)
-	_, err = Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, out)
+	_, err = wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, out)
 	assert.ErrorIs(t, err, api.ErrCapacity)
-	_, err = Wire(r, api.BFloat16, api.WireE4M3, 0, 2, ts, WireBytes(out, 1))
+	_, err = wireOf(r, api.BFloat16, api.WireE4M3, 0, 2, ts, WireBytes(out, 1))
 	assert.NoError(t, err, "WireBytes is enough")
 	// AllGather has no exact general form.
-	_, err = General(wireRequest(ptx.OpAllGather, [4]int{1, 4, 2, 64}, 0x1000), api.BFloat16, 0, 2, ts, 1<<20, []int{2})
+	ag := wireRequest(t, ptx.OpAllGather, [4]int{1, 4, 2, 64}, 0x1000)
+	agEnv := envOf(api.BFloat16, 0, 2, 1<<20, []int{2})
+	_, err = general(&ag, &agEnv, ts, ag.sharedGeneral(2))
 	assert.ErrorIs(t, err, api.ErrNotSupported)
 }

@@ -7,8 +7,6 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	"github.com/ulysses-go/ulysses/internal/plan"
-
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // LaunchSpec is how the Comm wants one operation enqueued.
@@ -22,10 +20,11 @@ type LaunchSpec struct {
 
 // Transport moves the bytes of planned operations between the ranks of a
 // group. The Comm owns everything else, and the same for every transport:
-// validation, the plan of each operation (shapes, token counts, capacity,
-// the verdict every rank shares), the buffer's data halves and the views
-// into them, the Into copies, the failure bookkeeping and the order of
-// Close. Connect chooses one and builds it (only it): ipc.Transport (SM
+// the checked request of each operation and its plan (plan.Make: shapes,
+// token counts, capacity, placement, the verdict every rank shares), the
+// buffer's data halves and the views into them, the Into copies, the
+// failure bookkeeping and the order of Close. A request reaches a
+// transport once planned, and nothing it returns goes back to planning. Connect chooses one and builds it (only it): ipc.Transport (SM
 // kernels or copy engines writing into the peers over CUDA IPC) or
 // nccl.Transport (NCCL's sends and receives). Calls come with the Comm's
 // lock held, but wait's.
@@ -39,12 +38,12 @@ type Transport interface {
 	// Blocks is the number of thread Blocks each kernel runs (0 where no
 	// kernel of the package moves the bytes).
 	Blocks() int
-	// PlanMover adds what this transport needs to move p (the Comm's plan
-	// of r under the counts ts; captured: into a graph) and may refuse it;
-	// nothing is enqueued yet. It may load the kernels p needs, which can
-	// wait, for at most the Comm's timeout, for the device. By value: a pointer through an interface
-	// would move each plan to the heap.
-	PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error)
+	// PlanMover adds what this transport needs to move p (plan.Make's plan
+	// of r under the counts ts) and may refuse it; nothing is enqueued
+	// yet. It may load the kernels p needs, which can wait, for at most
+	// the Comm's timeout, for the device. By value: a pointer through an
+	// interface would move each plan to the heap.
+	PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan.Plan, error)
 	// SetTokens and setTimeout change what the operations enqueued after
 	// them carry; they touch no device memory.
 	SetTokens(ts plan.Tokens)
@@ -55,11 +54,11 @@ type Transport interface {
 	// Widths lists the vector Widths in bytes the transport copies with,
 	// widest first; planning picks the widest the operation allows.
 	Widths() []int
-	// Enqueue moves the bytes of the planned operation p on input x into
-	// every rank's data half ls.Half, on ls.Stream (the Comm's or the
-	// caller's, already ordered after the Comm's previous operation),
-	// without waiting for anything.
-	Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls LaunchSpec) error
+	// Enqueue moves the bytes of the planned operation p into every
+	// rank's data half ls.Half, on ls.Stream (the Comm's or the caller's,
+	// already ordered after the Comm's previous operation), without
+	// waiting for anything.
+	Enqueue(p plan.Plan, ls LaunchSpec) error
 	// Pad enqueues an operation that moves nothing but takes its turn
 	// like any other (a barrier with the peers): Graph.Launch puts one
 	// before a replay that would start on the other data half.

@@ -12,15 +12,15 @@ import (
 )
 
 // PlanMover adds the copy-engine mode's part to p when the copy engines
-// move it (moverFor; never over the fp8 wire, which the kernels convert):
-// the copies into the scratch, every input's address, the mover in the
-// signature. Where the kernels move it, it makes sure their functions are
-// loaded (loadFor).
-func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captured bool) (plan.Plan, error) {
-	if p.Wire.Lossy() || t.moverFor(r.Op, p.GroupBytes, captured) != api.MoverCopyEngines {
-		return p, t.loadFor(r.Op, p, captured)
+// move it (moverFor; never over the fp8 wire, which the kernels convert,
+// nor captured): the copies into the scratch, every input's address, the
+// mover in the signature. Where the kernels move it, it makes sure their
+// functions are loaded (loadFor).
+func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan.Plan, error) {
+	if p.Wire.Lossy() || t.moverFor(r.Op, p.GroupBytes, r.Captured) != api.MoverCopyEngines {
+		return p, t.loadFor(p, r.Captured)
 	}
-	t.copies = plan.Boxes(t.copies[:0], r, p, int(t.args.Rank), int(t.args.World), ts, int64(t.env.DType.Size()))
+	t.copies = plan.Boxes(t.copies[:0], &r, &p, int(t.args.Rank), int(t.args.World), ts, int64(t.env.DType.Size()))
 	p.ByCopies, p.Copies = true, t.copies
 	p.Sig = plan.MoverSignature(p.Sig, api.MoverCopyEngines)
 	return p, nil
@@ -31,12 +31,12 @@ func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, captu
 // first time); else it loads their PTX, which waits for the process's
 // queued operations on the device, for at most the Comm's timeout
 // (device.Kernels.Load). Allocation-free once they are.
-func (t *Transport) loadFor(op ptx.Op, p plan.Plan, captured bool) error {
+func (t *Transport) loadFor(p plan.Plan, captured bool) error {
 	timeout := time.Duration(t.args.TimeoutNs)
 	if p.Wire.Lossy() {
-		return t.wire.Load(op, p.WireWidth, p.DecodeWidth, !p.WireDirect, timeout)
+		return t.wire.Load(p.Op, p.WireWidth, p.DecodeWidth, !p.WireDirect, timeout)
 	}
-	return t.k.Load(kindFor(p, captured), op, p.Width, timeout)
+	return t.k.Load(kindFor(p, captured), p.Op, p.Width, timeout)
 }
 
 // kindFor is the kind of exact entry that runs p.
@@ -54,9 +54,9 @@ func kindFor(p plan.Plan, captured bool) device.Kind {
 // a single buffer) on ls.stream. A captured one reads the token counts
 // from the live table when it runs, and computes its active blocks and
 // signature from them. Allocation-free.
-func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.LaunchSpec) error {
-	t.args.Input = uint64(x.Ptr)
-	t.args.Batch = uint32(x.Shape[0])
+func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
+	t.args.Input = p.Inputs[0]
+	t.args.Batch = uint32(p.Batch)
 	t.args.Units = uint32(p.Chunk / int64(p.Width))
 	t.args.Half = ls.Half
 	t.args.Live, t.args.GroupRow = 0, 0
@@ -74,12 +74,12 @@ func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.L
 		return t.enqueueCopies(p, ls)
 	}
 	if p.Wire.Lossy() {
-		return t.enqueueWire(op, p, ls)
+		return t.enqueueWire(p, ls)
 	}
 	if p.General {
 		t.setGeneral(p)
 	}
-	return t.launchOp(t.k.Func(kindFor(p, ls.Captured), op, p.Width), ls.Stream)
+	return t.launchOp(t.k.Func(kindFor(p, ls.Captured), p.Op, p.Width), ls.Stream)
 }
 
 // setGeneral fills in the general entries' part of the argument.

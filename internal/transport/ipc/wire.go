@@ -20,7 +20,7 @@ const decodeBytesPerBlock = 16 << 10
 // unless p.WireDirect sent every row as 16-bit values, the decode, which
 // turns the rows the peers staged as codes and scale bytes here into the
 // 16-bit output in the same half. Allocation-free.
-func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec) error {
+func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 	t.setGeneral(p)
 	t.args.Stage = uint64(p.StageOff)
 	t.args.Scales = uint64(p.ScaleOff)
@@ -29,7 +29,7 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 	t.args.WireRows = uint32(p.WireRows)
 	t.args.OutHeads = uint32(p.Out[2])
 	t.args.OutRankTokens = 0
-	if op == ptx.OpGatherHeads {
+	if p.Op == ptx.OpGatherHeads {
 		t.args.OutRankTokens = 1
 	}
 	t.args.WireDirect = 0
@@ -37,7 +37,7 @@ func (t *Transport) enqueueWire(op ptx.Op, p plan.Plan, ls transport.LaunchSpec)
 		t.args.WireDirect = 1
 	}
 	threads := t.wireThreads()
-	if err := t.launchSized(t.wire.Op(op, p.WireWidth), threads, ls.Stream); err != nil || p.WireDirect {
+	if err := t.launchSized(t.wire.Op(p.Op, p.WireWidth), threads, ls.Stream); err != nil || p.WireDirect {
 		return err
 	}
 	grid := t.nblocks // a captured operation's output grows with the counts at replay

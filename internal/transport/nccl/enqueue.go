@@ -11,7 +11,6 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // Enqueue runs the plan planBoxes made for this operation on ls.stream,
@@ -20,9 +19,9 @@ import (
 // the packs of staged sends, one NCCL group of sends and receives, and
 // the unpacks of staged receives. It waits only for NCCL to have set up
 // the previous group (settle), never for a peer's data.
-func (t *Transport) Enqueue(op ptx.Op, p plan.Plan, x api.Tensor, ls transport.LaunchSpec) error {
+func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 	if ls.Captured {
-		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", op, api.ErrNotSupported)
+		return fmt.Errorf("a2a: %s over NCCL cannot be captured into a CUDA graph: %w", p.Op, api.ErrNotSupported)
 	}
 	half := t.env.Buf + driver.DevicePtr(int64(ls.Half)*t.env.Layout.HalfBytes)
 	t.mu.Lock()

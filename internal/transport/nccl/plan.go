@@ -8,7 +8,7 @@ import (
 )
 
 // PlanMover plans the boxes every rank sends and receives (planBoxes).
-func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ bool) (plan.Plan, error) {
+func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan.Plan, error) {
 	err := t.planBoxes(r, &p, ts)
 	return p, err
 }
@@ -30,10 +30,10 @@ func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens, _ boo
 func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
-	elem := int64(r.Xs[0].DType.Size())
+	elem := int64(t.env.DType.Size())
 	var recvUsed int64
 	for q := range t.env.World {
-		pl.scratch = plan.Boxes(pl.scratch[:0], r, *p, q, t.env.World, ts, elem)
+		pl.scratch = plan.Boxes(pl.scratch[:0], &r, p, q, t.env.World, ts, elem)
 		round, used := 0, int64(0)
 		for _, c := range pl.scratch {
 			if c.Peer == q {
