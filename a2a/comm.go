@@ -59,9 +59,10 @@ type Comm struct {
 
 // New allocates this rank's buffer (capacity plus about 130 KiB of signals
 // and state), creates its stream and, for the process's first Comm on the
-// device, loads the kernels (about 0.1 s the first time the driver
-// JIT-compiles the PTX; the driver caches the result). Connect (or Join)
-// must follow before any operation. It waits for no other Comm's work.
+// device, loads the kernels: the machine code embedded for the GPU, or
+// where there is none the PTX of the barriers, which the driver compiles
+// (package doc, "Kernels"). Connect (or Join) must follow before any
+// operation. It waits for no other Comm's work.
 func New(cfg Config) (*Comm, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
