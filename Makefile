@@ -1,7 +1,7 @@
 # Targets: test (the tests, in this machine's world), test-worlds (the tests
 # without a driver and with a driver but no device, whatever this machine
 # has installed: what CI runs), check (gofmt + vet + test), ptx (regenerate
-# the kernels; needs nvcc), gpu-bin (test binaries and tools for the GPU
+# the kernels; needs nvcc and its ptxas), gpu-bin (test binaries and tools for the GPU
 # machine, which has no Go), race, fuzz.
 GO      ?= go
 GPU_BIN ?= .gpu-bin
@@ -43,11 +43,12 @@ vet:
 
 check: fmt vet test
 
-# Regenerate the PTX from gen/kernels (needs nvcc: see docs/DEVELOPING.md).
+# Regenerate the PTX and the cubins from gen/kernels (needs nvcc and its
+# ptxas: see docs/DEVELOPING.md).
 ptx:
 	$(GO) generate ./internal/kernelabi ./ptx
 
-# Fails when regenerating would change the committed PTX.
+# Fails when regenerating would change the committed PTX or cubins.
 ptx-check: ptx
 	git diff --exit-code -- ptx/
 

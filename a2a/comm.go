@@ -62,12 +62,12 @@ type Comm struct {
 
 // New allocates this rank's buffer (capacity plus about 130 KiB of signals
 // and state), creates its stream and, for the process's first Comm on the
-// device, loads the kernels (about 0.1 s the first time the driver
-// JIT-compiles the PTX; the driver caches the result). Shared as a file
-// descriptor (Config.Sharing), the buffer is rounded up to the driver's
-// granularity (2 MiB) and a socket serves it until Close. Connect (or
-// Join) must follow before any operation. It waits for no other Comm's
-// work.
+// device, loads the kernels: the machine code embedded for the GPU, or
+// where there is none the PTX of the barriers, which the driver compiles
+// (package doc, "Kernels"). Shared as a file descriptor (Config.Sharing),
+// the buffer is rounded up to the driver's granularity (2 MiB) and a
+// socket serves it until Close. Connect (or Join) must follow before any
+// operation. It waits for no other Comm's work.
 func New(cfg Config) (*Comm, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -79,10 +79,10 @@ type Config struct {
 	// buffer. Operations whose largest rank reads 4 MiB or more cost a
 	// second launch, which decodes the peers' rows; smaller ones are one.
 	// The conversion costs SM time, the more so on fewer SMs
-	// (docs/BENCHMARKS.md, "the fp8 wire"). The first Comm of a process
-	// that asks for it on a device loads its kernels there, which waits
-	// for every kernel running on the device: make it before the other
-	// Comms there run operations. All ranks must agree.
+	// (docs/BENCHMARKS.md, "the fp8 wire"). Its kernels load like the
+	// others (package doc, "Kernels"): with the process's first Comm on an
+	// sm_90 device, from machine code; elsewhere each operation's the first
+	// time it runs over the wire. All ranks must agree.
 	Wire Wire
 	// SingleBuffer halves the buffer's memory at the cost of a second
 	// barrier per operation (a few microseconds: it matters for small

@@ -36,6 +36,23 @@
 // NewGroup makes a whole group in one process instead, one Comm per
 // device.
 //
+// # Kernels
+//
+// The kernels are embedded as machine code for sm_90 (H100, H200) and
+// sm_80 (A100, and the GPUs of compute capability 8.6 and 8.9), which the
+// process's first Comm on a device loads whole, and as PTX, which the
+// driver compiles for any other GPU (and for every GPU while the
+// environment variable ULYSSES_PTX_ONLY=1 is set). From PTX, the
+// first Comm on a device compiles the barriers only, and each kind of
+// operation's kernels (every width and form; over the fp8 wire, per format
+// and type) are compiled the first time one of them runs there. A load
+// waits for every kernel on the device, so that first operation waits
+// first, for at most the Comm's timeout, until no Comm of the process has
+// operations queued there (else ErrTimeout, with nothing enqueued): a
+// goroutine that drives several ranks of a group must enqueue an operation
+// on all of them before a new kind of operation on any. DeviceInfo says
+// what each GPU gets, and why.
+//
 // # Streams and graphs
 //
 // Comm.On(s) enqueues the operations on a stream of the caller's, between

@@ -31,6 +31,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 	"github.com/ulysses-go/ulysses/internal/testutil"
 	"github.com/ulysses-go/ulysses/internal/timing"
+	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // fakeDriver gives a2a a fresh copy of the stub for the rest of the test,
@@ -327,9 +328,10 @@ func checkPeerAllowed(t *testing.T, lib string) {
 	// kernels, and on top one peer context per peer on another GPU.
 	require.EqualValues(t, len(comms)+distinctDevices(devices)+crossPairs, n.ContextRetains,
 		"one peer context retained per peer on another GPU")
-	// The kernels of both element widths, loaded once per device with a
-	// Comm, whatever the number of Comms there.
-	require.EqualValues(t, 2*distinctDevices(devices), n.Modules, "two modules per device")
+	// The machine code of both element widths and the wire's (the stub's
+	// devices are sm_90), loaded once per device with a Comm, whatever the
+	// number of Comms there.
+	require.EqualValues(t, 3*distinctDevices(devices), n.Modules, "three modules per device")
 	threeOpsOnEveryRank(t, comms)
 	for _, c := range comms {
 		require.NoError(t, c.Close())
@@ -341,37 +343,44 @@ func checkPeerAllowed(t *testing.T, lib string) {
 	requireReleased(t, lib)
 }
 
-// TestFakeWire: a Comm over the fp8 wire loads the wire's module once per
-// device beside the exact kernels, and each operation is two launches
+// TestFakeWire: a Comm over the fp8 wire uses the wire's module, loaded
+// once per device beside the exact kernels, and each operation is two launches
 // (the exchange and the decode); MoverAuto stays on the kernels (the copy
 // engines would launch one barrier), and the outputs keep their 16-bit
 // shapes.
 func TestFakeWire(t *testing.T) {
-	for _, mode := range wirePaths {
-		t.Run(mode.name, func(t *testing.T) {
-			t.Cleanup(a2a.SetWireDirectBytes(mode.directBytes))
-			lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
-			a2a.SetAutoCopyBytes(t, 1)
-			comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
-			require.NoError(t, connectAll(comms, handles))
-			require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
-			threeOpsOnEveryRank(t, comms)
-			for _, c := range comms {
-				require.NoError(t, c.Close())
-			}
-			require.EqualValues(t, 3*(3*mode.launches+1), fakeCounters(t, lib).Launches, "launches per operation and the farewell, per rank")
-			requireReleased(t, lib)
-		})
-	}
+	eachWirePath(t, func(t *testing.T, mode wirePath) {
+		lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+		a2a.SetAutoCopyBytes(t, 1)
+		comms, handles, devices := fakeGroup(t, func(c *a2a.Config) { c.Wire, c.Mover = a2a.WireE4M3, a2a.MoverAuto })
+		require.NoError(t, connectAll(comms, handles))
+		require.EqualValues(t, 3*distinctDevices(devices), fakeCounters(t, lib).Modules, "the wire's module beside the two exact ones")
+		threeOpsOnEveryRank(t, comms)
+		for _, c := range comms {
+			require.NoError(t, c.Close())
+		}
+		require.EqualValues(t, 3*(3*mode.launches+1), fakeCounters(t, lib).Launches, "launches per operation and the farewell, per rank")
+		requireReleased(t, lib)
+	})
 }
 
 // ---- allocations -----------------------------------------------------------
 
+// TestFakeAllocations: an operation allocates nothing on the Go heap once
+// its kernels are loaded, from machine code or (each operation's family
+// loaded by its first use, before the count) from PTX.
 func TestFakeAllocations(t *testing.T) {
-	lib := fakeDriver(t)
+	t.Run("machine-code", func(t *testing.T) { checkAllocations(t, fakeDriver(t)) })
+	t.Run("ptx", func(t *testing.T) { checkAllocations(t, fakeDriver(t, ptx.EnvPTXOnly+"=1")) })
+}
+
+func checkAllocations(t *testing.T, lib string) {
 	c, x, dst := fakeComm(t, true, true)
 	for _, op := range fakeOps(c, x, dst) {
 		require.NoError(t, op.run())
+		require.NoError(t, c.Sync()) // a first use of PTX loads when nothing is queued
+	}
+	for _, op := range fakeOps(c, x, dst) {
 		n := testing.AllocsPerRun(1000, func() {
 			if err := op.run(); err != nil {
 				panic(err)
@@ -594,10 +603,11 @@ func checkLifecycle(t *testing.T, lib string) {
 	}
 	n := fakeCounters(t, lib)
 	// Seven Comms on two devices: one retain per Comm's Device, one per
-	// device for the share, and the kernels of both element widths loaded
-	// once per device (fp8 uses the 1-byte ones, loaded with the first Comm).
+	// device for the share, and the kernels of both element widths and the
+	// wire's loaded once per device (fp8 uses the 1-byte ones, loaded with
+	// the first Comm).
 	require.EqualValues(t, 7+2, n.ContextRetains)
-	require.EqualValues(t, 2*2, n.Modules, "kernels are loaded once per device")
+	require.EqualValues(t, 3*2, n.Modules, "kernels are loaded once per device")
 	for _, c := range []*a2a.Comm{other0, bigger, single, fp8, world3} {
 		require.NoError(t, c.Close(), "closing a Comm never connected")
 	}
@@ -606,7 +616,7 @@ func checkLifecycle(t *testing.T, lib string) {
 	require.Zero(t, n.Launches, "a Comm never connected launches nothing, in Close neither")
 	// c0 and c1's Devices and the two devices' shares: no peer context.
 	require.EqualValues(t, 2+2, n.ContextRetains, "refused Connects retain nothing")
-	require.EqualValues(t, 2*2, n.Modules, "the kernels stay while a Comm is on the device")
+	require.EqualValues(t, 3*2, n.Modules, "the kernels stay while a Comm is on the device")
 
 	// Connect, once.
 	require.NoError(t, c0.Connect([][]byte{h0, h1}))
@@ -919,7 +929,7 @@ func checkSystem(t *testing.T, lib string) {
 	for i, d := range info.Devices {
 		require.Equal(t, a2a.DeviceInfo{
 			Ordinal: i, Name: fmt.Sprintf("Fake CUDA Device %d", i), BusID: fmt.Sprintf("0000:%02X:00.0", i),
-			SMs: 132, ClockKHz: 1980000, Major: 9, Minor: 0, TotalMemory: 141 << 30, Unified: true, PosixFD: true,
+			SMs: 132, ClockKHz: 1980000, Major: 9, Minor: 0, TotalMemory: 141 << 30, Unified: true, MachineCode: "sm_90", PosixFD: true,
 		}, d)
 	}
 	require.Len(t, info.PeerAccess, n)

@@ -141,13 +141,15 @@ func TestFakeMaxTensors(t *testing.T) {
 	assert.ErrorIs(t, err, a2a.ErrConfig)
 }
 
-// TestFakeMissingEntry: PTX that lacks one general entry fails New with
-// the driver's error, and leaves nothing allocated.
+// TestFakeMissingEntry: kernels that lack the farewell, in the machine
+// code and in the PTX (which the first Comm falls back to), fail New with
+// the driver's error, and leave nothing allocated.
 func TestFakeMissingEntry(t *testing.T) {
-	lib := fakeDriver(t, fakecuda.EnvMissingFuncs+"=ulysses_head_all_gather_general_v4")
+	lib := fakeDriver(t, fakecuda.EnvMissingFuncs+"=ulysses_close")
 	_, err := a2a.New(a2a.Config{Rank: 0, WorldSize: 1, MaxTokens: 8, HiddenDim: 64, DType: a2a.BFloat16})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "loading kernels")
+	assert.Contains(t, err.Error(), "ulysses_close")
 	t.Logf("%v", err)
 	requireReleased(t, lib)
 }

@@ -2,8 +2,11 @@ package a2a
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 )
 
@@ -17,6 +20,15 @@ type DeviceInfo struct {
 	Major, Minor int // compute capability
 	TotalMemory  uint64
 	Unified      bool // unified addressing (required)
+	// MachineCode is the architecture of the embedded machine code the
+	// kernels load as on this GPU ("sm_90", "sm_80"), or "" where the
+	// driver JIT-compiles their PTX instead, each kind of operation the
+	// first time the process runs it there. PTXReason says why PTX (and,
+	// where only some of the kernels take it, which). Both describe the
+	// kernels of the process's Comms on the GPU where it has any, else
+	// what a Comm made now would get.
+	MachineCode string
+	PTXReason   string
 	// PosixFD: the device can export memory as a POSIX file descriptor
 	// (SharingFD) and the driver has the virtual memory API.
 	PosixFD bool
@@ -106,6 +118,28 @@ func deviceInfo(drv *driver.Driver, ord int) (DeviceInfo, error) {
 		return d, api.WrapDriver("reading unified addressing", err)
 	}
 	d.Unified = u == 1
+	d.MachineCode, d.PTXReason = kernelCode(device.Codes(ord, d.Major, d.Minor))
 	d.PosixFD, d.Fabric = sharingSupport(drv, ord)
 	return d, nil
+}
+
+// kernelCode sums up how the kernels' files reach a GPU: the machine
+// code's architecture, if any file takes one, and why the others take
+// PTX (the reason alone where every file takes PTX for the same one).
+func kernelCode(cs []device.Code) (arch, reason string) {
+	var why []string
+	for _, c := range cs {
+		if c.Arch != "" {
+			arch = c.Arch
+			continue
+		}
+		why = append(why, c.File+": "+c.Reason)
+	}
+	if len(why) == 0 {
+		return arch, ""
+	}
+	if same := cs[0].Reason; arch == "" && !slices.ContainsFunc(cs, func(c device.Code) bool { return c.Reason != same }) {
+		return "", same
+	}
+	return arch, strings.Join(why, "; ")
 }

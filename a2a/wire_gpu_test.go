@@ -27,11 +27,23 @@ func noWire(info a2a.SystemInfo) string {
 // for the peers staged as codes and decoded by a second launch, or every
 // row sent as 16-bit values already rounded (the small operations' path),
 // with the launches an operation takes on each.
-var wirePaths = []struct {
+var wirePaths = []wirePath{{"staged", 1, 2}, {"direct", math.MaxInt64, 1}}
+
+type wirePath struct {
 	name        string
 	directBytes int64
 	launches    int
-}{{"staged", 1, 2}, {"direct", math.MaxInt64, 1}}
+}
+
+// eachWirePath runs f in a subtest per wire path, that path forced.
+func eachWirePath(t *testing.T, f func(t *testing.T, path wirePath)) {
+	for _, path := range wirePaths {
+		t.Run(path.name, func(t *testing.T) {
+			t.Cleanup(a2a.SetWireDirectBytes(path.directBytes))
+			f(t, path)
+		})
+	}
+}
 
 // TestWire runs every operation over the fp8 wire, on both of its paths, in
 // both formats (the direct path in E4M3 only: it differs from the staged
@@ -48,20 +60,17 @@ func TestWire(t *testing.T) {
 	if why := noWire(info); why != "" {
 		t.Skipf("the fp8 wire needs compute capability 9.0: %s", why)
 	}
-	for _, path := range wirePaths {
-		t.Run(path.name, func(t *testing.T) {
-			t.Cleanup(a2a.SetWireDirectBytes(path.directBytes))
-			wires := []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2}
-			if path.name == "direct" {
-				wires = wires[:1]
+	eachWirePath(t, func(t *testing.T, path wirePath) {
+		wires := []a2a.Wire{a2a.WireE4M3, a2a.WireE5M2}
+		if path.name == "direct" {
+			wires = wires[:1]
+		}
+		for _, w := range wires {
+			for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
+				testWire(t, pairDevices(info), w, dt)
 			}
-			for _, w := range wires {
-				for _, dt := range []a2a.DType{a2a.BFloat16, a2a.Float16} {
-					testWire(t, pairDevices(info), w, dt)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // testWire is TestWire's subtests for one format and type.

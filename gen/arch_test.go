@@ -19,3 +19,21 @@ func TestArchFor(t *testing.T) {
 		assert.Equal(t, arch, archFor(exact, arch), arch)
 	}
 }
+
+// Every file is assembled for the archs at least as new as its .target:
+// the exact kernels (sm_70) for sm_90 and sm_80, the wire's (sm_90) for
+// sm_90 only.
+func TestCubinJobs(t *testing.T) {
+	arches := func(target string) []string {
+		var a []string
+		for _, j := range cubinJobs(described{name: "x.ptx", target: target}, []byte("text")) {
+			a = append(a, j.arch)
+			assert.Equal(t, "x."+j.arch+".cubin.gz", j.name())
+			assert.Equal(t, sha256Hex([]byte("text")), j.ptxSHA256)
+		}
+		return a
+	}
+	assert.Equal(t, []string{"sm_90", "sm_80"}, arches("sm_70"))
+	assert.Equal(t, []string{"sm_90"}, arches("sm_90"))
+	assert.Empty(t, arches("sm_100"))
+}

@@ -1,6 +1,6 @@
 package ptx
 
-// File describes one embedded PTX file.
+// File describes one embedded PTX file (embedded as Name+".gz").
 type File struct {
 	Name      string  // file name in this package
 	ElemBytes int     // element width it was compiled for
@@ -8,6 +8,7 @@ type File struct {
 	ISA       string  // PTX ISA version (.version): decides which drivers load it
 	Target    string  // .target of the file
 	ArgsBytes int     // size of the single by-value parameter of every entry
+	SHA256    string  // of the PTX text: what its cubins record they were made from
 	Entries   []Entry // entry points, in file order
 }
 

@@ -9,7 +9,7 @@ const SourceHash = "17dc8c4420ba7840548223575b198b06a05da06ced0587559ab82974f03c
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, SHA256: "67030b8b78c801acfe28aed524bb2c937937ea6151034fa98af4a52c021895bd", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, SHA256: "aba5afa5f842cfe8c781c3d307da6433d646aacf06ee402e7b1fcf30c0d57357", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 440, Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 440, SHA256: "251e4eff4d6a0bc89fb375e7f13a337079f1ccfa8a151c9a7784037afbc65e0a", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -153,4 +153,12 @@ var manifest = []File{
 		"ulysses_head_all_gather_wire_e5m2_fp16_v2",
 		"ulysses_wire_decode_e5m2_fp16_v2",
 	}},
+}
+
+var cubins = []Cubin{
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "67030b8b78c801acfe28aed524bb2c937937ea6151034fa98af4a52c021895bd", SHA256: "b3138ad26ff44e90ceeb6e92f1d760357823b1c1f8c984c499400808eaa66a88", Bytes: 1299088},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "67030b8b78c801acfe28aed524bb2c937937ea6151034fa98af4a52c021895bd", SHA256: "3c5e24cb8d71821cb79aa82b7b385a9b38bd1e7ecf4099b30f60014ff0f27f43", Bytes: 1225952},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "aba5afa5f842cfe8c781c3d307da6433d646aacf06ee402e7b1fcf30c0d57357", SHA256: "10d246a00fe0c3b20b2d639ad5606bcc3ddd1dbceb92bf9108bf30ac7786abc2", Bytes: 1291152},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "aba5afa5f842cfe8c781c3d307da6433d646aacf06ee402e7b1fcf30c0d57357", SHA256: "6efc2143756ea436ff639f0761a00e0c8458b609b3811124d736e6df1a1a7040", Bytes: 1218272},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "251e4eff4d6a0bc89fb375e7f13a337079f1ccfa8a151c9a7784037afbc65e0a", SHA256: "b6b2d41f9087b40c4427b3af401db51e246a5370d3269a9705b91f60fa474b5e", Bytes: 3047480},
 }

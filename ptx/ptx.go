@@ -1,18 +1,25 @@
-// Package ptx holds the kernels of the collectives as PTX, made from
-// gen/kernels by `go generate ./ptx` and embedded in the binary. The CUDA
-// driver JIT-compiles them for the GPU at load time, so the module needs no
-// CUDA toolkit to build or run.
+// Package ptx holds the kernels of the collectives, made from gen/kernels
+// by `go generate ./ptx` and embedded in the binary gzip-compressed, in
+// two forms: PTX, which the CUDA driver JIT-compiles for whatever GPU it
+// runs on, and machine code (cubins, Cubins) for the GPUs that matter,
+// which it loads without compiling. The module needs no CUDA toolkit to
+// build or run. An image is decompressed once per process, the first time
+// it is asked for.
 package ptx
 
 //go:generate go run ../gen -out . -src ../gen/kernels
 
 import (
+	"bytes"
+	"compress/gzip"
 	"embed"
 	"fmt"
+	"io"
+	"sync"
 )
 
-//go:embed *.ptx
-var files embed.FS
+//go:embed *.ptx.gz *.cubin.gz
+var embedded embed.FS
 
 // Files describes every embedded PTX file.
 func Files() []File {
@@ -31,8 +38,9 @@ func ForElemBytes(n int) (File, []byte, error) {
 }
 
 // ForWire returns the fp8 wire's file (16-bit elements exchanged as fp8
-// rows; sm_90 (Hopper) and later: ISA 7.8 has the fp8 conversions for sm_90 only) and its NUL-terminated PTX text. Each call copies
-// the text (about 1 MB).
+// rows; sm_90 (Hopper) and later: ISA 7.8 has the fp8 conversions for
+// sm_90 only) and its NUL-terminated PTX text. Each call copies the text
+// (about 6 MB).
 func ForWire() (File, []byte, error) {
 	for _, f := range manifest {
 		if f.Wire {
@@ -42,11 +50,47 @@ func ForWire() (File, []byte, error) {
 	return File{}, nil, fmt.Errorf("ptx: no fp8 wire kernels")
 }
 
-// withText returns f and its text with a NUL appended.
+// withText returns f and a copy of its text with a NUL appended.
 func withText(f File) (File, []byte, error) {
-	b, err := files.ReadFile(f.Name)
+	b, err := f.text()
 	if err != nil {
-		return File{}, nil, fmt.Errorf("ptx: %w", err)
+		return File{}, nil, err
 	}
-	return f, append(b, 0), nil
+	return f, append([]byte(nil), b...), nil
+}
+
+// text is f's PTX text with a NUL appended, shared: not to be modified.
+func (f File) text() ([]byte, error) { return decompressed(f.Name + ".gz") }
+
+// images holds, by embedded file name, a function that returns the file's
+// decompressed content with a NUL appended, decompressing it on its first
+// call.
+var images sync.Map
+
+// decompressed returns the content of the embedded gzip file name with a
+// NUL appended (the driver takes PTX NUL-terminated; a cubin does not
+// mind), decompressed once per process. The bytes are shared: callers must
+// not modify them.
+func decompressed(name string) ([]byte, error) {
+	v, _ := images.LoadOrStore(name, sync.OnceValues(func() ([]byte, error) { return gunzip(name) }))
+	return v.(func() ([]byte, error))()
+}
+
+// gunzip reads and decompresses the embedded file name, NUL appended.
+func gunzip(name string) ([]byte, error) {
+	z, err := embedded.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("ptx: %w", err)
+	}
+	r, err := gzip.NewReader(bytes.NewReader(z))
+	if err != nil {
+		return nil, fmt.Errorf("ptx: %s: %w", name, err)
+	}
+	var b bytes.Buffer
+	b.Grow(4 * len(z))
+	if _, err := io.Copy(&b, r); err != nil {
+		return nil, fmt.Errorf("ptx: %s: %w", name, err)
+	}
+	b.WriteByte(0)
+	return b.Bytes(), nil
 }

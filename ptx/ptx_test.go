@@ -1,7 +1,11 @@
 package ptx
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,7 +16,9 @@ import (
 	"github.com/ulysses-go/ulysses/internal/kernelsrc"
 )
 
-// Stale PTX fails here, on any machine: regenerate with `make ptx`.
+// Stale PTX fails here, on any machine: regenerate with `make ptx`. The
+// embedded copy (the .gz) holds the committed file byte for byte, and the
+// manifest records its hash.
 func TestPTXIsFresh(t *testing.T) {
 	h, err := kernelsrc.Hash("../gen/kernels")
 	require.NoError(t, err)
@@ -22,6 +28,10 @@ func TestPTXIsFresh(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(b[:300]), "sha256 "+SourceHash, "%s header does not name the current source hash", f.Name)
 		assert.Contains(t, string(b[:300]), "DO NOT EDIT", f.Name)
+		committed, err := os.ReadFile(f.Name)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(committed, b), "%s.gz does not hold %s: run `make ptx` and commit the result", f.Name, f.Name)
+		assert.Equal(t, sha256Hex(committed), f.SHA256, "%s changed since the manifest was written: run `make ptx`", f.Name)
 	}
 }
 
@@ -116,11 +126,22 @@ func TestISAIsLoadableByOldDrivers(t *testing.T) {
 	}
 }
 
-// source returns the text of the embedded file name, as committed.
+// source returns the text of the embedded PTX file name, without the NUL
+// the package appends.
 func source(name string) ([]byte, error) {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("ptx: %w", err)
+	for _, f := range Files() {
+		if f.Name == name {
+			b, err := f.text()
+			if err != nil {
+				return nil, err
+			}
+			return b[:len(b)-1], nil
+		}
 	}
-	return b, nil
+	return nil, fmt.Errorf("ptx: no file %s", name)
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }

@@ -43,6 +43,8 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
 	fs.StringVar(&o.wires, "wires", "exact", "wires to time every row over, side by side, e.g. exact,e4m3 (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy, about half the NVLink bytes; compute capability 9.0 or later), for bf16 and fp16 rows only")
 	fs.StringVar(&o.wireDirect, "wire-direct-below", "", "fp8 wires: send every row as rounded 16-bit values in operations whose largest rank reads fewer bytes than this, and stage the peers' rows as codes from it on (1 always stages; K, M, G suffixes); empty: the library's "+formatBytes(float64(wireplan.WireDirectBytes()))+". For finding where staging pays")
+	fs.BoolVar(&o.ncclSelf, "nccl-self", false,
+		"with --transport nccl: send each rank's own share through NCCL too (a send to itself and a receive from itself in the group), so that --world 1 times NCCL's path on one GPU, and time each phase of it (own, pack, group, unpack) with device events")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -63,6 +65,10 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		return p, fmt.Errorf("--iters and --rotate must be positive, --warmup not negative")
 	case o.graphOps < 2 || o.graphOps%2 != 0:
 		return p, fmt.Errorf("--graph-ops %d: want an even count of at least 2", o.graphOps)
+	case o.ncclSelf && o.group.transport != "nccl":
+		return p, fmt.Errorf("--nccl-self times the NCCL transport: it needs --transport nccl")
+	case o.ncclSelf && o.singleProcess:
+		return p, fmt.Errorf("--nccl-self times each rank's phases in a process of its own: drop --single-process")
 	case o.compare != "" && o.compare != "nccl":
 		return p, fmt.Errorf("--compare %q: only nccl is known", o.compare)
 	}
@@ -375,6 +381,7 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 		fmt.Fprintf(w, "beside a compute-bound kernel (one %d-thread block per SM), back to back:\n", burnThreads)
 		writeWireTable(w, overlapHead, overlapAlign, overlapTableRows(rep.Rows), rowWires(rep.Rows))
 	}
+	writePhaseTable(w, rep.Rows)
 	if rep.PeerNote != "" {
 		fmt.Fprintf(w, "note: %s\n", rep.PeerNote)
 	}

@@ -15,7 +15,9 @@ type benchOpts struct {
 	plot                  string // --plot: the SVG of the times against size
 	singleProcess         bool
 	overlap               bool
-	results               string // worker only: where rank 0 writes its results
+	ncclSelf              bool         // --nccl-self
+	phases                *phaseMarker // --nccl-self's marker, set by benchRun
+	results               string       // worker only: where rank 0 writes its results
 }
 
 // benchPlan is the validated lists of a bench run.
@@ -85,10 +87,16 @@ type benchRow struct {
 	OverlapUS               float64 `json:"overlap_us,omitempty"`
 	OverlapComputeSlowdown  float64 `json:"overlap_compute_slowdown,omitempty"`
 	OverlapExchangeSlowdown float64 `json:"overlap_exchange_slowdown,omitempty"`
-	AlgBWGBps               float64 `json:"algbw_gbps"`
-	NVLinkBytes             float64 `json:"nvlink_bytes_per_rank"`
-	FloorUS                 float64 `json:"floor_us"`
-	TimeOverFloor           float64 `json:"time_over_floor"`
+	// --nccl-self: the median device time of each phase of the NCCL
+	// transport's operation.
+	Phases *phaseTimes `json:"nccl_phases,omitempty"`
+	// --nccl-self at world one: NCCL's own send to itself (and
+	// ncclAlltoAll) of the row's per-rank bytes, the same run.
+	NCCLReference *ncclReference `json:"nccl_reference,omitempty"`
+	AlgBWGBps     float64        `json:"algbw_gbps"`
+	NVLinkBytes   float64        `json:"nvlink_bytes_per_rank"`
+	FloorUS       float64        `json:"floor_us"`
+	TimeOverFloor float64        `json:"time_over_floor"`
 }
 
 // finish fills in the derived columns, given the peer copy rate in bytes

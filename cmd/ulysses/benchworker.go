@@ -12,6 +12,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	wireplan "github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/timing"
+	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
 
 func benchWorker(args []string, stdout, stderr io.Writer) int {
@@ -91,6 +92,11 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 	}
 	if _, err := m.gather(nil); err != nil {
 		return nil, err
+	}
+	if o.ncclSelf { // for the process's life, as the wire override
+		o.phases = &phaseMarker{}
+		nccltransport.SetTuning(nccltransport.Tuning{Self: true, Marker: o.phases})
+		defer o.phases.close()
 	}
 	for _, dt := range plan.dtypes {
 		sizes, _ := sizePlans(plan.sizes, o.batch, o.heads, o.headDim, dt) // plan refused sizes of no whole token
@@ -205,6 +211,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 				World: m.world, Batch: o.batch, Heads: o.heads, HeadDim: o.headDim, SMs: sms, Blocks: comm.Blocks(),
 				Iters: o.iters, MedianUS: s.Median, P10US: s.P10, P90US: s.P90, MeanUS: s.Mean, BackToBackUS: s.BackToBack,
 				StreamUS: s.Stream, GraphUS: s.Graph, GraphOps: o.graphOps,
+				Phases: s.Phases, NCCLReference: s.Ref,
 				OverlapUS: s.OverlapExchange, OverlapComputeSlowdown: s.OverlapComputeSlowdown, OverlapExchangeSlowdown: s.OverlapExchangeSlowdown,
 			})
 			fmt.Fprintf(stderr, "bench: %s %s %s: median %.1f us (p10 %.1f, p90 %.1f)\n",
@@ -246,6 +253,15 @@ func benchSize(comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benchOp, sz siz
 	for k, op := range ops {
 		if stats[k], err = timeBenchOp(comm, stream, o, op, in, burn); err != nil {
 			return nil, err
+		}
+	}
+	if o.phases != nil && comm.WorldSize() == 1 {
+		ref, err := timeNCCLReference(o.phases.ctx, sz.bytes, o.warmup, o.iters)
+		if err != nil {
+			return nil, fmt.Errorf("NCCL's own send to itself of %d bytes: %w", sz.bytes, err)
+		}
+		for k := range stats {
+			stats[k].Ref = &ref
 		}
 	}
 	return stats, nil
@@ -305,6 +321,16 @@ func timeBenchOp(comm *a2a.Comm, stream a2a.Stream, o *benchOpts, op benchOp, in
 	st.BackToBack = float64(b2b) / float64(time.Microsecond)
 	if err := timeStreamAndGraph(comm, stream, o, op, in, &st); err != nil {
 		return opStats{}, err
+	}
+	if o.phases != nil {
+		if err := o.phases.bind(comm); err != nil {
+			return opStats{}, err
+		}
+		ph, err := timePhases(comm, o.phases, o.iters, fn)
+		if err != nil {
+			return opStats{}, fmt.Errorf("%s, its phases: %w", op, err)
+		}
+		st.Phases = &ph
 	}
 	if burn != nil {
 		if err := timeOverlap(comm, burn, o.iters, fn, &st); err != nil {

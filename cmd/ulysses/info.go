@@ -18,7 +18,7 @@ type infoOpts struct{ json bool }
 func newInfoFlags() (*flag.FlagSet, *infoOpts) {
 	o := &infoOpts{}
 	fs := newFlagSet("info", "ulysses info [--json]",
-		"Prints the CUDA driver, every GPU, the peer-access matrix and the embedded PTX kernels.")
+		"Prints the CUDA driver, every GPU (with the kernels it gets: machine code, or PTX the driver compiles), the peer-access matrix and the embedded kernels.")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
 	return fs, o
 }
@@ -126,10 +126,16 @@ func writeInfo(w io.Writer, sys a2a.SystemInfo) {
 	rows := make([][]string, len(sys.Devices))
 	for i, d := range sys.Devices {
 		rows[i] = []string{strconv.Itoa(d.Ordinal), d.Name, d.BusID, strconv.Itoa(d.SMs),
-			strconv.Itoa(d.ClockKHz / 1000), fmt.Sprintf("%d.%d", d.Major, d.Minor), gib(d.TotalMemory), yesNo(d.Unified), yesNo(d.PosixFD), yesNo(d.Fabric)}
+			strconv.Itoa(d.ClockKHz / 1000), fmt.Sprintf("%d.%d", d.Major, d.Minor), gib(d.TotalMemory), yesNo(d.Unified),
+			yesNo(d.PosixFD), yesNo(d.Fabric), kernelsOf(d)}
 	}
 	// fd: shares memory as a POSIX file descriptor (--sharing fd); fabric: as a fabric handle.
-	writeTable(w, []string{"GPU", "name", "bus id", "SMs", "MHz", "cc", "GiB", "unified", "fd", "fabric"}, "lllrrrrlll", rows)
+	writeTable(w, []string{"GPU", "name", "bus id", "SMs", "MHz", "cc", "GiB", "unified", "fd", "fabric", "kernels"}, "lllrrrrllll", rows)
+	for _, d := range sys.Devices {
+		if d.PTXReason != "" {
+			fmt.Fprintf(w, "GPU %d: PTX, compiled by the driver the first time each kind of operation runs: %s\n", d.Ordinal, d.PTXReason)
+		}
+	}
 
 	fmt.Fprintln(w, "\npeer access (row can access column):")
 	head := []string{""}
@@ -152,12 +158,36 @@ func writeInfo(w io.Writer, sys a2a.SystemInfo) {
 	}
 	writeTable(w, head, align, rows)
 
-	fmt.Fprintf(w, "\nkernels: PTX from nvcc %s, gen/kernels sha256 %s\n", ptx.NVCCVersion, ptx.SourceHash[:12])
+	fmt.Fprintf(w, "\nkernels: PTX and machine code from nvcc %s, gen/kernels sha256 %s\n", ptx.NVCCVersion, ptx.SourceHash[:12])
 	rows = rows[:0]
 	for _, f := range ptx.Files() {
-		rows = append(rows, []string{f.Name, fmt.Sprintf("%d-byte", f.ElemBytes), f.ISA, f.Target, strconv.Itoa(len(f.Entries))})
+		rows = append(rows, []string{f.Name, fmt.Sprintf("%d-byte", f.ElemBytes), f.ISA, f.Target, strconv.Itoa(len(f.Entries)), strings.Join(cubinArchs(f), " ")})
 	}
-	writeTable(w, []string{"file", "elements", "ISA", "target", "entries"}, "llllr", rows)
+	writeTable(w, []string{"file", "elements", "ISA", "target", "entries", "machine code"}, "llllrl", rows)
+}
+
+// kernelsOf is the GPU table's kernels column: the machine code's
+// architecture, "PTX" where the driver compiles the PTX, and a "+PTX"
+// where only some of the kernels take PTX.
+func kernelsOf(d a2a.DeviceInfo) string {
+	switch {
+	case d.MachineCode == "":
+		return "PTX"
+	case d.PTXReason != "":
+		return d.MachineCode + "+PTX"
+	}
+	return d.MachineCode
+}
+
+// cubinArchs lists the architectures f has machine code for.
+func cubinArchs(f ptx.File) []string {
+	var a []string
+	for _, c := range ptx.Cubins() {
+		if c.PTX == f.Name {
+			a = append(a, c.Arch)
+		}
+	}
+	return a
 }
 
 func yesNo(b bool) string {
@@ -188,16 +218,19 @@ type gpuReport struct {
 	MemoryGiB   float64 `json:"memory_gib"`
 	MemoryBytes uint64  `json:"memory_bytes"`
 	Unified     bool    `json:"unified_addressing"`
-	PosixFD     bool    `json:"posix_fd_handles"` // can share memory as a POSIX file descriptor (Config.Sharing fd)
-	Fabric      bool    `json:"fabric_handles"`   // can share memory as a fabric handle
+	MachineCode string  `json:"machine_code"`         // "" where the driver compiles the PTX
+	PTXReason   string  `json:"ptx_reason,omitempty"` // why PTX
+	PosixFD     bool    `json:"posix_fd_handles"`     // can share memory as a POSIX file descriptor (Config.Sharing fd)
+	Fabric      bool    `json:"fabric_handles"`       // can share memory as a fabric handle
 }
 
 type ptxFileInfo struct {
-	Name      string `json:"name"`
-	ElemBytes int    `json:"elem_bytes"`
-	ISA       string `json:"isa"`
-	Target    string `json:"target"`
-	Entries   int    `json:"entries"`
+	Name      string   `json:"name"`
+	ElemBytes int      `json:"elem_bytes"`
+	ISA       string   `json:"isa"`
+	Target    string   `json:"target"`
+	Entries   int      `json:"entries"`
+	Cubins    []string `json:"machine_code"` // the architectures it has machine code for
 }
 
 func newInfoReport(sys a2a.SystemInfo) infoReport {
@@ -209,11 +242,12 @@ func newInfoReport(sys a2a.SystemInfo) infoReport {
 		r.GPUs = append(r.GPUs, gpuReport{
 			Ordinal: d.Ordinal, Name: d.Name, BusID: d.BusID, SMs: d.SMs, ClockMHz: d.ClockKHz / 1000,
 			Compute: fmt.Sprintf("%d.%d", d.Major, d.Minor), MemoryGiB: float64(d.TotalMemory) / (1 << 30),
-			MemoryBytes: d.TotalMemory, Unified: d.Unified, PosixFD: d.PosixFD, Fabric: d.Fabric,
+			MemoryBytes: d.TotalMemory, Unified: d.Unified, MachineCode: d.MachineCode, PTXReason: d.PTXReason,
+			PosixFD: d.PosixFD, Fabric: d.Fabric,
 		})
 	}
 	for _, f := range ptx.Files() {
-		r.PTX = append(r.PTX, ptxFileInfo{Name: f.Name, ElemBytes: f.ElemBytes, ISA: f.ISA, Target: f.Target, Entries: len(f.Entries)})
+		r.PTX = append(r.PTX, ptxFileInfo{Name: f.Name, ElemBytes: f.ElemBytes, ISA: f.ISA, Target: f.Target, Entries: len(f.Entries), Cubins: cubinArchs(f)})
 	}
 	return r
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
 )
@@ -147,20 +148,32 @@ func TestWriteInfo(t *testing.T) {
 		DriverVersion: 13000, Library: "/usr/lib/libcuda.so.1",
 		Devices: []a2a.DeviceInfo{
 			{Ordinal: 0, Name: "NVIDIA H200", BusID: "0000:1A:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true},
-			{Ordinal: 1, Name: "NVIDIA H200", BusID: "0000:2B:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true, PosixFD: true},
+			{Ordinal: 1, Name: "NVIDIA H200", BusID: "0000:2B:00.0", SMs: 132, ClockKHz: 1980000, Major: 9, TotalMemory: 150 << 30, Unified: true, MachineCode: "sm_90",
+				PosixFD: true},
+			{Ordinal: 2, Name: "NVIDIA B200", BusID: "0000:3C:00.0", SMs: 148, ClockKHz: 1965000, Major: 10, TotalMemory: 180 << 30, Unified: true,
+				PTXReason: "no machine code for compute capability 10.0"},
 		},
-		PeerAccess: [][]bool{{true, true}, {false, true}},
+		PeerAccess: [][]bool{{true, true, true}, {false, true, true}, {true, true, true}},
 	}
 	var b bytes.Buffer
 	writeInfo(&b, sys)
 	out := b.String()
-	for _, s := range []string{"CUDA driver 13.0", "/usr/lib/libcuda.so.1", "NVIDIA H200", "0000:2B:00.0", "132", "1980", "9.0", "150.0", "yes", "no", "ulysses_2byte.ptx", "sm_70"} {
+	for _, s := range []string{"CUDA driver 13.0", "/usr/lib/libcuda.so.1", "NVIDIA H200", "0000:2B:00.0", "132", "1980", "9.0", "150.0", "yes", "no", "ulysses_2byte.ptx", "sm_70",
+		"sm_90 sm_80", "GPU 2: PTX, compiled by the driver the first time each kind of operation runs: no machine code for compute capability 10.0"} {
 		assert.Contains(t, out, s)
 	}
+	assert.Regexp(t, `(?m)^1 .* sm_90$`, out, "GPU 1's kernels")
+	assert.Regexp(t, `(?m)^2 .* PTX$`, out, "GPU 2's kernels")
 	r := newInfoReport(sys)
 	assert.Equal(t, "13.0", r.Driver)
-	assert.Len(t, r.GPUs, 2)
-	assert.Equal(t, []bool{false, true}, []bool{r.GPUs[0].PosixFD, r.GPUs[1].PosixFD}, "which GPUs share memory as descriptors")
-	assert.Contains(t, out, "fabric", "the table's fabric handle column")
-	assert.NotEmpty(t, r.PTX)
+	require.Len(t, r.GPUs, 3)
+	assert.Equal(t, "sm_90", r.GPUs[1].MachineCode)
+	assert.Equal(t, "", r.GPUs[2].MachineCode)
+	assert.Equal(t, "no machine code for compute capability 10.0", r.GPUs[2].PTXReason)
+	assert.Equal(t, []bool{false, true, false}, []bool{r.GPUs[0].PosixFD, r.GPUs[1].PosixFD, r.GPUs[2].PosixFD}, "which GPUs share memory as descriptors")
+	assert.Regexp(t, `(?m)^1 .* yes +no +sm_90$`, out, "GPU 1 shares memory as descriptors, not fabric handles")
+	require.NotEmpty(t, r.PTX)
+	assert.Equal(t, []string{"sm_90", "sm_80"}, r.PTX[0].Cubins)
+	assert.Equal(t, "PTX", kernelsOf(sys.Devices[0]), "no machine code named")
+	assert.Equal(t, "sm_90+PTX", kernelsOf(a2a.DeviceInfo{MachineCode: "sm_90", PTXReason: "ulysses_wire.ptx: failed"}))
 }

@@ -25,6 +25,10 @@ type opStats struct {
 	OverlapExchange         float64 `json:"overlap_exchange_us,omitempty"`
 	OverlapComputeSlowdown  float64 `json:"overlap_compute_slowdown,omitempty"`
 	OverlapExchangeSlowdown float64 `json:"overlap_exchange_slowdown,omitempty"`
+	// With --nccl-self: each phase's median (filled in by the caller).
+	Phases *phaseTimes `json:"phases,omitempty"`
+	// With --nccl-self at world one: NCCL's own time for the size's bytes.
+	Ref *ncclReference `json:"nccl_reference,omitempty"`
 }
 
 // summarize returns the median, 10th and 90th percentiles and mean of

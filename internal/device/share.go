@@ -15,9 +15,11 @@ import (
 // may be stalled the same way: a deadlock that only the timeout breaks.
 // So no Comm makes one while another Comm of the process may be running:
 //
-//   - the kernels of both element widths are loaded once per device, when
-//     the first Comm of the process is made there, and unloaded when the
-//     last one closes;
+//   - the kernels are loaded once per device, when the first Comm of the
+//     process is made there, and unloaded when the last one closes: all of
+//     them where machine code runs on the device, else the PTX every Comm
+//     needs (ptx.FamilyBase), and each other family of PTX the first time
+//     an operation needs it, when no Comm has work queued (load.go);
 //   - what Close must free or unmap goes to a graveyard, released when no
 //     Comm of the process on the device has a kernel queued (checked under
 //     the launch gate, so none can start meanwhile) or when the last one
@@ -28,9 +30,9 @@ type Share struct {
 	Ordinal int
 	Ctx     *driver.Context
 	Kernels map[int]*Kernels // by element width
-	// The fp8 wire's module, loaded by the first Comm that asks (Wire);
-	// 0 until then. Guarded by mu.
-	wireModule driver.Module
+	wire    *moduleSet       // the fp8 wire's kernels; nil below compute capability 9.0
+	codes   []Code           // how each file's kernels came, in ptx.Files order; fixed once made
+	loadMu  sync.Mutex       // held by a load of PTX after the share is made (load.go)
 
 	// Gate is held shared by every launch of a Comm kernel and alone by a
 	// graveyard release, which runs only when no Comm stream has work.
@@ -55,8 +57,8 @@ var shares = struct {
 }{m: map[int]*Share{}}
 
 // Acquire returns device ordinal's share with a reference for the
-// caller, making it (retaining the context, loading the kernels) if this
-// is the process's first Comm there.
+// caller, making it (retaining the context, loading the kernels: see
+// loadKernels) if this is the process's first Comm there.
 func Acquire(drv *driver.Driver, ordinal int) (*Share, error) {
 	shares.mu.Lock()
 	defer shares.mu.Unlock()
@@ -69,13 +71,8 @@ func Acquire(drv *driver.Driver, ordinal int) (*Share, error) {
 		return nil, api.WrapDriver("retaining the primary context", err)
 	}
 	s := &Share{Ordinal: ordinal, Ctx: ctx, Kernels: map[int]*Kernels{}, refs: 1, members: map[*Member]struct{}{}}
-	for _, elem := range []int{1, 2} {
-		k, err := loadKernels(ctx, elem)
-		if err != nil {
-			s.teardown()
-			return nil, err
-		}
-		s.Kernels[elem] = k
+	if err := s.loadKernels(drv); err != nil {
+		return nil, errors.Join(err, s.teardown())
 	}
 	shares.m[ordinal] = s
 	return s, nil
@@ -148,16 +145,12 @@ func (s *Share) takeDeferred() []error {
 func (s *Share) teardown() error {
 	errs := s.runGraveyard()
 	for _, k := range s.Kernels {
-		if err := s.Ctx.UnloadModule(k.Module); err != nil {
-			errs = append(errs, api.WrapDriver("unloading kernels", err))
-		}
+		errs = append(errs, k.set.unload()...)
 	}
 	s.Kernels = nil
-	if s.wireModule != 0 {
-		if err := s.Ctx.UnloadModule(s.wireModule); err != nil {
-			errs = append(errs, api.WrapDriver("unloading the fp8 wire's kernels", err))
-		}
-		s.wireModule = 0
+	if s.wire != nil {
+		errs = append(errs, s.wire.unload()...)
+		s.wire = nil
 	}
 	if err := s.Ctx.Release(); err != nil {
 		errs = append(errs, api.WrapDriver("releasing the context", err))
@@ -211,22 +204,24 @@ func (s *Share) TryDrain() error {
 	}
 	s.Gate.Lock()
 	defer s.Gate.Unlock()
-	// The streams are queried under s.mu: a closing Comm destroys its
-	// stream only after leaving the set (Remove), so none is destroyed
-	// while queried here.
-	s.mu.Lock()
-	idle := true
-	for m := range s.members {
-		if !s.idle(m) {
-			idle = false // busy (or broken, which Sync reports): try again later
-			break
-		}
-	}
-	s.mu.Unlock()
-	if !idle {
-		return nil
+	if !s.allIdle() {
+		return nil // busy (or broken, which Sync reports): try again later
 	}
 	return errors.Join(s.runGraveyard()...)
+}
+
+// allIdle reports whether no member has work queued. The streams are
+// queried under s.mu: a closing Comm destroys its stream only after
+// leaving the set (Remove), so none is destroyed while queried here.
+func (s *Share) allIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for m := range s.members {
+		if !s.idle(m) {
+			return false
+		}
+	}
+	return true
 }
 
 // idle reports whether m has no work queued: on its stream, and up to the

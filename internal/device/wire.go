@@ -1,6 +1,9 @@
 package device
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -8,49 +11,69 @@ import (
 
 // WireKernels is the fp8 wire's entries for one format and 16-bit type:
 // the exchange of each operation and the decode, by width
-// (ptx.WireWidths).
+// (ptx.WireWidths). Loaded as the exact kernels are (Kernels).
 type WireKernels struct {
-	Ops    entryTable
-	Decode map[int]driver.Function
+	set    *moduleSet
+	ops    entryTable
+	decode map[int]int
 }
 
-// Wire returns the fp8 wire's kernels of w for 16-bit type dt. The first
-// call on a device loads the wire's module (about 6 MB of PTX, compiled by
-// the driver once per process and device, which needs compute capability
-// 9.0 or later); later calls only look its functions up.
+// Wire returns the fp8 wire's kernels of w for 16-bit type dt: where the
+// device has machine code for them they were loaded with the share; else
+// Load loads the families an operation needs, the first time. It looks up
+// names only and waits for nothing.
 func (s *Share) Wire(w api.Wire, dt api.DType) (*WireKernels, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.wireModule == 0 {
-		_, image, err := ptx.ForWire()
-		if err != nil {
-			return nil, err
-		}
-		m, err := s.Ctx.LoadModule(image)
-		if err != nil {
-			return nil, api.WrapDriver("loading the fp8 wire's kernels", err)
-		}
-		s.wireModule = m
+	if s.wire == nil {
+		return nil, fmt.Errorf("a2a: GPU %d cannot run the fp8 wire's kernels: %w", s.Ordinal, api.ErrNotSupported)
 	}
 	format, out := w.String(), dt.String() // as the entries spell them: e4m3/e5m2, bf16/fp16
-	find := func(e ptx.Entry) (driver.Function, error) {
-		f, err := s.Ctx.Function(s.wireModule, string(e))
-		if err != nil {
-			return 0, api.WrapDriver("loading the fp8 wire's kernels", err)
-		}
-		return f, nil
-	}
-	ops, err := lookupTable(ptx.WireOps, ptx.WireWidths, func(op ptx.Op, w int) (driver.Function, error) {
-		return find(ptx.WireEntryFor(op, format, out, w))
+	ops, err := lookupTable(s.wire, ptx.WireOps, ptx.WireWidths, func(op ptx.Op, w int) ptx.Entry {
+		return ptx.WireEntryFor(op, format, out, w)
 	})
 	if err != nil {
 		return nil, err
 	}
-	k := &WireKernels{Ops: ops, Decode: map[int]driver.Function{}}
+	k := &WireKernels{set: s.wire, ops: ops, decode: map[int]int{}}
 	for _, w := range ptx.WireWidths {
-		if k.Decode[w], err = find(ptx.WireDecodeFor(format, out, w)); err != nil {
+		if k.decode[w], err = s.wire.entry(ptx.WireDecodeFor(format, out, w)); err != nil {
 			return nil, err
 		}
 	}
 	return k, nil
+}
+
+// Load makes sure op's exchange at width and, with decode, the decode at
+// decodeWidth are loaded, as Kernels.Load does. Allocation-free once they
+// are.
+func (k *WireKernels) Load(op ptx.Op, width, decodeWidth int, decode bool, timeout time.Duration) error {
+	i, ok := k.ops[op][width]
+	if !ok {
+		return fmt.Errorf("a2a: no fp8 wire kernel of %s for %d-byte vectors: %w", op, width, api.ErrNotSupported)
+	}
+	if err := k.set.ensure(i, timeout); err != nil || !decode {
+		return err
+	}
+	j, ok := k.decode[decodeWidth]
+	if !ok {
+		return fmt.Errorf("a2a: no fp8 wire decode for %d-byte vectors: %w", decodeWidth, api.ErrNotSupported)
+	}
+	return k.set.ensure(j, timeout)
+}
+
+// Op returns the exchange of op at width, 0 unless loaded. Allocation-free.
+func (k *WireKernels) Op(op ptx.Op, width int) driver.Function {
+	i, ok := k.ops[op][width]
+	if !ok {
+		return 0
+	}
+	return k.set.fn(i)
+}
+
+// Decode returns the decode at width, 0 unless loaded. Allocation-free.
+func (k *WireKernels) Decode(width int) driver.Function {
+	i, ok := k.decode[width]
+	if !ok {
+		return 0
+	}
+	return k.set.fn(i)
 }

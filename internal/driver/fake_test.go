@@ -67,7 +67,7 @@ func fakeCalls(t *testing.T, lib string) fakecuda.Calls {
 // released at the end of the test.
 func fakeKernel(t *testing.T, c *Context) (Function, Stream) {
 	t.Helper()
-	m, err := c.LoadModule([]byte("// PTX"))
+	m, err := c.LoadModule([]byte("// PTX\n.visible .entry kern(\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestFakeIpcByValue(t *testing.T) {
 
 func TestFakeModule(t *testing.T) {
 	_, _, c := fakeContext(t, fakecuda.EnvMissingFuncs+"=nope")
-	m, err := c.LoadModule([]byte("// good ptx"))
+	m, err := c.LoadModule([]byte("// good ptx\n.visible .entry kern(\n"))
 	if m == 0 || err != nil {
 		t.Fatalf("LoadModule(good) = %#x, %v", m, err)
 	}

@@ -14,15 +14,15 @@ import (
 // opens a library only once). A stub this process has not loaded yet reads
 // as all zeros.
 func Read(path string) (Counters, error) {
-	v, err := readAll(path, "fakecuda_counter", 16) // in the order fakecuda_counter lists them
+	v, err := readAll(path, "fakecuda_counter", 18) // in the order fakecuda_counter lists them
 	if err != nil {
 		return Counters{}, err
 	}
 	return Counters{
 		Launches: v[0], LaunchFailures: v[1], DeviceAllocs: v[2], DeviceBytes: v[3], HostAllocs: v[4],
 		Streams: v[5], Events: v[6], Modules: v[7], IPCMappings: v[8], ContextRetains: v[9],
-		DeviceWaits: v[10], BusyDeviceWaits: v[11],
-		VMMAllocations: v[12], VMMMappings: v[13], VMMReservations: v[14], FDExports: v[15],
+		DeviceWaits: v[10], BusyDeviceWaits: v[11], PTXLoads: v[12], CubinLoads: v[13],
+		VMMAllocations: v[14], VMMMappings: v[15], VMMReservations: v[16], FDExports: v[17],
 	}, nil
 }
 

@@ -8,9 +8,13 @@
 // host's memory: allocations are malloc'd, so memsets and copies really
 // happen, and the address of an allocation works as a device pointer, a
 // mapped host pointer and an IPC handle's payload (IPC handles open only in
-// the process that made them). Module loads accept any image starting with
-// "//", as PTX does; a failed load's error log names the log buffer's
-// size. Calls are checked about as strictly as the real driver checks them:
+// the process that made them). Module loads accept PTX (any image starting
+// with "//") and cubins (64-bit ELF images) whose architecture runs on the
+// device, as the real driver decides (the same major version, a minor
+// version no newer), and cuModuleGetFunction finds only the entries the
+// image defines (a PTX ".entry NAME(", a cubin's symbol); a failed load's
+// error log names the log buffer's size. The stub counts the PTX and cubin
+// images loaded (Counters.PTXLoads, CubinLoads). Calls are checked about as strictly as the real driver checks them:
 // a current, retained context; live stream, event, module and function
 // handles; memory ranges inside one live allocation; an IPC handle intact
 // in all its 64 bytes, opened with CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS. As
@@ -48,8 +52,13 @@
 //
 //   - FAKECUDA_DEVICES: the number of devices (default 2, at most 16), named
 //     "Fake CUDA Device N", with PCI bus id "0000:0N:00.0" (N in hex), 132
-//     SMs, a 1980000 kHz clock, compute capability 9.0 and unified
-//     addressing.
+//     SMs, a 1980000 kHz clock, compute capability 9.0 (FAKECUDA_CC) and
+//     unified addressing.
+//   - FAKECUDA_CC: the devices' compute capabilities, "major.minor" for
+//     devices 0, 1, ... separated by commas ("9.0,8.6"), the last one
+//     given for the devices after it.
+//   - FAKECUDA_CUBIN_ERROR=code: loading a cubin fails with code (e.g.
+//     209, CUDA_ERROR_NO_BINARY_FOR_GPU, or 200, CUDA_ERROR_INVALID_IMAGE).
 //   - FAKECUDA_NO_PEER: comma-separated pairs of device ordinals that
 //     cannot access each other: "i-j" in both directions, "i>j" only from i
 //     to j; every other pair of distinct devices can.
@@ -115,6 +124,8 @@ const (
 	EnvDeviceBase      = "FAKECUDA_DEVICE_BASE"
 	EnvMissingFuncs    = "FAKECUDA_MISSING_FUNCTIONS"
 	EnvRecordParams    = "FAKECUDA_RECORD_PARAMS"
+	EnvCC              = "FAKECUDA_CC"
+	EnvCubinError      = "FAKECUDA_CUBIN_ERROR"
 	EnvNoPosixFD       = "FAKECUDA_NO_POSIX_FD"
 )
 
@@ -178,6 +189,11 @@ type Counters struct {
 	// Live.
 	DeviceWaits     int64
 	BusyDeviceWaits int64
+
+	// Running totals of the images loaded (cuModuleLoadDataEx calls that
+	// succeeded), by kind. Not part of Live.
+	PTXLoads   int64
+	CubinLoads int64
 }
 
 // Live reports whether anything is still allocated, loaded, open or

@@ -1,6 +1,7 @@
 package fakecuda_test
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func load(t *testing.T) (string, *driver.Driver, *driver.Context) {
 // unloaded at the end of the test.
 func kernel(t *testing.T, c *driver.Context) driver.Function {
 	t.Helper()
-	m, err := c.LoadModule([]byte("//"))
+	m, err := c.LoadModule([]byte("//\n" + entries("k")))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, c.UnloadModule(m)) })
 	f, err := c.Function(m, "k")
@@ -279,13 +280,15 @@ func TestModulesAndLaunches(t *testing.T) {
 	require.Contains(t, err.Error(), "CUDA_ERROR_INVALID_PTX (218)")
 
 	before := counters(t, lib)
-	m, err := c.LoadModule([]byte("// PTX\n.version 7.8\n"))
+	m, err := c.LoadModule([]byte("// PTX\n.version 7.8\n" + entries("any_name", "gone", "also_gone", "gone_not")))
 	require.NoError(t, err)
 	f, err := c.Function(m, "any_name")
 	require.NoError(t, err)
 	f2, err := c.Function(m, "any_name")
 	require.NoError(t, err)
 	require.Equal(t, f, f2)
+	_, err = c.Function(m, "any")
+	require.True(t, driver.IsCode(err, driver.ErrorNotFound), "a name the image does not define: %v", err)
 	t.Setenv(fakecuda.EnvMissingFuncs, "gone, also_gone")
 	for _, name := range []string{"gone", "also_gone"} {
 		_, err = c.Function(m, name)
@@ -329,6 +332,90 @@ func TestModulesAndLaunches(t *testing.T) {
 	n = counters(t, lib)
 	require.Equal(t, before.Modules, n.Modules)
 	require.Equal(t, before.Streams, n.Streams)
+	require.Equal(t, before.PTXLoads+1, n.PTXLoads)
+	require.Equal(t, before.CubinLoads, n.CubinLoads)
+}
+
+// entries is PTX text declaring the named entries.
+func entries(names ...string) string {
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(".visible .entry " + n + "(\n\t.param .align 8 .b8 " + n + "_param_0[8]\n)\n{\n\tret;\n}\n")
+	}
+	return b.String()
+}
+
+// cubin is a minimal 64-bit ELF image for architecture sm (90: sm_90)
+// whose string table names the given kernels.
+func cubin(sm byte, names ...string) []byte {
+	strtab := "\x00" + strings.Join(names, "\x00") + "\x00"
+	b := make([]byte, 64, 64+len(strtab))
+	copy(b, "\x7fELF\x02\x01\x01")
+	binary.LittleEndian.PutUint64(b[40:], uint64(64+len(strtab))) // e_shoff: the section headers (none) after the table
+	binary.LittleEndian.PutUint32(b[48:], 0x460500|uint32(sm))    // e_flags, as ptxas writes them
+	binary.LittleEndian.PutUint16(b[58:], 64)                     // e_shentsize
+	return append(b, strtab...)
+}
+
+// Cubins load where their architecture runs on the device (the same major
+// version, a minor one no newer), define the symbols of their string
+// table, and are counted apart from PTX; FAKECUDA_CUBIN_ERROR fails them.
+func TestCubins(t *testing.T) {
+	lib, _, c := load(t)
+	before := counters(t, lib)
+	load := func(img []byte) (driver.Module, error) {
+		m, err := c.LoadModule(img)
+		if err == nil {
+			t.Cleanup(func() { require.NoError(t, c.UnloadModule(m)) })
+		}
+		return m, err
+	}
+	m, err := load(cubin(90, "kern", "other"))
+	require.NoError(t, err, "sm_90 on the default 9.0")
+	_, err = c.Function(m, "kern")
+	require.NoError(t, err)
+	_, err = c.Function(m, "ker")
+	require.True(t, driver.IsCode(err, driver.ErrorNotFound), "%v", err)
+	_, err = load(cubin(80, "kern"))
+	require.True(t, driver.IsCode(err, driver.ErrorNoBinaryForGPU), "sm_80 on 9.0: %v", err)
+	require.Contains(t, err.Error(), "CUDA_ERROR_NO_BINARY_FOR_GPU (209)")
+
+	t.Setenv(fakecuda.EnvCC, "8.6")
+	for sm, ok := range map[byte]bool{80: true, 86: true, 89: false, 90: false, 70: false} {
+		_, err := load(cubin(sm, "kern"))
+		require.Equal(t, ok, err == nil, "sm_%d on 8.6: %v", sm, err)
+	}
+	t.Setenv(fakecuda.EnvCubinError, "200")
+	_, err = load(cubin(86, "kern"))
+	require.True(t, driver.IsCode(err, driver.ErrorInvalidImage), "%v", err)
+	t.Setenv(fakecuda.EnvCubinError, "")
+	bad := cubin(86, "kern")
+	bad[4] = 1 // 32-bit
+	_, err = load(bad)
+	require.True(t, driver.IsCode(err, driver.ErrorInvalidImage), "%v", err)
+
+	n := counters(t, lib)
+	require.Equal(t, before.CubinLoads+3, n.CubinLoads)
+	require.Equal(t, before.PTXLoads, n.PTXLoads)
+}
+
+// FAKECUDA_CC sets each device's compute capability, the last one given
+// for the devices after it.
+func TestComputeCapability(t *testing.T) {
+	t.Setenv(fakecuda.EnvDevices, "3")
+	_, d, _ := load(t)
+	cc := func(ord int) [2]int {
+		major, err := d.DeviceAttribute(ord, driver.AttrComputeCapabilityMajor)
+		require.NoError(t, err)
+		minor, err := d.DeviceAttribute(ord, driver.AttrComputeCapabilityMinor)
+		require.NoError(t, err)
+		return [2]int{major, minor}
+	}
+	require.Equal(t, [2]int{9, 0}, cc(2), "the default")
+	t.Setenv(fakecuda.EnvCC, "10.0,8.6")
+	require.Equal(t, [2]int{10, 0}, cc(0))
+	require.Equal(t, [2]int{8, 6}, cc(1))
+	require.Equal(t, [2]int{8, 6}, cc(2))
 }
 
 // TestQueuedWork checks the work model: a launch stays queued on its
@@ -353,7 +440,7 @@ func TestQueuedWork(t *testing.T) {
 	}
 	all, busy := waits()
 
-	m, err := c.LoadModule([]byte("//"))
+	m, err := c.LoadModule([]byte("//\n" + entries("k")))
 	require.NoError(t, err)
 	all++
 	requireWaits(all, busy, "a module load waits for the device")

@@ -10,10 +10,12 @@
 // meanwhile), so one thread can enqueue every rank in turn. Streams are
 // not modelled: the copy happens when the pair completes, not in stream
 // order (EnvP2PWait gives ranks on threads of their own that order).
-// All-gather moves bytes only in a world of one. It can keep a
+// ncclAlltoAll pairs as a group of sends and receives; ncclMemAlloc is
+// malloc and windows are counted (ReadLive). All-gather moves bytes only
+// in a world of one. It can keep a
 // non-blocking communicator "in progress" for a number of polls or for
 // ever, and leave every transfer unpaired (EnvP2PHang), so bounded waits
-// can be tested. LastInit and Counts read what it saw. Building needs a C
+// can be tested. LastInit, LastConfig, ReadCounts and ReadLive read what it saw. Building needs a C
 // compiler at test time only.
 package fakenccl
 
@@ -88,6 +90,33 @@ func ReadCounts(path string) (Counts, error) {
 	var v [6]int64
 	err := callStub(path, "fakenccl_counts", uintptr(unsafe.Pointer(&v[0])))
 	return Counts{LiveComms: v[0], Aborts: v[1], Sends: v[2], Recvs: v[3], AllGathers: v[4], Queued: v[5]}, err
+}
+
+// Config is what the latest ncclCommInitRankConfig's config held: its
+// size and version (-1 without a config) and its CTA policy (-2 unless
+// it is a config of 2.28 or later).
+type Config struct {
+	Size, Version, CTAPolicy int64
+}
+
+// LastConfig reads the latest init's config the stub at path saw.
+func LastConfig(path string) (Config, error) {
+	var v [3]int64
+	err := callStub(path, "fakenccl_last_config", uintptr(unsafe.Pointer(&v[0])))
+	return Config{Size: v[0], Version: v[1], CTAPolicy: v[2]}, err
+}
+
+// Live is what the stub holds now: blocks of ncclMemAlloc not freed and
+// windows registered and not deregistered.
+type Live struct {
+	MemAllocs, Windows int64
+}
+
+// ReadLive reads what the stub at path holds now in this process.
+func ReadLive(path string) (Live, error) {
+	var v [2]int64
+	err := callStub(path, "fakenccl_live", uintptr(unsafe.Pointer(&v[0])))
+	return Live{MemAllocs: v[0], Windows: v[1]}, err
 }
 
 // callStub calls the stub's accessor fn with args, pointers converted to

@@ -19,11 +19,40 @@ func (l *Library) UniqueID() (UniqueID, error) {
 	return id, err
 }
 
-// Comm is a non-blocking NCCL communicator of world ranks, this one rank.
+// Comm is an NCCL communicator of world ranks, this one rank:
+// non-blocking unless made with CommOptions.Blocking.
 type Comm struct {
 	l           *Library
 	h           uintptr
 	world, rank int
+	blocking    bool
+}
+
+// CTAPolicy is ncclConfig_t's CTAPolicy (FeatureCTAPolicy): how many
+// thread blocks NCCL's kernels take. The zero value leaves NCCL's choice.
+type CTAPolicy int32
+
+// The CTA policies: NCCL_CTA_POLICY_DEFAULT, _EFFICIENCY and _ZERO (no
+// thread blocks where the copy engines can move the bytes), one above
+// NCCL's codes so that the zero value means unset.
+const (
+	CTAPolicyUnset CTAPolicy = iota
+	CTAPolicyDefault
+	CTAPolicyEfficiency
+	CTAPolicyZero
+)
+
+// CommOptions are a communicator's choices beyond the binding's
+// defaults; the zero value is a non-blocking communicator with NCCL's
+// defaults.
+type CommOptions struct {
+	// Blocking makes a blocking communicator: InitRank returns once every
+	// rank has joined, and GroupEnd launches the group on the calling
+	// thread and returns when it is on the stream (no thread of NCCL's in
+	// between). Nothing bounds those waits but an Abort from another
+	// goroutine.
+	Blocking  bool
+	CTAPolicy CTAPolicy // needs FeatureCTAPolicy unless unset
 }
 
 // InitRank starts joining rank of world to the communicator of id, with
@@ -31,13 +60,24 @@ type Comm struct {
 // the other ranks: the returned Comm may still be connecting (call Wait).
 // On an error nothing is left to release.
 func (l *Library) InitRank(world, rank int, id UniqueID) (*Comm, error) {
-	if world < 1 || rank < 0 || rank >= world || world > 1<<30 {
+	return l.InitRankOptions(world, rank, id, CommOptions{})
+}
+
+// InitRankOptions is InitRank with the choices of opt: with
+// opt.Blocking it waits for every rank to join (ncclCommInitRankConfig
+// of a blocking config). An option the loaded NCCL lacks is an error
+// matching ErrUnsupported, and nothing is made.
+func (l *Library) InitRankOptions(world, rank int, id UniqueID, opt CommOptions) (*Comm, error) {
+	if world < 1 || rank < 0 || rank >= world || world > 1<<30 || opt.CTAPolicy < CTAPolicyUnset || opt.CTAPolicy > CTAPolicyZero {
 		e := &Error{Call: "ncclCommInitRankConfig", Code: InvalidArgument, Text: l.errorString(int32(InvalidArgument))}
-		return nil, fmt.Errorf("nccl: rank %d of %d: %w", rank, world, e)
+		return nil, fmt.Errorf("nccl: rank %d of %d, CTA policy %d: %w", rank, world, opt.CTAPolicy, e)
 	}
-	cfg := &config{
-		size: uint64(unsafe.Sizeof(config{})), magic: configMagic, version: configVersion, blocking: 0,
-		cgaClusterSize: undefInt, minCTAs: undefInt, maxCTAs: undefInt, splitShare: undefInt,
+	cfg := newConfig(l.version, opt.Blocking)
+	if opt.CTAPolicy != CTAPolicyUnset {
+		if err := l.need(FeatureCTAPolicy); err != nil {
+			return nil, err
+		}
+		cfg.ctaPolicy = int32(opt.CTAPolicy - 1)
 	}
 	arg := *(*idArg)(unsafe.Pointer(&id))
 	var h uintptr
@@ -49,8 +89,11 @@ func (l *Library) InitRank(world, rank int, id UniqueID) (*Comm, error) {
 		}
 		return nil, err
 	}
-	return &Comm{l: l, h: h, world: world, rank: rank}, nil
+	return &Comm{l: l, h: h, world: world, rank: rank, blocking: opt.Blocking}, nil
 }
+
+// Blocking reports whether the communicator is a blocking one.
+func (c *Comm) Blocking() bool { return c.blocking }
 
 // World and Rank are the communicator's size and this rank.
 func (c *Comm) World() int { return c.world }

@@ -3,7 +3,10 @@
 // and a process that never asks for NCCL never loads it. It binds only
 // what a transport over NCCL needs: the version, unique ids, a
 // non-blocking communicator (init, async error, abort, destroy), grouped
-// send and receive, and all-gather. It knows nothing of collectives.
+// send and receive, and all-gather; and, where the loaded NCCL has them
+// (Library.Has, by version and symbol), ncclMemAlloc, memory windows,
+// ncclAlltoAll and the CTA policy of a 2.28 config (features.go). It
+// knows nothing of collectives.
 //
 // NCCL uses the calling thread's current CUDA context (the device's
 // primary context, as the rest of this module): make it current around

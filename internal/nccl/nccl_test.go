@@ -166,11 +166,82 @@ func TestOperationErrors(t *testing.T) {
 	require.True(t, IsCode(l.GroupEnd(), InvalidUsage))
 }
 
-// TestConfigLayout: the config mirror has ncclConfig_t's 2.14 layout on
-// 64-bit platforms (size_t, two unsigned, four int, a pointer, an int).
+// TestConfigLayout: the config mirror has ncclConfig_v22800's layout on
+// 64-bit platforms, as nccl.h of NCCL 2.28 declares it (size_t, two
+// unsigned, four int, a pointer, two int, a pointer, then eight int).
 func TestConfigLayout(t *testing.T) {
 	var c config
-	require.Equal(t, uintptr(48), unsafe.Sizeof(c))
-	require.Equal(t, uintptr(16), unsafe.Offsetof(c.blocking))
-	require.Equal(t, uintptr(40), unsafe.Offsetof(c.splitShare))
+	require.Equal(t, uintptr(80), unsafe.Sizeof(c))
+	for _, f := range []struct {
+		name string
+		got  uintptr
+		want uintptr
+	}{
+		{"magic", unsafe.Offsetof(c.magic), 8}, {"version", unsafe.Offsetof(c.version), 12},
+		{"blocking", unsafe.Offsetof(c.blocking), 16}, {"cgaClusterSize", unsafe.Offsetof(c.cgaClusterSize), 20},
+		{"minCTAs", unsafe.Offsetof(c.minCTAs), 24}, {"maxCTAs", unsafe.Offsetof(c.maxCTAs), 28},
+		{"netName", unsafe.Offsetof(c.netName), 32}, {"splitShare", unsafe.Offsetof(c.splitShare), 40},
+		{"trafficClass", unsafe.Offsetof(c.trafficClass), 44}, {"commName", unsafe.Offsetof(c.commName), 48},
+		{"collnetEnable", unsafe.Offsetof(c.collnetEnable), 56}, {"CTAPolicy", unsafe.Offsetof(c.ctaPolicy), 60},
+		{"shrinkShare", unsafe.Offsetof(c.shrinkShare), 64}, {"nvlsCTAs", unsafe.Offsetof(c.nvlsCTAs), 68},
+		{"nChannelsPerNetPeer", unsafe.Offsetof(c.nChannelsPerNetPeer), 72}, {"nvlinkCentricSched", unsafe.Offsetof(c.nvlinkCentricSched), 76},
+	} {
+		require.Equal(t, f.want, f.got, f.name)
+	}
+}
+
+// TestConfigVersion: a 2.28 library gets a config of version 2.28 (whose
+// CTA policy it reads), an older one a 2.14 config as before; every
+// field but blocking is NCCL's to choose unless asked.
+func TestConfigVersion(t *testing.T) {
+	c := newConfig(22809, true)
+	require.Equal(t, uint32(22800), c.version)
+	require.Equal(t, uint64(80), c.size)
+	require.Equal(t, int32(1), c.blocking)
+	require.Equal(t, int32(undefInt), c.ctaPolicy)
+	require.Equal(t, int32(undefInt), c.nvlinkCentricSched)
+	old := newConfig(21903, false)
+	require.Equal(t, uint32(21400), old.version)
+	require.Zero(t, old.blocking)
+
+	for _, v := range []struct {
+		env     string
+		version int64
+	}{{"22809", 22800}, {"22703", 21400}} {
+		l, path := stub(t, fakenccl.EnvVersion+"="+v.env)
+		c, err := l.InitRankOptions(1, 0, UniqueID{9}, CommOptions{Blocking: true})
+		require.NoError(t, err)
+		require.True(t, c.Blocking())
+		cfg, err := fakenccl.LastConfig(path)
+		require.NoError(t, err)
+		require.Equal(t, fakenccl.Config{Size: 80, Version: v.version, CTAPolicy: map[bool]int64{true: undefInt, false: -2}[v.version == 22800]}, cfg)
+		in, err := fakenccl.LastInit(path)
+		require.NoError(t, err)
+		require.Equal(t, 1, in.Blocking)
+		require.NoError(t, c.Destroy())
+	}
+}
+
+// TestCTAPolicy: the policy reaches a 2.28 library's config as NCCL's
+// code; an older library refuses it with ErrUnsupported and makes
+// nothing, and an unknown policy is an invalid argument.
+func TestCTAPolicy(t *testing.T) {
+	l, path := stub(t)
+	c, err := l.InitRankOptions(1, 0, UniqueID{10}, CommOptions{CTAPolicy: CTAPolicyZero})
+	require.NoError(t, err)
+	cfg, err := fakenccl.LastConfig(path)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), cfg.CTAPolicy, "NCCL_CTA_POLICY_ZERO")
+	require.False(t, c.Blocking())
+	require.NoError(t, c.Destroy())
+	_, err = l.InitRankOptions(1, 0, UniqueID{10}, CommOptions{CTAPolicy: CTAPolicyZero + 1})
+	require.True(t, IsCode(err, InvalidArgument), "%v", err)
+
+	old, path := stub(t, fakenccl.EnvVersion+"=22703")
+	_, err = old.InitRankOptions(1, 0, UniqueID{11}, CommOptions{CTAPolicy: CTAPolicyEfficiency})
+	require.ErrorIs(t, err, ErrUnsupported)
+	require.ErrorContains(t, err, "needs NCCL 2.28.0, and "+path+" is NCCL 2.27.3")
+	counts, err := fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Zero(t, counts.LiveComms)
 }

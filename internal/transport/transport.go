@@ -40,8 +40,9 @@ type Transport interface {
 	Blocks() int
 	// PlanMover adds what this transport needs to move p (plan.Make's plan
 	// of r under the counts ts) and may refuse it; nothing is enqueued
-	// yet. By value: a pointer through an interface would move each plan
-	// to the heap.
+	// yet. It may load the kernels p needs, which can wait, for at most
+	// the Comm's timeout, for the device. By value: a pointer through an
+	// interface would move each plan to the heap.
 	PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan.Plan, error)
 	// SetTokens and setTimeout change what the operations enqueued after
 	// them carry; they touch no device memory.

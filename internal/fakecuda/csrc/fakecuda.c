@@ -23,6 +23,11 @@
 //                                 rather than the ordinal itself
 //   FAKECUDA_MISSING_FUNCTIONS=a,b  cuModuleGetFunction does not find these
 //                                 names (CUDA_ERROR_NOT_FOUND)
+//   FAKECUDA_CC=9.0,8.6           compute capability of devices 0, 1, ...
+//                                 (the last one given for the rest;
+//                                 default 9.0)
+//   FAKECUDA_CUBIN_ERROR=code     loading a cubin fails with code (e.g. 209,
+//                                 CUDA_ERROR_NO_BINARY_FOR_GPU)
 //   FAKECUDA_RECORD_PARAMS=N      cuLaunchKernel records its first N (at
 //                                 most 4) kernel parameters, 8 bytes each
 //   FAKECUDA_HANG=A,W,C,V         kernels wait for their host, as a2a's do
@@ -80,7 +85,9 @@ enum {
 	NOT_INITIALIZED = 3,
 	NO_DEVICE = 100,
 	INVALID_DEVICE = 101,
+	INVALID_IMAGE = 200,
 	INVALID_CONTEXT = 201,
+	NO_BINARY_FOR_GPU = 209,
 	PEER_ACCESS_UNSUPPORTED = 217,
 	INVALID_PTX = 218,
 	INVALID_HANDLE = 400,
@@ -137,6 +144,27 @@ static int num_devices(void) {
 	if (n > MAX_DEVICES)
 		n = MAX_DEVICES;
 	return (int)n;
+}
+
+// compute_capability is device ord's from FAKECUDA_CC ("9.0,8.6": one
+// "major.minor" per device, the last one for the devices after it), as
+// major*10+minor; 90 when unset or unreadable.
+static int compute_capability(int ord) {
+	const char *s = getenv("FAKECUDA_CC");
+	int cc = 90;
+	for (int i = 0; s != NULL && *s != 0; i++) {
+		int major, minor, n = 0;
+		if (sscanf(s, "%d.%d%n", &major, &minor, &n) != 2 || major < 1 || minor < 0 || minor > 9)
+			break;
+		cc = major * 10 + minor;
+		if (i == ord)
+			break;
+		s += n;
+		if (*s != ',')
+			break;
+		s++;
+	}
+	return cc;
 }
 
 // next_item moves *s past separators to the next item of a comma-separated
@@ -245,6 +273,9 @@ struct module {
 	unsigned magic;
 	int dead;
 	struct ctx *ctx;
+	int cubin;       // an ELF image, not PTX
+	char *image;     // a copy of the image, for the names it defines
+	size_t image_len;
 	int nfunctions;
 	struct function functions[MAX_FUNCTIONS];
 };
@@ -267,6 +298,7 @@ static long long n_launches, n_launch_failures, n_launch_attempts;
 static long long n_dev_allocs, n_host_allocs, n_dev_bytes;
 static long long n_streams, n_events, n_modules, n_ipc_open;
 static long long n_device_waits, n_busy_device_waits;
+static long long n_ptx_loads, n_cubin_loads;
 static struct stream *all_streams; // every stream made, newest first
 
 // ---- helpers ---------------------------------------------------------------
@@ -542,7 +574,9 @@ static const struct {
 	{NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
 	{NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
 	{INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+	{INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
 	{INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+	{NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
 	{PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED", "peer access is not supported between these two devices"},
 	{INVALID_PTX, "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed"},
 	{INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
@@ -622,8 +656,8 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
 	case 37: *v = 6144; break;       // GLOBAL_MEMORY_BUS_WIDTH
 	case 41: *v = 1; break;          // UNIFIED_ADDRESSING
 	case 50: *v = 0; break;          // PCI_DOMAIN_ID
-	case 75: *v = 9; break;          // COMPUTE_CAPABILITY_MAJOR
-	case 76: *v = 0; break;          // COMPUTE_CAPABILITY_MINOR
+	case 75: *v = compute_capability(ord) / 10; break; // COMPUTE_CAPABILITY_MAJOR
+	case 76: *v = compute_capability(ord) % 10; break; // COMPUTE_CAPABILITY_MINOR
 	case 102: *v = 1; break;         // VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
 	case 103: *v = !env_long("FAKECUDA_NO_POSIX_FD", 0); break; // HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED
 	case 128: *v = 0; break;         // HANDLE_TYPE_FABRIC_SUPPORTED
@@ -1162,20 +1196,48 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
 
 enum { JIT_INFO_LOG_BUFFER = 3, JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4, JIT_ERROR_LOG_BUFFER = 5, JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
 
-// cuModuleLoadDataEx accepts any image starting with "//" (as PTX does);
-// anything else fails with CUDA_ERROR_INVALID_PTX and a message in the
-// error log buffer, which names the buffer's size.
-CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts, int *opts, void **vals) {
-	struct module *mod;
+// elf_size is the extent of a 64-bit little-endian ELF image from its
+// header: the end of its section or program header table, whichever is
+// last (a cubin ends with its section headers); 0 if p is no such image.
+static size_t elf_size(const unsigned char *p) {
+	uint64_t phoff, shoff;
+	uint16_t phentsize, phnum, shentsize, shnum;
+	if (memcmp(p, "\x7f" "ELF", 4) != 0 || p[4] != 2 || p[5] != 1)
+		return 0;
+	memcpy(&phoff, p + 32, 8);
+	memcpy(&shoff, p + 40, 8);
+	memcpy(&phentsize, p + 54, 2);
+	memcpy(&phnum, p + 56, 2);
+	memcpy(&shentsize, p + 58, 2);
+	memcpy(&shnum, p + 60, 2);
+	uint64_t a = phoff + (uint64_t)phentsize * phnum, b = shoff + (uint64_t)shentsize * shnum;
+	uint64_t n = a > b ? a : b;
+	return n < 64 || n > ((uint64_t)1 << 32) ? 0 : (size_t)n;
+}
+
+// cubin_check answers whether a cubin (an ELF image) loads on the current
+// context's device: FAKECUDA_CUBIN_ERROR when set, else
+// CUDA_ERROR_NO_BINARY_FOR_GPU unless the image's architecture (the low
+// byte of its ELF flags, major*10+minor: 0x5a for sm_90) has the device's
+// major version and a minor version no newer than the device's, as the
+// real driver requires.
+static int cubin_check(const unsigned char *p) {
+	uint32_t flags;
+	int cc = compute_capability(current->ordinal);
+	long fail = env_long("FAKECUDA_CUBIN_ERROR", SUCCESS);
+	if (fail != SUCCESS)
+		return (int)fail;
+	memcpy(&flags, p + 48, 4);
+	int sm = (int)(flags & 0xff);
+	return sm / 10 == cc / 10 && sm % 10 <= cc % 10 ? SUCCESS : NO_BINARY_FOR_GPU;
+}
+
+// bad_ptx reports an image that is neither PTX nor a cubin: the error log
+// buffer (when given) says so and names its size.
+static int bad_ptx(unsigned nopts, int *opts, void **vals) {
 	char *errlog = NULL;
 	size_t errsize = 0;
 	int errsize_at = -1;
-	int r = need_ctx();
-	if (r != SUCCESS)
-		return r;
-	device_wait();
-	if (m == NULL || image == NULL || (nopts > 0 && (opts == NULL || vals == NULL)))
-		return INVALID_VALUE;
 	for (unsigned i = 0; i < nopts; i++) {
 		if (opts[i] == JIT_ERROR_LOG_BUFFER)
 			errlog = vals[i];
@@ -1184,23 +1246,59 @@ CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts
 			errsize_at = (int)i;
 		}
 	}
-	if (strncmp(image, "//", 2) != 0) {
-		if (errlog != NULL && errsize > 0) {
-			int n = snprintf(errlog, errsize,
-					 "ptxas fatal   : fakecuda: image does not start with \"//\", not PTX "
-					 "(error log buffer of %zu bytes)",
-					 errsize);
-			if (errsize_at >= 0 && n >= 0)
-				vals[errsize_at] = (void *)(uintptr_t)((size_t)n < errsize ? (size_t)n : errsize - 1);
-		}
-		return INVALID_PTX;
+	if (errlog != NULL && errsize > 0) {
+		int n = snprintf(errlog, errsize,
+				 "ptxas fatal   : fakecuda: image does not start with \"//\", not PTX "
+				 "(error log buffer of %zu bytes)",
+				 errsize);
+		if (errsize_at >= 0 && n >= 0)
+			vals[errsize_at] = (void *)(uintptr_t)((size_t)n < errsize ? (size_t)n : errsize - 1);
 	}
-	if ((mod = calloc(1, sizeof *mod)) == NULL)
+	return INVALID_PTX;
+}
+
+// cuModuleLoadDataEx accepts PTX (an image starting with "//") and cubins
+// (64-bit ELF images) that run on the device (cubin_check); a malformed
+// ELF image fails with CUDA_ERROR_INVALID_IMAGE, anything else with
+// CUDA_ERROR_INVALID_PTX and a message in the error log buffer, which
+// names the buffer's size. The module keeps a copy of the image:
+// cuModuleGetFunction finds only the entries it defines.
+CUresult cuModuleLoadDataEx(struct module **m, const void *image, unsigned nopts, int *opts, void **vals) {
+	struct module *mod;
+	size_t n;
+	int cubin = 0;
+	int r = need_ctx();
+	if (r != SUCCESS)
+		return r;
+	device_wait();
+	if (m == NULL || image == NULL || (nopts > 0 && (opts == NULL || vals == NULL)))
+		return INVALID_VALUE;
+	if (strncmp(image, "\x7f" "ELF", 4) == 0) {
+		if ((n = elf_size(image)) == 0)
+			return INVALID_IMAGE;
+		if ((r = cubin_check(image)) != SUCCESS)
+			return r;
+		cubin = 1;
+	} else if (strncmp(image, "//", 2) == 0) {
+		n = strlen(image) + 1;
+	} else {
+		return bad_ptx(nopts, opts, vals);
+	}
+	if ((mod = calloc(1, sizeof *mod)) == NULL || (mod->image = malloc(n)) == NULL) {
+		free(mod);
 		return OUT_OF_MEMORY;
+	}
+	memcpy(mod->image, image, n);
+	mod->image_len = n;
+	mod->cubin = cubin;
 	mod->magic = MAGIC_MODULE;
 	mod->ctx = current;
 	lock();
 	n_modules++;
+	if (cubin)
+		n_cubin_loads++;
+	else
+		n_ptx_loads++;
 	unlock();
 	*m = mod;
 	return SUCCESS;
@@ -1218,14 +1316,36 @@ CUresult cuModuleUnload(struct module *m) {
 		r = INVALID_HANDLE;
 	} else {
 		m->dead = 1;
+		free(m->image);
+		m->image = NULL;
 		n_modules--;
 	}
 	unlock();
 	return r;
 }
 
-// cuModuleGetFunction finds any name but those FAKECUDA_MISSING_FUNCTIONS
-// lists: the fake has no symbol table.
+// contains reports whether the n bytes at p hold the k bytes at w, with
+// a NUL before them when nul_before is set.
+static int contains(const char *p, size_t n, const char *w, size_t k, int nul_before) {
+	for (size_t i = nul_before ? 1 : 0; i + k <= n; i++)
+		if (p[i] == w[0] && memcmp(p + i, w, k) == 0 && (!nul_before || p[i - 1] == 0))
+			return 1;
+	return 0;
+}
+
+// defines reports whether m's image defines kernel name: a PTX
+// ".entry name(", or a cubin symbol (a NUL-delimited string of its
+// string tables).
+static int defines(struct module *m, const char *name) {
+	char w[sizeof m->functions[0].name + 16];
+	if (m->cubin)
+		return contains(m->image, m->image_len, name, strlen(name) + 1, 1);
+	int k = snprintf(w, sizeof w, ".entry %s(", name);
+	return k > 0 && (size_t)k < sizeof w && contains(m->image, m->image_len, w, (size_t)k, 0);
+}
+
+// cuModuleGetFunction finds the entries the module's image defines, but
+// those FAKECUDA_MISSING_FUNCTIONS lists.
 CUresult cuModuleGetFunction(struct function **f, struct module *m, const char *name) {
 	int r = need_ctx();
 	if (r != SUCCESS)
@@ -1244,6 +1364,10 @@ CUresult cuModuleGetFunction(struct function **f, struct module *m, const char *
 			*f = &m->functions[i];
 			goto out;
 		}
+	}
+	if (!defines(m, name)) {
+		r = NOT_FOUND;
+		goto out;
 	}
 	if (m->nfunctions == MAX_FUNCTIONS) {
 		r = OUT_OF_MEMORY;
@@ -2058,10 +2182,10 @@ CUresult cuMemImportFromShareableHandle(unsigned long long *h, void *os_handle, 
 // 3 their bytes, 4 live cuMemHostAlloc allocations, 5 live streams, 6 live
 // events, 7 loaded modules, 8 open IPC mappings, 9 primary context retains
 // not yet released (all devices), 10 device-wide waits (see the top of
-// this file), 11 those of them made while work was queued, 12 live
-// cuMemCreate or imported allocations, 13 live cuMemMap mappings, 14
-// reserved address ranges, 15 file descriptors exported (a running
-// total); -1 for any other i.
+// this file), 11 those of them made while work was queued, 12 PTX images
+// and 13 cubins loaded (running totals), 14 live cuMemCreate or imported
+// allocations, 15 live cuMemMap mappings, 16 reserved address ranges, 17
+// file descriptors exported (a running total); -1 for any other i.
 long long fakecuda_counter(int i) {
 	long long v = -1;
 	lock();
@@ -2082,10 +2206,12 @@ long long fakecuda_counter(int i) {
 		break;
 	case 10: v = n_device_waits; break;
 	case 11: v = n_busy_device_waits; break;
-	case 12: v = n_vmm_allocs; break;
-	case 13: v = n_vmm_maps; break;
-	case 14: v = n_vmm_reserved; break;
-	case 15: v = n_vmm_exports; break;
+	case 12: v = n_ptx_loads; break;
+	case 13: v = n_cubin_loads; break;
+	case 14: v = n_vmm_allocs; break;
+	case 15: v = n_vmm_maps; break;
+	case 16: v = n_vmm_reserved; break;
+	case 17: v = n_vmm_exports; break;
 	}
 	unlock();
 	return v;

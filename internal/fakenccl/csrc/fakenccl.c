@@ -26,7 +26,10 @@
 // destroyed, as with a peer that never comes. Sizes of a pair must match,
 // or both communicators fail with ncclInvalidUsage.
 //
-// ncclAllGather moves bytes only in a world of one. Communicators made
+// ncclAlltoAll is a group of sends and receives, one pair per rank, and
+// pairs as they do. ncclMemAlloc is malloc; windows are registrations
+// checked and counted (fakenccl_live). ncclAllGather moves bytes only in
+// a world of one. Communicators made
 // non-blocking report ncclInProgress for FAKENCCL_INIT_POLLS polls of
 // ncclCommGetAsyncError (default 0), or forever with FAKENCCL_INIT_HANG=1
 // until aborted. FAKENCCL_VERSION sets the version code (default 22809),
@@ -88,6 +91,19 @@ static unsigned long tokens;
 static long live_comms, aborts, sends, recvs, allgathers;
 static ncclUniqueId last_id;
 static int last_nranks = -1, last_rank = -1, last_blocking = -2;
+static long last_config_size = -1, last_config_version = -1, last_cta_policy = -2;
+static long mem_allocs, windows; // live ncclMemAlloc blocks and registered windows
+
+// ncclConfig_t as NCCL 2.28 lays it out (flat: config_head would pad).
+typedef struct {
+	size_t size;
+	unsigned magic, version;
+	int blocking, cgaClusterSize, minCTAs, maxCTAs;
+	const char *netName;
+	int splitShare, trafficClass;
+	const char *commName;
+	int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched;
+} config_v22800;
 
 static ncclResult_t fail(ncclResult_t r, const char *msg) {
 	snprintf(last_error, sizeof last_error, "%s", msg);
@@ -140,6 +156,11 @@ ncclResult_t ncclCommInitRankConfig(struct comm **out, int nranks, ncclUniqueId 
 	last_nranks = nranks;
 	last_rank = rank;
 	last_blocking = config ? config->blocking : -1;
+	last_config_size = config ? (long)config->size : -1;
+	last_config_version = config ? (long)config->version : -1;
+	last_cta_policy = -2;
+	if (config && config->size >= sizeof(config_v22800) && config->version >= 22800)
+		last_cta_policy = ((const config_v22800 *)config)->CTAPolicy;
 	pthread_mutex_unlock(&mu);
 	if (out == NULL) return fail(INVALID_ARGUMENT, "comm is NULL");
 	if (nranks < 1 || rank < 0 || rank >= nranks) return fail(INVALID_ARGUMENT, "rank out of range");
@@ -279,14 +300,16 @@ static ncclResult_t post_all(struct op *ops, int n) {
 	return res;
 }
 
-// ncclGroupEnd posts the thread's grouped operations at the outermost end.
-ncclResult_t ncclGroupEnd(void) {
+// group_end posts the thread's grouped operations at the outermost end.
+static ncclResult_t group_end(void) {
 	if (group_depth == 0) return fail(INVALID_USAGE, "ncclGroupEnd without ncclGroupStart");
 	if (--group_depth > 0) return SUCCESS;
 	int n = ngrouped;
 	ngrouped = 0;
 	return post_all(grouped, n);
 }
+
+ncclResult_t ncclGroupEnd(void) { return group_end(); }
 
 static ncclResult_t p2p(int send, const void *buf, size_t count, int type, int peer, struct comm *c) {
 	if (!valid(c)) return fail(INVALID_ARGUMENT, "invalid communicator");
@@ -326,6 +349,92 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count, int type,
 	pthread_mutex_unlock(&mu);
 	if (c->nranks == 1) memmove(recv, send, count * type_size(type));
 	return SUCCESS;
+}
+
+// ncclAlltoAll is count elements to every rank, each a send and a receive
+// of the calling thread's group (an implicit one outside a group), so it
+// pairs across ranks as point-to-point transfers do.
+ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count, int type, struct comm *c, void *stream) {
+	(void)stream;
+	if (!valid(c)) return fail(INVALID_ARGUMENT, "invalid communicator");
+	size_t n = count * type_size(type);
+	if (type_size(type) == 0) return fail(INVALID_ARGUMENT, "invalid data type");
+	if (count > 0 && (send == NULL || recv == NULL)) return fail(INVALID_ARGUMENT, "buffer is NULL");
+	// Static calls only: another copy of the stub loaded earlier in the
+	// process would interpose its exported names.
+	group_depth++;
+	ncclResult_t res = SUCCESS;
+	for (int p = 0; p < c->nranks && res == SUCCESS; p++) {
+		res = p2p(1, (const char *)send + (size_t)p * n, count, type, p, c);
+		if (res == SUCCESS) res = p2p(0, (char *)recv + (size_t)p * n, count, type, p, c);
+	}
+	ncclResult_t end = group_end();
+	return res != SUCCESS ? res : end;
+}
+
+ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
+	if (ptr == NULL || size == 0) return fail(INVALID_ARGUMENT, "ptr is NULL or size is 0");
+	*ptr = malloc(size);
+	if (*ptr == NULL) return fail(SYSTEM, "out of memory");
+	pthread_mutex_lock(&mu);
+	mem_allocs++;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+ncclResult_t ncclMemFree(void *ptr) {
+	if (ptr == NULL) return SUCCESS;
+	free(ptr);
+	pthread_mutex_lock(&mu);
+	mem_allocs--;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+#define WIN_MAGIC 0x77696e64u
+struct window {
+	unsigned magic;
+	struct comm *c;
+};
+
+ncclResult_t ncclCommWindowRegister(struct comm *c, void *buf, size_t size, struct window **win, int flags) {
+	if (!valid(c) || win == NULL) return fail(INVALID_ARGUMENT, "invalid communicator or window");
+	if (buf == NULL || size == 0 || flags < 0 || flags > 1) return fail(INVALID_ARGUMENT, "invalid buffer, size or flags");
+	struct window *w = calloc(1, sizeof *w);
+	if (w == NULL) return fail(SYSTEM, "out of memory");
+	w->magic = WIN_MAGIC;
+	w->c = c;
+	pthread_mutex_lock(&mu);
+	windows++;
+	pthread_mutex_unlock(&mu);
+	*win = w;
+	return SUCCESS;
+}
+
+ncclResult_t ncclCommWindowDeregister(struct comm *c, struct window *w) {
+	if (!valid(c) || w == NULL || w->magic != WIN_MAGIC || w->c != c) return fail(INVALID_ARGUMENT, "invalid communicator or window");
+	w->magic = 0;
+	free(w);
+	pthread_mutex_lock(&mu);
+	windows--;
+	pthread_mutex_unlock(&mu);
+	return SUCCESS;
+}
+
+// fakenccl_last_config reports the latest init's config: its size, its
+// version (-1 without a config) and the CTA policy (-2 unless the config
+// is a 2.28 one).
+void fakenccl_last_config(long *out) {
+	pthread_mutex_lock(&mu);
+	out[0] = last_config_size, out[1] = last_config_version, out[2] = last_cta_policy;
+	pthread_mutex_unlock(&mu);
+}
+
+// fakenccl_live reports the live ncclMemAlloc blocks and registered windows.
+void fakenccl_live(long *out) {
+	pthread_mutex_lock(&mu);
+	out[0] = mem_allocs, out[1] = windows;
+	pthread_mutex_unlock(&mu);
 }
 
 // fakenccl_last_init copies the arguments of the latest

@@ -54,7 +54,7 @@ func (t *Transport) enqueueCopies(p plan.Plan, ls transport.LaunchSpec) error {
 			return api.WrapDriver("joining the copy streams", err)
 		}
 	}
-	return t.launch(t.k.Sync, 1, farewellThreads, ls.Stream)
+	return t.launch(t.k.Sync(), 1, farewellThreads, ls.Stream)
 }
 
 // copyBox enqueues c, from input on s into data half half of its peer.

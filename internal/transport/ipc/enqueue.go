@@ -1,7 +1,10 @@
 package ipc
 
 import (
+	"time"
+
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
@@ -11,15 +14,40 @@ import (
 // PlanMover adds the copy-engine mode's part to p when the copy engines
 // move it (moverFor; never over the fp8 wire, which the kernels convert,
 // nor captured): the copies into the scratch, every input's address, the
-// mover in the signature. The kernels need nothing more.
+// mover in the signature. Where the kernels move it, it makes sure their
+// functions are loaded (loadFor).
 func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan.Plan, error) {
 	if p.Wire.Lossy() || t.moverFor(r.Op, p.GroupBytes, r.Captured) != api.MoverCopyEngines {
-		return p, nil
+		return p, t.loadFor(p, r.Captured)
 	}
 	t.copies = plan.Boxes(t.copies[:0], &r, &p, int(t.args.Rank), int(t.args.World), ts, int64(t.env.DType.Size()))
 	p.ByCopies, p.Copies = true, t.copies
 	p.Sig = plan.MoverSignature(p.Sig, api.MoverCopyEngines)
 	return p, nil
+}
+
+// loadFor makes sure the kernels Enqueue launches for p are loaded: at
+// once where they are (always with machine code, and after an operation's
+// first time); else it loads their PTX, which waits for the process's
+// queued operations on the device, for at most the Comm's timeout
+// (device.Kernels.Load). Allocation-free once they are.
+func (t *Transport) loadFor(p plan.Plan, captured bool) error {
+	timeout := time.Duration(t.args.TimeoutNs)
+	if p.Wire.Lossy() {
+		return t.wire.Load(p.Op, p.WireWidth, p.DecodeWidth, !p.WireDirect, timeout)
+	}
+	return t.k.Load(kindFor(p, captured), p.Op, p.Width, timeout)
+}
+
+// kindFor is the kind of exact entry that runs p.
+func kindFor(p plan.Plan, captured bool) device.Kind {
+	switch {
+	case p.General:
+		return device.General
+	case captured:
+		return device.Captured
+	}
+	return device.Plain
 }
 
 // Enqueue launches the operation's kernel (after the start barrier's with
@@ -50,12 +78,8 @@ func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 	}
 	if p.General {
 		t.setGeneral(p)
-		return t.launchOp(t.k.General[p.Op][p.Width], ls.Stream)
 	}
-	if ls.Captured {
-		return t.launchOp(t.k.Captured[p.Op][p.Width], ls.Stream)
-	}
-	return t.launchOp(t.k.Ops[p.Op][p.Width], ls.Stream)
+	return t.launchOp(t.k.Func(kindFor(p, ls.Captured), p.Op, p.Width), ls.Stream)
 }
 
 // setGeneral fills in the general entries' part of the argument.
@@ -101,7 +125,7 @@ func (t *Transport) startBarrier(s driver.Stream) error {
 	if t.args.HalfBytes != 0 {
 		return nil
 	}
-	return t.launch(t.k.Start, 1, farewellThreads, s)
+	return t.launch(t.k.Start(), 1, farewellThreads, s)
 }
 
 // Pad launches the narrowest AllGather with no batch: one block that
@@ -111,5 +135,5 @@ func (t *Transport) Pad(ls transport.LaunchSpec) error {
 	t.args.Input, t.args.Batch, t.args.Units = 0, 0, 1
 	t.args.Half, t.args.Live, t.args.GroupRow = ls.Half, 0, 0
 	t.args.Active, t.args.Sig = 1, plan.PadSignature
-	return t.launchOp(t.k.Ops[ptx.OpAllGather][narrowest], ls.Stream)
+	return t.launchOp(t.k.Func(device.Plain, ptx.OpAllGather, narrowest), ls.Stream) // ptx.FamilyBase: loaded with the share
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // New prepares the transport of env's Comm (its buffer, layout, stream
@@ -169,8 +170,8 @@ func (t *Transport) Release() {
 func (t *Transport) Occupancy() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "blocks %d x %d threads:", t.nblocks, t.threads)
-	for op, fs := range t.k.Ops {
-		for w, f := range fs {
+	for _, op := range ptx.Ops {
+		for w, f := range t.k.Loaded(device.Plain, op) {
 			regs, _ := t.env.Ctx.FuncAttribute(f, driver.FuncAttrNumRegs)
 			n, err := t.env.Ctx.MaxActiveBlocks(f, t.threads)
 			if err != nil {

@@ -51,7 +51,7 @@ func (t *Transport) Goodbye(wait bool) error {
 	if wait {
 		t.args.Active = 1
 	}
-	return t.launch(t.k.Close, 1, farewellThreads, t.env.Stream)
+	return t.launch(t.k.Close(), 1, farewellThreads, t.env.Stream)
 }
 
 // Abort sets the status word's Abort word: every wait of a kernel queued

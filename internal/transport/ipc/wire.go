@@ -37,14 +37,14 @@ func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 		t.args.WireDirect = 1
 	}
 	threads := t.wireThreads()
-	if err := t.launchSized(t.wire.Ops[p.Op][p.WireWidth], threads, ls.Stream); err != nil || p.WireDirect {
+	if err := t.launchSized(t.wire.Op(p.Op, p.WireWidth), threads, ls.Stream); err != nil || p.WireDirect {
 		return err
 	}
 	grid := t.nblocks // a captured operation's output grows with the counts at replay
 	if !ls.Captured {
 		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
 	}
-	return t.launch(t.wire.Decode[p.DecodeWidth], grid, threads, ls.Stream)
+	return t.launch(t.wire.Decode(p.DecodeWidth), grid, threads, ls.Stream)
 }
 
 // wireThreads is the block size of both wire launches. Their warps wait on

@@ -17,7 +17,8 @@ import (
 // on a locked OS thread with the device's context current (NCCL's groups
 // are per thread): the copies of this rank's own boxes, then per round
 // the packs of staged sends, one NCCL group of sends and receives, and
-// the unpacks of staged receives. It waits only for NCCL to have set up
+// the unpacks of staged receives (Tuning.Marker is told where each phase
+// ends). It waits only for NCCL to have set up
 // the previous group (settle), never for a peer's data.
 func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 	if ls.Captured {
@@ -30,11 +31,13 @@ func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 		if err := t.settle(); err != nil {
 			return err
 		}
+		t.mark(PhaseStart, ls.Stream)
 		for _, o := range t.plan.own {
 			if err := transport.CopyBox(t.env.Ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.Stream); err != nil {
 				return api.WrapDriver("copying rank "+strconv.Itoa(t.env.Rank)+"'s own part", err)
 			}
 		}
+		t.mark(PhaseOwn, ls.Stream)
 		for round := range t.plan.rounds {
 			if err := t.round(round, half, ls.Stream); err != nil {
 				return err
@@ -63,11 +66,13 @@ func (t *Transport) round(round int, half driver.DevicePtr, s driver.Stream) err
 			return api.WrapDriver("packing for rank "+strconv.Itoa(x.peer), err)
 		}
 	}
+	t.mark(PhasePack, s)
 	if t.inRound(round) {
 		if err := t.group(round, half, sendStage, recvStage, s); err != nil {
 			return err
 		}
 	}
+	t.mark(PhaseGroup, s)
 	for _, x := range t.plan.recvs {
 		if x.round != round || x.stage < 0 {
 			continue
@@ -78,7 +83,16 @@ func (t *Transport) round(round int, half driver.DevicePtr, s driver.Stream) err
 			return api.WrapDriver("unpacking from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
+	t.mark(PhaseUnpack, s)
 	return nil
+}
+
+// mark tells Tuning.Marker, where there is one, that phase p has been
+// enqueued on s.
+func (t *Transport) mark(p Phase, s driver.Stream) {
+	if m := t.tuning.Marker; m != nil {
+		m.Mark(t.env.Rank, p, s)
+	}
 }
 
 // group enqueues the round's sends and receives in one NCCL group, each

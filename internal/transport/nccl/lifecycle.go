@@ -16,7 +16,7 @@ import (
 // Connect joins the communicator.
 func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
 	t := &Transport{env: env, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
-		stageBytes: env.Layout.DataBytes}
+		stageBytes: env.Layout.DataBytes, tuning: currentTuning()}
 	t.timeout.Store(int64(env.Timeout))
 	return t
 }
@@ -27,7 +27,7 @@ func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transpo
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
 // may so Connect one after another from one goroutine.
 func (t *Transport) Connect(hs []handle.Handle) error {
-	if t.env.World > 1 && t.stageBytes > 0 {
+	if (t.env.World > 1 || t.tuning.Self) && t.stageBytes > 0 {
 		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {
 			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)

@@ -25,8 +25,9 @@ func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan
 // round of the others. A box never exceeds a data half (it lands in one),
 // so one region fits any box; receives staged by one operation are
 // disjoint parts of this rank's output, so they fit in one region too.
-// Its refusals are invariant checks: no operation that planning let
-// through reaches them.
+// With Tuning.Self this rank's own box is a send to itself and a receive
+// from itself, planned as a peer's. Its refusals are invariant checks: no
+// operation that planning let through reaches them.
 func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
@@ -36,8 +37,9 @@ func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) erro
 		pl.scratch = plan.Boxes(pl.scratch[:0], &r, p, q, t.env.World, ts, elem)
 		round, used := 0, int64(0)
 		for _, c := range pl.scratch {
-			if c.Peer == q {
-				if q == t.env.Rank {
+			self := q == t.env.Rank && c.Peer == q // this rank's own box
+			if c.Peer == q && !(self && t.tuning.Self) {
+				if self {
 					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: p.Inputs[c.Tensor]})
 				}
 				continue
@@ -50,14 +52,15 @@ func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) erro
 				round, used = round+1, 0
 			}
 			x := ncclXfer{box: c, round: round, stage: -1}
-			switch {
-			case q == t.env.Rank:
-				x.peer, x.input = c.Peer, p.Inputs[c.Tensor]
+			if q == t.env.Rank { // a send, to a peer or (Tuning.Self) to itself
+				s := x
+				s.peer, s.input = c.Peer, p.Inputs[c.Tensor]
 				if !c.Contiguous(c.Src) {
-					x.stage = used
+					s.stage = used
 				}
-				pl.sends = append(pl.sends, x)
-			case c.Peer == t.env.Rank:
+				pl.sends = append(pl.sends, s)
+			}
+			if c.Peer == t.env.Rank {
 				x.peer = q
 				if !c.Contiguous(c.Dst) {
 					if recvUsed+n > t.stageBytes {

@@ -25,6 +25,7 @@ type Transport struct {
 	lib     *binding.Library
 	id      binding.UniqueID
 	timeout atomic.Int64 // nanoseconds
+	tuning  Tuning       // the process's at New
 
 	// stage is 2*stageBytes of device memory: the send region, then the
 	// receive region (plan.go says why one data half each is enough).

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestNCCLSelfFlag: --nccl-self needs the NCCL transport and a process
+// per rank.
+func TestNCCLSelfFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nccl-self"}, "it needs --transport nccl"},
+		{[]string{"--nccl-self", "--transport", "ipc"}, "it needs --transport nccl"},
+		{[]string{"--nccl-self", "--transport", "nccl", "--single-process"}, "drop --single-process"},
+		{[]string{"--nccl-self", "--transport", "nccl"}, ""},
+	} {
+		fs, o := newBenchFlags(false)
+		require.NoError(t, fs.Parse(c.args))
+		_, err := o.plan()
+		if c.want == "" {
+			require.NoError(t, err, "%v", c.args)
+			require.True(t, o.ncclSelf)
+			continue
+		}
+		require.ErrorContains(t, err, c.want, "%v", c.args)
+	}
+}
+
+// TestPhaseTable: rows with phases print one line each, with the sum;
+// rows without print nothing.
+func TestPhaseTable(t *testing.T) {
+	var b bytes.Buffer
+	writePhaseTable(&b, []benchRow{{Op: "all_gather", DType: "bf16", BytesPerRank: 1 << 20}})
+	require.Empty(t, b.String())
+	writePhaseTable(&b, []benchRow{{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 128 << 10,
+		MedianUS: 30, Phases: &phaseTimes{Own: 0.5, Pack: 1.25, Group: 20, Unpack: 2}, NCCLReference: &ncclReference{SendSelfUS: 9.5}}})
+	require.Contains(t, b.String(), "NCCL transport phases (--nccl-self)")
+	require.Regexp(t, `send_recv_heads\s+bf16\s+128 KiB\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
+}

@@ -1,0 +1,61 @@
+package nccl
+
+import (
+	"sync/atomic"
+
+	"github.com/ulysses-go/ulysses/internal/driver"
+)
+
+// Tuning is the process's choices for the NCCL transports made after
+// SetTuning (New reads it): knobs for timing the transport, which the
+// bench sets. The zero value is the transport as users get it.
+type Tuning struct {
+	// Self sends a rank's own share through NCCL too, a send to itself
+	// and a receive from itself in the round's group (packed and unpacked
+	// through the staging where a side is not contiguous), instead of
+	// copying it: at world one, every operation is then one NCCL group, so
+	// the group's fixed cost, the packs and the unpacks can be timed on
+	// one GPU.
+	Self bool
+	// Marker, when set, is told after each phase of every operation has
+	// been enqueued (PhaseStart first): it may record an event on the
+	// stream, so that the device time of each phase can be read.
+	Marker PhaseMarker
+}
+
+// Phase is a part of an operation over NCCL, in the order Enqueue puts
+// them on the stream: the own boxes, then per round the packs, the group
+// and the unpacks.
+type Phase int
+
+// The phases, PhaseStart marking where an operation begins.
+const (
+	PhaseStart Phase = iota
+	PhaseOwn
+	PhasePack
+	PhaseGroup
+	PhaseUnpack
+)
+
+// PhaseMarker is told where the phases of an operation end on its
+// stream: Mark is called on the enqueuing thread, with the device's
+// context current, after the phase p of rank's operation has been
+// enqueued on s (also when the phase enqueued nothing). It must not call
+// into the transport.
+type PhaseMarker interface {
+	Mark(rank int, p Phase, s driver.Stream)
+}
+
+var tuning atomic.Pointer[Tuning]
+
+// SetTuning sets the choices of the transports New makes from now on in
+// this process; transports made before keep theirs.
+func SetTuning(t Tuning) { tuning.Store(&t) }
+
+// currentTuning is the last SetTuning's, or the zero Tuning.
+func currentTuning() Tuning {
+	if t := tuning.Load(); t != nil {
+		return *t
+	}
+	return Tuning{}
+}
