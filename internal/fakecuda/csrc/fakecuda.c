@@ -1798,9 +1798,14 @@ CUresult cuEventDestroy_v2(uintptr_t e) {
 // (MAP_SHARED, MAP_FIXED), and a mapping counts as a device allocation
 // for memsets, copies and cuMemGetAddressRange_v2, but not for cuMemFree_v2
 // or cuIpcGetMemHandle, which refuse it as the real driver does. The
-// granularity is 2 MiB, as on current GPUs. Fabric handles are not
+// granularity is 2 MiB, as on current GPUs (Linux only: elsewhere the
+// stub lacks these optional entry points). Fabric handles are not
 // supported (CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED is 0 and
 // asking for one fails with CUDA_ERROR_NOT_SUPPORTED).
+
+static long long n_vmm_allocs, n_vmm_maps, n_vmm_reserved, n_vmm_exports;
+
+#ifdef __linux__ // memfd_create
 
 #define VMM_GRANULARITY ((size_t)2 << 20)
 #define MAX_VMM 1024
@@ -1840,7 +1845,6 @@ struct vmm_range {
 
 static struct vmm_alloc vmm_allocs[MAX_VMM];
 static struct vmm_range vmm_ranges[MAX_VMM];
-static long long n_vmm_allocs, n_vmm_maps, n_vmm_reserved, n_vmm_exports;
 
 static int check_prop(const struct mem_prop *p) {
 	if (p == NULL || p->type != 1 || p->location.type != 1 || p->win32 != NULL)
@@ -2174,6 +2178,8 @@ CUresult cuMemImportFromShareableHandle(unsigned long long *h, void *os_handle, 
 		close(own);
 	return r;
 }
+
+#endif // __linux__
 
 // ---- counters for tests ----------------------------------------------------
 
