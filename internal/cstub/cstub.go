@@ -1,7 +1,10 @@
 // Package cstub compiles the stub C libraries that stand in for vendor
 // libraries in tests (internal/fakecuda's libcuda, internal/fakenccl's
-// libnccl). It needs a C compiler, cc, at test time only; the packages
-// that use it build with CGO_ENABLED=0.
+// libnccl), for the platform of the process that loads them. It needs a C
+// compiler at test time only: cc, or the target's cross compiler where cc
+// builds for another (a linux/arm64 test binary run under emulation on an
+// amd64 host), or $ULYSSES_STUB_CC. The packages that use it build with
+// CGO_ENABLED=0.
 package cstub
 
 import (
@@ -10,19 +13,24 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
-// ErrNoCompiler is matched by the error Build returns when cc is missing.
-var ErrNoCompiler = errors.New("no C compiler: cc is not in PATH")
+// ErrNoCompiler is matched by the error Build returns when there is no C
+// compiler for the running platform.
+var ErrNoCompiler = errors.New("no C compiler")
 
-// Build writes source to dir/src and compiles it with cc -shared -fPIC
-// -O1 and cflags into dir/lib, and returns the library's absolute path.
-// The error matches ErrNoCompiler when cc is missing.
+// Build writes source to dir/src and compiles it with -shared -fPIC -O1
+// and cflags into dir/lib, a library for the running GOOS/GOARCH, and
+// returns the library's absolute path. The compiler is $ULYSSES_STUB_CC,
+// else cc if it targets GOARCH, else the GNU cross compiler for GOARCH (on
+// linux); finding it runs cc -dumpmachine once. The error matches
+// ErrNoCompiler when there is none, and names lib.
 func Build(dir, src, lib string, source []byte, cflags ...string) (path string, err error) {
-	cc, err := exec.LookPath("cc")
+	cc, err := compiler(runtime.GOOS, runtime.GOARCH)
 	if err != nil {
-		return "", fmt.Errorf("%w (install gcc or clang to build the stub %s): %v", ErrNoCompiler, lib, err)
+		return "", fmt.Errorf("building the stub %s: %w", lib, err)
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {

@@ -68,8 +68,9 @@ type ipcOpenFunc func(p *DevicePtr, h ipcHandleArg, flags uint32) uintptr
 // bindIpcOpen wraps cuIpcOpenMemHandle_v2 at fn with purego.RegisterFunc,
 // which lays out the by-value 64-byte handle as the platform's C ABI
 // wants: on the stack under System V amd64, as a pointer to a copy under
-// AAPCS64. The amd64 path is exercised by the GPU tests and by the stub
-// driver's TestFakeIpcByValue; the arm64 path has not run on hardware.
+// AAPCS64. The stub driver's TestFakeIpcByValue exercises both paths (the
+// arm64 one under emulation, .ci/arm64), the GPU tests the amd64 one on
+// hardware; the arm64 path has not run on arm64 hardware.
 // Where purego cannot pass structs (it panics, e.g. on 386 or FreeBSD) the
 // error is returned, and IpcOpenMemHandle reports it. Calls go through
 // reflection and allocate (about six small objects each): acceptable, as

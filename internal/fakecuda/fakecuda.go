@@ -96,7 +96,8 @@
 // ...) and ReadCalls the arguments of its latest calls of a few entry
 // points, both as seen by the process that reads them.
 //
-// Building needs a C compiler, cc, at test time only; the package itself
+// Building needs a C compiler for the running platform at test time only
+// (cc, or its cross compiler: see internal/cstub); the package itself
 // builds with CGO_ENABLED=0.
 package fakecuda
 
@@ -136,9 +137,10 @@ const MaxRecordedParams = 4
 // Source returns the stub's C source.
 func Source() string { return string(source) }
 
-// Build compiles the stub into dir/libcuda.so.1 with cc -shared -fPIC -O1
-// and returns the library's absolute path. It leaves the source beside it
-// (fakecuda.c). The error matches cstub.ErrNoCompiler when cc is missing.
+// Build compiles the stub into dir/libcuda.so.1 with cstub.Build (-shared
+// -fPIC -O1, for the running GOARCH) and returns the library's absolute
+// path. It leaves the source beside it (fakecuda.c). The error matches
+// cstub.ErrNoCompiler when there is no compiler for the platform.
 func Build(dir string) (path string, err error) {
 	path, err = cstub.Build(dir, "fakecuda.c", Library, source)
 	if err != nil {

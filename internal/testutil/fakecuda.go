@@ -41,9 +41,10 @@ var (
 // driver (libcuda.so.1) in a temporary directory of tb. No process has
 // loaded that file yet: once opened (driver.LoadLibrary, or driver.Load
 // through ULYSSES_LIBCUDA), its state and counters are its own, whatever
-// other copies the process has loaded. Without a C compiler the test is
-// skipped, except under CI=true, where it fails; without dlopen
-// (Windows) it is skipped.
+// other copies the process has loaded. Without a C compiler for this
+// platform (cstub.ErrNoCompiler: for a linux/arm64 test binary under
+// emulation, the aarch64 cross compiler) the test is skipped, except under
+// CI=true, where it fails; without dlopen (Windows) it is skipped.
 func FakeCUDA(tb testing.TB) string {
 	tb.Helper()
 	return stubCopy(tb, "the stub CUDA driver", fakecuda.Library, cudaImage)
@@ -73,9 +74,11 @@ func stubCopy(tb testing.TB, what, name string, image func() ([]byte, error)) st
 	b, err := image()
 	if errors.Is(err, cstub.ErrNoCompiler) && os.Getenv("CI") != "true" {
 		tb.Skipf("cannot build %s: %v", what, err)
+		return ""
 	}
 	if err != nil {
 		tb.Fatalf("building %s: %v", what, err)
+		return ""
 	}
 	path := filepath.Join(tb.TempDir(), name)
 	if err := os.WriteFile(path, b, 0o755); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ulysses-go/ulysses/internal/cstub"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 	"github.com/ulysses-go/ulysses/internal/testutil"
@@ -121,4 +122,36 @@ func TestFakeCUDA(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, na.ContextRetains)
 	require.Empty(t, nb.Live(), "each copy is a library of its own")
+}
+
+// TestStubBuildFailure: a stub that cannot be built for want of a C
+// compiler for this platform (under emulation, its cross compiler) skips
+// the test, or fails it under CI=true; any other build error fails it.
+func TestStubBuildFailure(t *testing.T) {
+	noCC := fmt.Errorf("building the stub libx.so: %w for linux/arm64: cc does not target arm64", cstub.ErrNoCompiler)
+	broken := errors.New("x.c:1:1: error: expected ';'")
+	for _, tc := range []struct {
+		name, ci   string
+		err        error
+		skip, fail string
+	}{
+		{name: "no-compiler", err: noCC, skip: "cannot build the stub X: " + noCC.Error()},
+		{name: "no-compiler-ci", ci: "true", err: noCC, fail: "building the stub X: " + noCC.Error()},
+		{name: "broken", err: broken, fail: "building the stub X: " + broken.Error()},
+		{name: "broken-ci", ci: "true", err: broken, fail: "building the stub X: " + broken.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CI", tc.ci)
+			r := &recorder{TB: t}
+			path := testutil.StubCopy(r, "the stub X", "libx.so", func() ([]byte, error) { return nil, tc.err })
+			require.Empty(t, path)
+			require.Equal(t, tc.skip, r.skipped)
+			require.Equal(t, tc.fail, r.failed)
+		})
+	}
+	path := testutil.StubCopy(t, "the stub X", "libx.so", func() ([]byte, error) { return []byte("ELF"), nil })
+	require.Equal(t, "libx.so", filepath.Base(path))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "ELF", string(b), "a copy of the image")
 }

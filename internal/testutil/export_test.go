@@ -1,0 +1,4 @@
+package testutil
+
+// StubCopy is stubCopy, for the tests of its reaction to a failed build.
+var StubCopy = stubCopy
