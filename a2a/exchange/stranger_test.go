@@ -427,8 +427,17 @@ func TestFlood(t *testing.T) {
 	maxConns := xs[0].cfg.MaxConns
 	addr := xs[0].Addr()
 	f0, g0 := countFDs(t), runtime.NumGoroutine()
-
-	peaks := startSampler(t)
+	// The strangers hold at most one connection per worker (and the
+	// descriptor of a connection being dialed); the group holds P-1
+	// connections from the peers' side; rank 0 at most MaxConns (and the
+	// newcomer it holds while it waits for room).
+	fdBound := f0 + workers + (P - 1) + maxConns + 8
+	// Strangers: one goroutine per worker, plus what dialing takes; the
+	// group: P AllGather calls, the accept loop, one goroutine per
+	// connection rank 0 holds or evicted and still exiting (2*MaxConns at
+	// most), the flood's waiter and the sampler.
+	gBound := g0 + 2*workers + P + 1 + 2*maxConns + 8
+	peaks := startSampler(t, gBound)
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -478,7 +487,7 @@ func TestFlood(t *testing.T) {
 		res, errs := runRound(ctx, xs, payloads, false)
 		cancel()
 		for r := range P {
-			require.NoError(t, errs[r], "rank %d, round %d", r, rounds)
+			require.NoError(t, errs[r], "rank %d, round %d (every rank's error: %v)", r, rounds, errs)
 			requireBlobs(t, payloads, res[r])
 		}
 		st := lastStats(xs[0])
@@ -496,17 +505,6 @@ func TestFlood(t *testing.T) {
 	elapsed := time.Since(start)
 	peaks.end()
 	peaks.sample(t)
-
-	// The strangers hold at most one connection per worker (and the
-	// descriptor of a connection being dialed); the group holds P-1
-	// connections from the peers' side; rank 0 at most MaxConns (and one
-	// being accepted and closed).
-	fdBound := f0 + workers + (P - 1) + maxConns + 8
-	// Strangers: one goroutine per worker, plus what dialing takes; the
-	// group: P AllGather calls, the accept loop, one goroutine per
-	// connection rank 0 holds or evicted and still exiting (2*MaxConns at
-	// most), the flood's waiter and the sampler.
-	gBound := g0 + 2*workers + P + 1 + 2*maxConns + 8
 	t.Logf("%d connections in %v (%d rounds): rank 0 admitted %d, evicted %d, held at most %d at once (MaxConns %d); "+
 		"process peaks: %d descriptors (baseline %d, bound %d), %d goroutines (baseline %d, bound %d)",
 		total, elapsed.Round(time.Millisecond), rounds, admitted, evicted, peakConns, maxConns,
