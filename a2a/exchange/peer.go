@@ -205,8 +205,8 @@ func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, er
 	copy(s.challenge[:], f.payload)
 	if !s.verify(labelProof, nil, f.payload[nonceSize:]) {
 		sendPeerError(conn, s, ErrAuth, proofRefusal)
-		return nil, nil, fmt.Errorf("exchange: rank %d: the process at %s does not prove the group secret "+
-			"(not rank 0 of this group, or its secret differs): %w", r, addr, ErrAuth)
+		return nil, nil, fmt.Errorf("exchange: rank %d: rank 0's address %s answered without the group's secret; "+
+			"another process may hold the port (or rank 0's secret differs): %w", r, addr, ErrAuth)
 	}
 	return s, nil, nil
 }

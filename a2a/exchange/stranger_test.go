@@ -223,7 +223,7 @@ func TestRankWithAnotherSecret(t *testing.T) {
 	xs, rank0, err := withAnotherSecret(t, ctx)
 	require.ErrorIs(t, err, ErrAuth)
 	assertExchangeError(t, err, ErrAuth)
-	assert.Contains(t, err.Error(), "does not prove the group secret")
+	assert.Contains(t, err.Error(), "answered without the group's secret")
 	assert.Less(t, time.Since(start), time.Second)
 
 	res, err := xs[1].AllGather(ctx, []byte("one"))
@@ -273,7 +273,7 @@ func TestImpostorRankZero(t *testing.T) {
 			_, err := x1.AllGather(context.Background(), secretBlob)
 			require.ErrorIs(t, err, ErrAuth)
 			assertExchangeError(t, err, ErrAuth)
-			assert.Contains(t, err.Error(), "the process at "+addr+" does not prove the group secret")
+			assert.Contains(t, err.Error(), "rank 0's address "+addr+" answered without the group's secret; another process may hold the port")
 			all := <-heard
 			assert.NotContains(t, string(all), string(secretBlob))
 			require.Greater(t, len(all), nonceSize)
@@ -285,6 +285,34 @@ func TestImpostorRankZero(t *testing.T) {
 			assert.Zero(t, rest.Len(), "the impostor got the nonce and the refusal, nothing else")
 		})
 	}
+}
+
+// TestPortHeldByAnotherProcess: when another process holds rank 0's port
+// (here rank 0 of another group, whose secret differs), rank 0 of the
+// group cannot listen on it, and a peer fails at once with ErrAuth,
+// saying plainly what it found.
+func TestPortHeldByAnotherProcess(t *testing.T) {
+	checkLeaks(t)
+	other := newGroupWith(t, 2, func(c *TCPConfig) { c.Secret = otherSecret })
+	addr := other[0].Addr()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	otherRound := gatherAsync(ctx, other[0], []byte("the other group's zero"))
+
+	x0 := newX(t, TCPConfig{Addr: addr, Rank: 0, WorldSize: 2, Secret: testSecret})
+	err := x0.Listen()
+	require.ErrorIs(t, err, syscall.EADDRINUSE)
+	assert.Contains(t, err.Error(), "exchange: rank 0: listen on "+addr)
+
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, Secret: testSecret})
+	start := time.Now()
+	_, err = x1.AllGather(ctx, []byte("one"))
+	require.ErrorIs(t, err, ErrAuth)
+	assertExchangeError(t, err, ErrAuth)
+	assert.Contains(t, err.Error(), "rank 0's address "+addr+" answered without the group's secret; another process may hold the port")
+	assert.Less(t, time.Since(start), time.Second, "the peer does not wait for its deadline")
+	cancel()
+	assert.Error(t, <-otherRound)
 }
 
 // TestVersion2PeerIsTold: a hello of protocol version 2 (which carried
