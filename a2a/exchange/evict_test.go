@@ -14,17 +14,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// greetedStranger connects to addr without the secret, sends a hello and
-// reads the challenge: rank 0 then counts it as greeted. It is closed when
-// the test ends.
-func greetedStranger(t *testing.T, addr string) *client {
+// greetedClient connects to addr as rank 1 of 2 with key, sends a hello
+// and reads the challenge (within 5 s): rank 0 then waits for its proof.
+// It reports whether rank 0's proof checks out under key, and is closed
+// when the test ends.
+func greetedClient(t *testing.T, addr string, key []byte) (*client, bool) {
 	t.Helper()
-	cl, err := dialClient(addr, 1, 2, nil)
+	cl, err := dialClient(addr, 1, 2, key)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
 	require.NoError(t, cl.c.SetDeadline(time.Now().Add(5*time.Second)))
-	_, err = cl.challenge()
+	proven, err := cl.challenge()
 	require.NoError(t, err)
+	return cl, proven
+}
+
+// greetedStranger is greetedClient without the secret.
+func greetedStranger(t *testing.T, addr string) *client {
+	t.Helper()
+	cl, _ := greetedClient(t, addr, nil)
 	return cl
 }
 
@@ -187,10 +195,28 @@ func TestEvictionOrder(t *testing.T) {
 // of the connections so far.
 func busyRoot(t *testing.T) (string, func() []time.Time) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	var mu sync.Mutex
 	var times []time.Time
+	addr := scriptedRoot(t, func(i int, c net.Conn) {
+		mu.Lock()
+		times = append(times, time.Now())
+		mu.Unlock()
+		turnAwayLikeRoot(c, i%2 == 0)
+	})
+	return addr, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), times...)
+	}
+}
+
+// scriptedRoot listens on 127.0.0.1 and hands each connection it accepts
+// to serve, with its number (from 0), one at a time, until the test
+// ends. It returns the address.
+func scriptedRoot(t *testing.T, serve func(i int, c net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -199,21 +225,14 @@ func busyRoot(t *testing.T) (string, func() []time.Time) {
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			times = append(times, time.Now())
-			mu.Unlock()
-			turnAwayLikeRoot(c, i%2 == 0)
+			serve(i, c)
 		}
 	}()
 	t.Cleanup(func() {
 		_ = l.Close()
 		<-done
 	})
-	return l.Addr().String(), func() []time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]time.Time(nil), times...)
-	}
+	return l.Addr().String()
 }
 
 // turnAwayLikeRoot reads c's hello and, if challenge, runs rank 0's side
@@ -292,12 +311,7 @@ func TestChallengedPeerKeepsItsSlot(t *testing.T) {
 	checkLeaks(t)
 	xs, _, _, rank0 := fullGroup(t, 2, nil)
 	_, proofGrace := graces(xs[0].cfg.AuthTimeout)
-	cl, err := dialClient(xs[0].Addr(), 1, 2, testSecret)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cl.Close() })
-	require.NoError(t, cl.c.SetDeadline(time.Now().Add(5*time.Second)))
-	proven, err := cl.challenge()
-	require.NoError(t, err)
+	cl, proven := greetedClient(t, xs[0].Addr(), testSecret)
 	require.True(t, proven)
 
 	run := startAttack(redialling(32, sayHello), xs[0].Addr())
@@ -332,12 +346,7 @@ func TestLateProofIsToldToDialAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rank0 := gatherAsync(ctx, xs[0], []byte("zero"))
-	cl, err := dialClient(xs[0].Addr(), 1, 2, testSecret)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cl.Close() })
-	require.NoError(t, cl.c.SetDeadline(time.Now().Add(5*time.Second)))
-	proven, err := cl.challenge()
-	require.NoError(t, err)
+	cl, proven := greetedClient(t, xs[0].Addr(), testSecret)
 	require.True(t, proven)
 	time.Sleep(2 * authTimeout)
 	_ = cl.authAndBlob([]byte("one")) // rank 0 may have closed the connection
@@ -357,36 +366,21 @@ func TestLateProofIsToldToDialAgain(t *testing.T) {
 // turned it away before taking its blob, which it had not).
 func TestNoResultAfterATurnAway(t *testing.T) {
 	checkLeaks(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if i == 0 {
-				turnAwayLikeRoot(c, true)
-				continue
-			}
-			hello, err := decodeFrame(c, controlLimit)
-			if err == nil {
-				_, _, _ = rootHandshake(c, hello, testSecret)
-				_, _ = io.Copy(io.Discard, c) // takes the blob, never answers
-			}
-			_ = c.Close()
+	addr := scriptedRoot(t, func(i int, c net.Conn) {
+		if i == 0 {
+			turnAwayLikeRoot(c, true)
+			return
 		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
+		defer c.Close()
+		if hello, err := decodeFrame(c, controlLimit); err == nil {
+			_, _, _ = rootHandshake(c, hello, testSecret)
+			_, _ = io.Copy(io.Discard, c) // takes the blob, never answers
+		}
 	})
-	x1 := newX(t, TCPConfig{Addr: l.Addr().String(), Rank: 1, WorldSize: 2, DialInterval: 5 * time.Millisecond, Secret: testSecret})
+	x1 := newX(t, TCPConfig{Addr: addr, Rank: 1, WorldSize: 2, DialInterval: 5 * time.Millisecond, Secret: testSecret})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err = x1.AllGather(ctx, []byte("one"))
+	_, err := x1.AllGather(ctx, []byte("one"))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assertExchangeError(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "waiting for the result from rank 0")

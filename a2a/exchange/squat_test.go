@@ -147,14 +147,17 @@ type peakSampler struct {
 	confirmAbove    int // goroutine counts over this are counted again, exactly
 	stop            chan struct{}
 	done            chan struct{}
+	stopOnce        sync.Once
 }
 
-// startSampler starts a sampler. A goroutine count over confirmAbove (the
-// test's bound) is counted again from a dump of every goroutine: the
-// runtime's count can run hundreds over while the collector frees the
-// stacks of goroutines that exited (those of an earlier test included).
+// startSampler starts a sampler, which stops when the test ends if not
+// before. A goroutine count over confirmAbove (the test's bound) is
+// counted again from a dump of every goroutine: the runtime's count can
+// run hundreds over while the collector frees the stacks of goroutines
+// that exited (those of an earlier test included).
 func startSampler(t *testing.T, confirmAbove int) *peakSampler {
 	p := &peakSampler{confirmAbove: confirmAbove, stop: make(chan struct{}), done: make(chan struct{})}
+	t.Cleanup(p.end)
 	go func() {
 		defer close(p.done)
 		for {
@@ -179,8 +182,9 @@ func (p *peakSampler) sample(t *testing.T) {
 	p.fds.Store(max(p.fds.Load(), int64(countFDs(t))))
 }
 
+// end stops the sampler; it is idempotent.
 func (p *peakSampler) end() {
-	close(p.stop)
+	p.stopOnce.Do(func() { close(p.stop) })
 	<-p.done
 }
 
