@@ -3,15 +3,17 @@ package exchange
 import (
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestConnTable: a full table evicts the oldest fresh connection, then the
-// oldest greeted one, never a proven one, and refuses a newcomer only when
-// every open connection is proven; a connection it evicted can be neither
-// greeted nor proven.
+// TestConnTable: a full table evicts only a connection that has had its
+// grace (helloGrace waiting for its hello, proofGrace waiting for its
+// proof, none while rank 0 works on it), those without a hello first, and
+// never a proven one; with none due it says when one will be, and a
+// connection it evicted can be neither waited on nor removed.
 func TestConnTable(t *testing.T) {
 	conns := make([]net.Conn, 8)
 	for i := range conns {
@@ -19,47 +21,61 @@ func TestConnTable(t *testing.T) {
 		t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 		conns[i] = a
 	}
-	tab := newConnTable(3)
-	add := func(c net.Conn) (net.Conn, bool) {
+	const hello, proof = 10 * time.Millisecond, 100 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	tab := newConnTable(3, hello, proof)
+	admit := func(c net.Conn, ms int) (victim net.Conn, challenged bool) {
 		t.Helper()
-		victim, greeted, ok := tab.add(c)
-		require.True(t, ok)
-		return victim, greeted
+		victim, challenged, next, ok := tab.admit(c, at(ms))
+		require.True(t, ok, "admitted at %d ms", ms)
+		assert.True(t, next.IsZero())
+		return victim, challenged
+	}
+	wait := func(c net.Conn, ms int) time.Time {
+		t.Helper()
+		victim, challenged, next, ok := tab.admit(c, at(ms))
+		require.False(t, ok, "waits at %d ms", ms)
+		assert.Nil(t, victim)
+		assert.False(t, challenged)
+		assert.False(t, tab.has(c))
+		return next
 	}
 	for _, c := range conns[:3] {
-		victim, _ := add(c)
+		victim, _ := admit(c, 0)
 		require.Nil(t, victim, "not full yet")
 	}
-	require.True(t, tab.greet(conns[0]))
-	require.True(t, tab.greet(conns[1]))
-	require.True(t, tab.prove(conns[1]))
+	assert.True(t, wait(conns[3], 0).IsZero(), "no one is waited on yet: every connection is safe, and no grace is running")
 
-	victim, greeted := add(conns[3]) // fresh: 2; greeted: 0; proven: 1
-	assert.Equal(t, conns[2], victim, "a fresh connection goes before an older greeted one")
-	assert.False(t, greeted)
-	victim, greeted = add(conns[4]) // fresh: 3
-	assert.Equal(t, conns[3], victim, "the oldest fresh one")
-	assert.False(t, greeted)
-	require.True(t, tab.greet(conns[4]))
-	victim, greeted = add(conns[5]) // greeted: 0, 4 (in the order of their hellos)
-	assert.Equal(t, conns[0], victim, "no fresh one left: the oldest greeted one")
-	assert.True(t, greeted)
-	assert.False(t, tab.greet(conns[0]), "an evicted connection is gone")
-	assert.False(t, tab.prove(conns[0]))
+	require.True(t, tab.await(conns[0], waitHello, at(0)))
+	require.True(t, tab.await(conns[1], waitHello, at(1)))
+	require.True(t, tab.await(conns[2], waitProof, at(2)))
+	assert.Equal(t, at(10), wait(conns[3], 5), "the first hello's grace ends at 10 ms")
+	victim, challenged := admit(conns[3], 10)
+	assert.Equal(t, conns[0], victim, "its grace is over")
+	assert.False(t, challenged)
+	assert.False(t, tab.await(conns[0], waitHello, at(10)), "an evicted connection is gone")
+	assert.False(t, tab.remove(conns[0]))
 
-	require.True(t, tab.prove(conns[4]))
-	require.True(t, tab.prove(conns[5]))
-	victim, greeted, ok := tab.add(conns[6]) // proven: 1, 4, 5
-	assert.False(t, ok, "every open connection proved the secret: the newcomer is refused")
-	assert.Nil(t, victim)
-	assert.False(t, greeted)
-	assert.False(t, tab.has(conns[6]))
+	require.True(t, tab.await(conns[1], waitNothing, time.Time{}), "rank 0 read conns[1]'s hello: it is safe again")
+	assert.Equal(t, at(102), wait(conns[4], 50), "conns[2]'s proof is due at 102 ms")
+	require.True(t, tab.await(conns[3], waitHello, at(60)))
+	assert.Equal(t, at(70), wait(conns[4], 60), "conns[3]'s hello is due sooner")
+	victim, challenged = admit(conns[4], 150)
+	assert.Equal(t, conns[3], victim, "both are due: the one without a hello goes first, though it is younger")
+	assert.False(t, challenged)
+	victim, challenged = admit(conns[5], 150)
+	assert.Equal(t, conns[2], victim, "then the one challenged")
+	assert.True(t, challenged, "it may have sent its proof: it is told")
+
+	// conns[1] (proven, say), [4] and [5] are in no line.
+	assert.True(t, wait(conns[6], 10_000).IsZero(), "proven or busy connections are never due")
 	assert.Equal(t, 3, tab.len())
-	for _, c := range []net.Conn{conns[1], conns[4], conns[5]} {
-		assert.True(t, tab.has(c), "proven connections stay")
-	}
 	assert.True(t, tab.remove(conns[1]))
 	assert.False(t, tab.remove(conns[1]))
-	victim, _ = add(conns[7])
+	victim, _ = admit(conns[6], 10_000)
 	assert.Nil(t, victim, "room again")
+	for _, c := range []net.Conn{conns[4], conns[5], conns[6]} {
+		assert.True(t, tab.has(c))
+	}
 }

@@ -35,8 +35,9 @@
 // poison one: its connection is dropped (and ignored by the round) when
 // its proof is missing or wrong, whatever rank or world size its hello
 // claims, nor keep the group from forming by holding rank 0's connection
-// slots: a full rank 0 closes the oldest connection that has not proved
-// the secret to make room for a newcomer (see Limits on rank 0). A peer
+// slots: a full rank 0 closes a connection that has not proved the secret,
+// once it has had its grace, to make room for a newcomer (see Limits on
+// rank 0). A peer
 // whose secret differs tells rank 0, in place of its proof, that rank 0's
 // proof is wrong, so that rank 0 can name it (ErrAuth). A hello that
 // proves the secret but disagrees with the group (another world size, a
@@ -61,35 +62,54 @@
 // # Limits on rank 0
 //
 // During a round rank 0 holds at most TCPConfig.MaxConns connections open
-// (default 4P+16), the peers' included. When a new one would exceed that,
-// it closes the oldest connection that has not proved the secret, those
-// that have not sent a hello first (an honest peer sends its hello with
-// its first bytes, so once rank 0 has read it only strangers that speak
-// the protocol compete for its place), and never one that has proved it
-// (at most P-1 have, so there is always one to close). An evicted
-// connection that sent its hello gets an error frame first (code 6), so
-// that an honest peer, which may have sent its proof and blob, knows that
-// rank 0 took neither; such a peer, or one whose connection was closed
-// before any answer to its hello, dials again after a pause that starts
-// at DialInterval, doubles up to 8 times that, and is drawn from the upper
-// half of its span. Each open connection costs a file descriptor and a
-// goroutine, so while a round waits for blobs it holds at most MaxConns+1
-// descriptors (with the listener) and at most 2*MaxConns+2 goroutines
+// (default 4P+16), the peers' included. A connection that has not proved
+// the secret may lose its place to a newcomer once it has had its grace,
+// which counts only time that rank 0 spends waiting on it: 10 ms (at most
+// a quarter of AuthTimeout) waiting for its hello, from when rank 0 starts
+// to read it (an honest peer sends its hello with its first bytes, so rank
+// 0 finds it there), and a quarter of AuthTimeout (250 ms by default)
+// waiting for its proof, from when rank 0 sent the challenge. While rank 0
+// has not yet started to read a connection, or works on what it read, the
+// connection is safe; one that proved the secret is never closed to make
+// room (at most P-1 have). When a newcomer finds MaxConns open, rank 0
+// closes the connection whose grace ended first, those waited on for a
+// hello before those challenged; if no grace has ended, it holds the
+// newcomer, and accepts no other, until one does or a connection leaves:
+// later connections wait in the listener's backlog, in the order they
+// came. So no flood of connections, hellos or proofs can close a peer's
+// connection while rank 0 waits for its proof within the grace, and
+// strangers that send a hello and then nothing hold each place for about
+// a quarter of AuthTimeout: N of them delay a peer by about
+// N/(MaxConns-P+1) times that (2.2 s for 256 with the defaults and P =
+// 4). A connection that rank 0 challenged and closes before it took the
+// blob, to make room or at a deadline, gets an error frame first (code
+// 6), so that an honest peer, which may have sent its proof and blob,
+// knows that rank 0 took neither; such a peer, or one whose connection
+// was closed before any answer to its hello, dials again after a pause
+// that starts at DialInterval, doubles up to 8 times that, and is drawn
+// from the upper half of its span.
+//
+// Each open connection costs a file descriptor and a goroutine, so while a
+// round waits for blobs it holds at most MaxConns+2 descriptors (with the
+// listener and the newcomer it holds) and at most 2*MaxConns+2 goroutines
 // (those of evicted connections still exiting, the accept loop and the
-// caller's: the accept loop waits while there are more); once it has
-// every blob it closes the other connections and holds P descriptors and
-// P goroutines (one per peer, the listener and the caller's), and at most
-// one connection accepted as the round ends, kept for the next round.
-// Before a connection proves the secret rank 0 reads at most a 52-byte
-// hello and a 52-byte proof from it: a frame announcing a longer payload
-// is dropped unread, so unauthenticated connections hold at most 104
-// bytes of frames each, MaxConns*104 bytes in all. A connection must
-// deliver its hello and its proof within TCPConfig.AuthTimeout (default
-// 1 s) of being accepted, and its blob within TCPConfig.HelloTimeout
-// (default 10 s), or the context's deadline if sooner; a peer must
-// acknowledge the result within HelloTimeout too. Frame payloads are read
-// as they arrive (decodeFrame holds at most 64 KiB beyond the bytes
-// received).
+// caller's: the accept loop waits while there are more); once it has every
+// blob it closes the other connections and holds P descriptors and P
+// goroutines (one per peer, the listener and the caller's), and at most
+// one connection accepted as the round ends, kept for the next round. A
+// flood of more connections at once than the listener's backlog holds (on
+// Linux, net.core.somaxconn) makes the kernel drop new connection
+// attempts, a peer's too, which the peer's kernel repeats 1 s later, then
+// 2 s after that, and so on. Before a connection proves the secret rank 0
+// reads at most a 52-byte hello and a 52-byte proof from it: a frame
+// announcing a longer payload is dropped unread, so unauthenticated
+// connections hold at most 104 bytes of frames each, MaxConns*104 bytes in
+// all. A connection must deliver its hello and its proof within
+// TCPConfig.AuthTimeout (default 1 s) of being accepted, and its blob
+// within TCPConfig.HelloTimeout (default 10 s), or the context's deadline
+// if sooner; a peer must acknowledge the result within HelloTimeout too.
+// Frame payloads are read as they arrive (decodeFrame holds at most 64 KiB
+// beyond the bytes received).
 //
 // # One verdict per round
 //
@@ -155,8 +175,9 @@
 //	message [length-1]byte  UTF-8, at most 4096 bytes
 //
 // Rank 0 sends error frames to peers that proved the secret, to a hello
-// of another protocol version, and (code 6) to a connection that sent a
-// hello and that it evicts; a peer sends one in place of its
+// of another protocol version, and (code 6) to a connection that it
+// challenged and closes before it took the blob (to make room, or at a
+// deadline); a peer sends one in place of its
 // acknowledgement when it refuses the result, and one of code 5 and at
 // most 31 bytes of message in place of its proof when rank 0's proof is
 // wrong. A receiver treats an unknown code, or an error payload too short

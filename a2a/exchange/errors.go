@@ -43,10 +43,10 @@ var (
 	ErrNoSecret = errors.New("no usable secret")
 )
 
-// errBusy is what a peer's connection gets when rank 0 closes it, before
-// it proved the secret, to make room for a newer one: the peer dials
-// again. Peers never return it.
-var errBusy = errors.New("rank 0 made room for a newer connection")
+// errBusy is what a peer's connection gets when rank 0 closes it after
+// the challenge and before it took the blob, to make room for a newer
+// one or at its deadline: the peer dials again. Peers never return it.
+var errBusy = errors.New("dial again")
 
 // errorCode is the first byte of an error frame's payload: which sentinel
 // the error it reports matches.

@@ -71,6 +71,7 @@ func (x *TCP) gatherPeer(ctx context.Context, local []byte) ([][]byte, error) {
 func (x *TCP) joinRoot(ctx context.Context, local []byte) (conn net.Conn, s *session, answer frame, unwatch func(), err error) {
 	refusals := 0
 	var last error // the last refusal
+	defer x.recordTurnedAway(&refusals)
 	pace := newBackoff(x.cfg.DialInterval)
 	for {
 		conn, err := x.dial(ctx)
@@ -89,7 +90,7 @@ func (x *TCP) joinRoot(ctx context.Context, local []byte) (conn net.Conn, s *ses
 		_ = conn.Close()
 		if err != nil {
 			ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed)
-			if refusals > 0 && ended {
+			if refusals > 0 && ended && s == nil { // s: the blob went out, and the error says what came after
 				return nil, nil, frame{}, nil, x.turnedAway(ctx, refusals, last)
 			}
 			return nil, nil, frame{}, nil, err
@@ -100,6 +101,14 @@ func (x *TCP) joinRoot(ctx context.Context, local []byte) (conn net.Conn, s *ses
 			return nil, nil, frame{}, nil, x.turnedAway(ctx, refusals, last)
 		}
 	}
+}
+
+// recordTurnedAway keeps, for tests, how many connections of this peer's
+// last round rank 0 turned away.
+func (x *TCP) recordTurnedAway(n *int) {
+	x.mu.Lock()
+	x.stats = roundStats{turnedAway: *n}
+	x.mu.Unlock()
 }
 
 // turnedAway is joinRoot's error once ctx ended, or x was closed, after
@@ -120,7 +129,8 @@ func (x *TCP) turnedAway(ctx context.Context, refusals int, last error) error {
 // this rank's proof and blob, and rank 0's first answer, which it
 // returns. If rank 0 turned conn away before taking the blob (it closed
 // it before answering the hello, or said so with errBusy), enter returns
-// why as refused, and a nil err.
+// why as refused, and a nil err. It returns s with an error of waiting
+// for the answer (the blob went out), and a nil s with any other.
 func (x *TCP) enter(ctx context.Context, conn net.Conn, local []byte) (s *session, answer frame, refused, err error) {
 	s, refused, err = x.greet(ctx, conn)
 	if refused != nil || err != nil {
@@ -145,7 +155,7 @@ func (x *TCP) enter(ctx context.Context, conn net.Conn, local []byte) (s *sessio
 	}
 	answer, err = decodeFrame(conn, max(x.cfg.WorldSize*(4+x.cfg.MaxPayload)+macSize, controlLimit))
 	if err != nil {
-		return nil, frame{}, nil, x.peerIOError(ctx, "waiting for the result from", err)
+		return s, frame{}, nil, x.peerIOError(ctx, "waiting for the result from", err)
 	}
 	if isBusy(answer) {
 		return nil, frame{}, decodeError(answer.payload), nil
@@ -195,8 +205,8 @@ func (x *TCP) greet(ctx context.Context, conn net.Conn) (s *session, refused, er
 	copy(s.challenge[:], f.payload)
 	if !s.verify(labelProof, nil, f.payload[nonceSize:]) {
 		sendPeerError(conn, s, ErrAuth, proofRefusal)
-		return nil, nil, fmt.Errorf("exchange: rank %d: the process at %s does not prove the group secret "+
-			"(not rank 0 of this group, or its secret differs): %w", r, addr, ErrAuth)
+		return nil, nil, fmt.Errorf("exchange: rank %d: rank 0's address %s answered without the group's secret; "+
+			"another process may hold the port (or rank 0's secret differs): %w", r, addr, ErrAuth)
 	}
 	return s, nil, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -28,9 +29,10 @@ func (x *TCP) gatherRoot(ctx context.Context, local []byte) ([][]byte, error) {
 }
 
 // rootRound is one round on rank 0. An accept loop admits connections (up
-// to MaxConns open at once, evicting the oldest that has not proved the
-// secret to make room: see connTable) and one goroutine per connection
-// (serve) runs its handshake up to the blob and reports an event;
+// to MaxConns open at once, evicting one that has not proved the secret
+// and has had its grace to make room, or else waiting until one has: see
+// connTable) and one goroutine per connection (serve) runs its handshake
+// up to the blob and reports an event;
 // collect, on the caller's goroutine, turns the events into blobs until
 // every rank is in, and commit sends the result, collects the
 // acknowledgements and commits or aborts. Connections that fail the
@@ -45,6 +47,7 @@ type rootRound struct {
 	events    chan event     // from the serve goroutines and the accept loop
 	acceptErr chan error     // the accept loop's fatal error (at most one)
 	stop      chan struct{}  // closed when the round stops accepting
+	changed   chan struct{}  // a connection's grace began or it left the table (the accept loop may wait for it)
 	wg        sync.WaitGroup // the accept loop and the other goroutines
 	// live holds a token per serve goroutine: at most 2*MaxConns, those of
 	// the open connections and of evicted ones still exiting.
@@ -84,6 +87,7 @@ type event struct {
 // newRootRound prepares a round that contributes local; start runs it.
 func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte) *rootRound {
 	world := x.cfg.WorldSize
+	helloGrace, proofGrace := graces(x.cfg.AuthTimeout)
 	rr := &rootRound{
 		x:         x,
 		ctx:       ctx,
@@ -93,8 +97,9 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 		events:    make(chan event),
 		acceptErr: make(chan error, 1),
 		stop:      make(chan struct{}),
+		changed:   make(chan struct{}, 1),
 		live:      make(chan struct{}, 2*x.cfg.MaxConns),
-		conns:     newConnTable(x.cfg.MaxConns),
+		conns:     newConnTable(x.cfg.MaxConns, helloGrace, proofGrace),
 		claims:    make([]net.Conn, world),
 		blobs:     make([][]byte, world),
 		byRank:    make([]net.Conn, world),
@@ -163,11 +168,12 @@ func (rr *rootRound) acceptFailed(err error) (retry bool) {
 }
 
 // admit registers c and starts its serve goroutine, and reports true. When
-// MaxConns connections are open it first evicts the oldest that has not
-// proved the secret (connTable.add), or, should all have proved it, closes
-// c instead. Once the round has stopped accepting, c comes from a peer
-// already in the next round: admit keeps it for that round rather than
-// drop its hello, and reports false.
+// MaxConns connections are open it first evicts one that has not proved
+// the secret and has had its grace (connTable.admit), or waits, holding
+// c, until one has; meanwhile newer connections wait in the listener's
+// backlog, in the order they came. Once the round has stopped accepting,
+// c comes from a peer already in the next round: admit keeps it for that
+// round rather than drop its hello, and reports false.
 func (rr *rootRound) admit(c net.Conn) bool {
 	select {
 	case rr.live <- struct{}{}: // waits only while evicted goroutines exit
@@ -175,37 +181,40 @@ func (rr *rootRound) admit(c net.Conn) bool {
 		rr.x.keepEarly(c)
 		return false
 	}
-	victim, greeted, ok, stopped := rr.register(c)
-	switch {
-	case stopped:
-		<-rr.live
-		rr.x.keepEarly(c)
-		return false
-	case !ok:
-		<-rr.live
-		rr.turnAway(c, false)
-		return true
+	for retry := false; ; retry = true {
+		victim, challenged, next, ok, stopped := rr.register(c, retry)
+		switch {
+		case ok:
+			if victim != nil {
+				rr.turnAway(victim, challenged)
+			}
+			go rr.serve(c)
+			return true
+		case stopped || !rr.waitRoom(next):
+			<-rr.live
+			rr.x.keepEarly(c)
+			return false
+		}
 	}
-	if victim != nil {
-		rr.turnAway(victim, greeted)
-	}
-	go rr.serve(c)
-	return true
 }
 
 // register adds c to the table and counts it, reporting the connection
-// evicted for it (with connTable.add's greeted), or !ok if c must be
-// refused, or stopped if the round has stopped accepting.
-func (rr *rootRound) register(c net.Conn) (victim net.Conn, greeted, ok, stopped bool) {
+// evicted for it (with connTable.admit's challenged), or !ok and when to
+// try again if none is due for eviction (counted once per connection:
+// retry says it was before), or stopped if the round has stopped
+// accepting.
+func (rr *rootRound) register(c net.Conn, retry bool) (victim net.Conn, challenged bool, next time.Time, ok, stopped bool) {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	if rr.stopped {
-		return nil, false, false, true
+		return nil, false, time.Time{}, false, true
 	}
-	victim, greeted, ok = rr.conns.add(c)
+	victim, challenged, next, ok = rr.conns.admit(c, time.Now())
 	if !ok {
-		rr.stats.refused++
-		return nil, false, false, false
+		if !retry {
+			rr.stats.waited++
+		}
+		return nil, false, next, false, false
 	}
 	if victim != nil {
 		rr.stats.evicted++
@@ -213,32 +222,83 @@ func (rr *rootRound) register(c net.Conn) (victim net.Conn, greeted, ok, stopped
 	rr.stats.admitted++
 	rr.stats.peakConns = max(rr.stats.peakConns, rr.conns.len())
 	rr.wg.Add(1)
-	return victim, greeted, true, false
+	return victim, challenged, time.Time{}, true, false
 }
 
-// turnAway closes c, which has not proved the secret. If c was greeted,
-// rank 0 may have challenged it and the peer may have sent its proof and
-// blob: it first gets an error frame with codeBusy, so that an honest
-// peer knows rank 0 took nothing and dials again. The frame fits the
-// socket's send buffer (rank 0 sent c at most a challenge before), so the
-// write does not wait; turnAwayTimeout bounds it all the same.
-func (rr *rootRound) turnAway(c net.Conn, greeted bool) {
-	if greeted {
-		rr.sendErrorWithin(c, turnAwayTimeout, errBusy, "dial again")
+// waitRoom waits until next (if not zero) or a change in the table, and
+// reports false if the round stopped accepting first.
+func (rr *rootRound) waitRoom(next time.Time) bool {
+	var due <-chan time.Time
+	if !next.IsZero() {
+		t := time.NewTimer(time.Until(next))
+		defer t.Stop()
+		due = t.C
+	}
+	select {
+	case <-due:
+	case <-rr.changed:
+	case <-rr.stop:
+		return false
+	}
+	return true
+}
+
+// await records that rank 0 now waits on c for w (see connTable.await),
+// wakes the accept loop if it waits for room, and reports false if c was
+// evicted.
+func (rr *rootRound) await(c net.Conn, w waitFor) bool {
+	rr.mu.Lock()
+	open := rr.conns.await(c, w, time.Now())
+	rr.mu.Unlock()
+	if w != waitNothing {
+		rr.tableChanged()
+	}
+	return open
+}
+
+// tableChanged wakes the accept loop if it waits for room.
+func (rr *rootRound) tableChanged() {
+	select {
+	case rr.changed <- struct{}{}:
+	default:
+	}
+}
+
+// turnAway closes c, which has not proved the secret, to make room. If
+// rank 0 challenged it, the peer may have sent its proof and blob: it
+// first gets an error frame with codeBusy, so that an honest peer knows
+// rank 0 took nothing and dials again. The frame fits the socket's send
+// buffer (rank 0 sent c at most a challenge before), so the write does
+// not wait; turnAwayTimeout bounds it all the same.
+func (rr *rootRound) turnAway(c net.Conn, challenged bool) {
+	if challenged {
+		rr.sendErrorWithin(c, turnAwayTimeout, errBusy, "rank 0 made room for a newer connection")
 	}
 	_ = c.Close()
 }
 
-// serve runs c's handshake and reports how it ended, unless c was
-// evicted meanwhile (the round has forgotten it).
+// serve runs c's handshake and reports how it ended; it drops c first if
+// the handshake failed, and reports nothing if c was evicted meanwhile
+// (the round has forgotten it).
 func (rr *rootRound) serve(c net.Conn) {
 	defer rr.wg.Done()
 	defer func() { <-rr.live }()
 	ev := rr.handshake(c)
-	if ev.err != nil && !rr.isOpen(c) {
+	if ev.err != nil && !rr.drop(c) {
 		return
 	}
 	rr.report(ev)
+}
+
+// tellLate sends c, which rank 0 challenged and which ran out of time
+// (err) before rank 0 took its blob, an error frame with codeBusy: it may
+// be an honest peer that rank 0 was too slow for, whose proof and blob
+// rank 0 will close unread, and which then dials again instead of failing
+// while rank 0 waits for it.
+func (rr *rootRound) tellLate(c net.Conn, err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) && rr.isOpen(c) {
+		rr.sendErrorWithin(c, turnAwayTimeout, errBusy, "rank 0 reached its deadline for this connection before it took the blob")
+	}
 }
 
 // isOpen reports whether c is in the round's table.
@@ -252,12 +312,16 @@ func (rr *rootRound) isOpen(c net.Conn) bool {
 // of the secret, within AuthTimeout, and then, if its claim agrees with
 // the group, its blob, within HelloTimeout (ctx's deadline bounds both).
 // Until the proof checks out it reads at most two frames of 32-byte
-// payloads (104 bytes) from c.
+// payloads (104 bytes) from c. It tells the table when it starts and
+// stops waiting on c, which gives c its grace.
 func (rr *rootRound) handshake(c net.Conn) event {
 	helloDL := rr.helloDeadline()
 	_ = c.SetDeadline(rr.deadlineIn(rr.x.cfg.AuthTimeout)) // AuthTimeout <= HelloTimeout: within helloDL
 	s, err := rr.authenticate(c)
 	if err != nil {
+		if s != nil {
+			rr.tellLate(c, err)
+		}
 		return dropped(c, err)
 	}
 	// c holds the secret: a disagreeing claim is a bug worth failing for.
@@ -268,13 +332,15 @@ func (rr *rootRound) handshake(c net.Conn) event {
 	blob, err := rr.readBlob(c, s)
 	if err != nil {
 		rr.unclaim(c, s.rank)
+		rr.tellLate(c, err)
 		return dropped(c, fmt.Errorf("rank %d: reading blob: %w", s.rank, err))
 	}
 	return event{conn: c, rank: int(s.rank), blob: blob[:len(blob):len(blob)], sess: s}
 }
 
 // authenticate reads c's hello, answers with a challenge (rank 0's proof
-// of the secret) and reads and checks c's proof, returning c's session.
+// of the secret) and reads and checks c's proof, returning c's session;
+// it returns the session with an error too once the challenge went out.
 // A peer whose secret differs says so with an error frame in place of
 // its proof: that is ErrAuth too.
 func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
@@ -286,22 +352,34 @@ func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 	if err := encodeFrame(c, challenge, s.mac(labelProof, nil)...); err != nil {
 		return nil, fmt.Errorf("sending challenge: %w", err)
 	}
+	if !rr.await(c, waitProof) {
+		return s, errEvicted
+	}
 	f, err := decodeFrame(c, macSize)
+	if err == nil && !rr.await(c, waitNothing) {
+		return s, errEvicted
+	}
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reading proof of the secret: %w", err)
+		return s, fmt.Errorf("reading proof of the secret: %w", err)
 	case f.kind == kindError:
-		return nil, fmt.Errorf("the peer claiming rank %d found rank 0's proof of the secret wrong (its secret differs): %w", s.rank, ErrAuth)
+		return s, fmt.Errorf("the peer claiming rank %d found rank 0's proof of the secret wrong (its secret differs): %w", s.rank, ErrAuth)
 	case f.kind != kindAuth || !s.verify(labelAuth, nil, f.payload):
-		return nil, fmt.Errorf("rank %d: frame kind %d does not prove the group secret: %w", f.rank, f.kind, ErrAuth)
+		return s, fmt.Errorf("rank %d: frame kind %d does not prove the group secret: %w", f.rank, f.kind, ErrAuth)
 	}
 	return s, nil
 }
 
-// readHello reads c's hello, moves c to the table's greeted connections
-// and returns a session with a fresh challenge for it.
+// readHello reads c's hello and returns a session with a fresh challenge
+// for it.
 func (rr *rootRound) readHello(c net.Conn) (*session, error) {
+	if !rr.await(c, waitHello) {
+		return nil, errEvicted
+	}
 	f, err := decodeFrame(c, nonceSize)
+	if err == nil && !rr.await(c, waitNothing) {
+		return nil, errEvicted
+	}
 	if err != nil {
 		var ve *versionError
 		if errors.As(err, &ve) {
@@ -314,12 +392,6 @@ func (rr *rootRound) readHello(c net.Conn) (*session, error) {
 	if f.kind != kindHello || len(f.payload) != nonceSize {
 		return nil, fmt.Errorf("got frame kind %d with %d payload bytes, want hello (kind %d) with %d: %w",
 			f.kind, len(f.payload), kindHello, nonceSize, ErrProtocol)
-	}
-	rr.mu.Lock()
-	open := rr.conns.greet(c)
-	rr.mu.Unlock()
-	if !open {
-		return nil, errEvicted
 	}
 	s := &session{key: rr.x.cfg.Secret, rank: f.rank, world: f.world, challenge: newNonce()}
 	copy(s.nonce[:], f.payload)
@@ -371,7 +443,7 @@ func (rr *rootRound) claim(c net.Conn, s *session) (event, bool) {
 	case rr.claims[s.rank] != nil:
 		return reject(ErrRank, "peer %s reports rank %d, already claimed by %s", remote, s.rank, rr.claims[s.rank].RemoteAddr())
 	}
-	rr.conns.prove(c)
+	rr.conns.await(c, waitNothing, time.Time{}) // proven: out of the lines for good
 	rr.claims[s.rank] = c
 	return event{}, true
 }
@@ -438,7 +510,7 @@ func (rr *rootRound) collect() error {
 
 // giveUp fails the round because ctx ended: it tells the peers, and
 // returns an error naming the missing ranks, the last dropped
-// connection's fault and the connections evicted or refused over
+// connection's fault and the connections evicted to stay within
 // MaxConns, wrapping ctx's error and, if a connection failed to prove the
 // secret, ErrAuth with the last such connection's fault.
 func (rr *rootRound) giveUp() error {
@@ -452,9 +524,6 @@ func (rr *rootRound) giveUp() error {
 	rr.mu.Lock()
 	if n := rr.stats.evicted; n > 0 {
 		last += fmt.Sprintf("; %d connections closed before they proved the secret, to make room (limit %d open)", n, rr.x.cfg.MaxConns)
-	}
-	if n := rr.stats.refused; n > 0 {
-		last += fmt.Sprintf("; %d connections refused over the limit of %d open", n, rr.x.cfg.MaxConns)
 	}
 	rr.mu.Unlock()
 	if rr.authErr != nil {
@@ -470,9 +539,9 @@ func (rr *rootRound) closedError() error {
 	return fmt.Errorf("exchange: rank 0 at %s: waiting for ranks %s: %w", rr.addr, rr.missing(), ErrClosed)
 }
 
-// take handles one event: it records a blob, drops a connection that
-// failed its handshake, and fails the round on a hello that proved the
-// secret but disagrees with the group.
+// take handles one event: it records a blob or why a connection failed
+// its handshake (serve dropped it), and fails the round on a hello that
+// proved the secret but disagrees with the group.
 func (rr *rootRound) take(ev event) error {
 	switch {
 	case ev.conn == nil: // transient accept error
@@ -484,7 +553,6 @@ func (rr *rootRound) take(ev event) error {
 		} else {
 			rr.lastErr = err
 		}
-		rr.drop(ev.conn)
 	case ev.reject != nil:
 		rr.notify(ev.reject, ev.msg, ev.conn)
 		return fmt.Errorf("exchange: rank 0 at %s: %s: %w", rr.addr, ev.msg, ev.reject)
@@ -651,12 +719,17 @@ func (rr *rootRound) missing() string {
 	return formatRanks(rs)
 }
 
-// drop forgets c and closes it.
-func (rr *rootRound) drop(c net.Conn) {
+// drop forgets c and closes it, making room, and reports whether c was
+// open (it was not if evicted: the evictor closed it).
+func (rr *rootRound) drop(c net.Conn) bool {
 	rr.mu.Lock()
-	rr.conns.remove(c)
+	open := rr.conns.remove(c)
 	rr.mu.Unlock()
-	_ = c.Close()
+	if open {
+		rr.tableChanged()
+		_ = c.Close()
+	}
+	return open
 }
 
 // dropStrangers closes every connection that is not a peer's, once the

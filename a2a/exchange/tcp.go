@@ -85,10 +85,13 @@ type TCPConfig struct {
 	Secret []byte
 	// MaxConns caps the connections rank 0 holds open at once during a
 	// round, its peers' included. When a new one would exceed it, rank 0
-	// closes the oldest connection that has not proved the secret (one
-	// that has not sent its hello before one that has), never one that
-	// has; the peer whose connection it was dials again (see
-	// DialInterval). Each costs rank 0 a file descriptor and a goroutine;
+	// closes one that has not proved the secret and has had its grace
+	// (10 ms of rank 0 waiting for its hello, or a quarter of AuthTimeout
+	// waiting for its proof after the challenge), never one that has
+	// proved it; until one has, the newcomer waits, and so do those after
+	// it in the listener's backlog (see doc.go). The peer whose connection
+	// it closed dials again (see DialInterval). Each costs rank 0 a file
+	// descriptor and a goroutine;
 	// one that has not yet proven the secret also costs at most 104 bytes
 	// of buffered frames (see doc.go), so these total at most
 	// MaxConns*104 bytes. At least WorldSize; 0 means 4*WorldSize+16.
@@ -102,8 +105,11 @@ type TCPConfig struct {
 	// AuthTimeout bounds, on rank 0, the time from accepting a connection
 	// to its proof of the secret (its hello and its proof): one that has
 	// not proved it by then is closed. A peer needs one and a half round
-	// trips for it. 0 means DefaultAuthTimeout, or HelloTimeout if that is
-	// shorter; at most HelloTimeout.
+	// trips for it; while strangers fill MaxConns, it has a quarter of
+	// AuthTimeout from rank 0's challenge to its proof, and a round trip
+	// longer than that keeps it out until they stop (see MaxConns). 0
+	// means DefaultAuthTimeout, or HelloTimeout if that is shorter; at
+	// most HelloTimeout.
 	AuthTimeout time.Duration
 }
 
@@ -120,7 +126,7 @@ type TCP struct {
 	ln     *net.TCPListener // rank 0 only, once listening
 	early  []net.Conn       // accepted as a round ended: the next round's, read then
 	closed bool
-	stats  roundStats // rank 0: of the last round that ended
+	stats  roundStats // of the last round that ended
 	// closing ends when Close is called (after closed is set), for
 	// selects and context.AfterFunc; markClosed ends it.
 	closing    context.Context
@@ -130,12 +136,15 @@ type TCP struct {
 	hooks *testHooks
 }
 
-// roundStats are counts of one round on rank 0, for tests.
+// roundStats are counts of one round on rank 0 (on a peer, turnedAway
+// only), for tests.
 type roundStats struct {
 	peakConns int // the most connections held open at once
-	refused   int // connections closed at once because MaxConns were open and had proved the secret
+	waited    int // connections that found MaxConns open and none due for eviction, and waited
 	evicted   int // connections closed, before they proved the secret, to make room for a newer one
-	admitted  int // connections the round held open (refused ones aside)
+	admitted  int // connections the round held open
+
+	turnedAway int // a peer's connections that rank 0 turned away before taking its blob
 }
 
 // testHooks are called at points where tests inject faults.

@@ -646,12 +646,12 @@ func TestPeerValidatesAnswer(t *testing.T) {
 			copy(s.nonce[:], hello.payload)
 			b, _ := appendFrame(nil, frame{kind: kindChallenge, world: 2, payload: s.challenge[:]}, s.mac(labelProof, nil)...)
 			return b
-		}), ErrAuth, "does not prove the group secret"},
+		}), ErrAuth, "answered without the group's secret"},
 		{"challenge replaying another nonce", nil, raw(func(hello frame) []byte {
 			s := session{key: testSecret, rank: hello.rank, world: hello.world, challenge: newNonce()} // nonce not the peer's
 			b, _ := appendFrame(nil, frame{kind: kindChallenge, world: 2, payload: s.challenge[:]}, s.mac(labelProof, nil)...)
 			return b
-		}), ErrAuth, "does not prove the group secret"},
+		}), ErrAuth, "answered without the group's secret"},
 		{"short challenge", nil, raw(func(frame) []byte {
 			b, _ := appendFrame(nil, frame{kind: kindChallenge, world: 2, payload: make([]byte, nonceSize)})
 			return b
