@@ -20,7 +20,7 @@ type Sharing uint8
 const (
 	// SharingDefault, the zero value, is SharingLegacyIPC for now. It
 	// becomes SharingAuto once the GPU suite has passed with it
-	// (docs/lab/vmm-sharing.md): defaultSharing below is that one line.
+	// (defaultSharing below is that one line).
 	SharingDefault Sharing = iota
 	// SharingLegacyIPC allocates with cuMemAlloc and shares with legacy
 	// CUDA IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle): what every CUDA
