@@ -234,16 +234,9 @@ func (c *Context) Unmap(p DevicePtr, size uint64) error {
 // owns and must close (cuMemExportToShareableHandle). h must have been
 // made exportable as HandlePosixFD.
 func (c *Context) ExportFD(h MemHandle) (int, error) {
-	if err := c.d.vmmMissing(c.d.fn.vmm.export, "cuMemExportToShareableHandle"); err != nil {
-		return -1, err
-	}
-	if err := c.enter(); err != nil {
-		return -1, err
-	}
 	fd := int32(-1)
-	r, _, _ := purego.SyscallN(c.d.fn.vmm.export, uintptr(unsafe.Pointer(&fd)), uintptr(h), uintptr(HandlePosixFD), 0)
-	c.leave()
-	return int(fd), c.d.check("cuMemExportToShareableHandle", r)
+	err := c.exportShareable(unsafe.Pointer(&fd), h, HandlePosixFD)
+	return int(fd), err
 }
 
 // ImportFD imports the allocation a POSIX file descriptor from ExportFD
@@ -270,15 +263,8 @@ func (c *Context) ImportFD(fd int) (MemHandle, error) {
 // which needs a driver reporting AttrHandleTypeFabric and an IMEX channel.
 func (c *Context) ExportFabric(h MemHandle) (FabricHandle, error) {
 	var fh FabricHandle
-	if err := c.d.vmmMissing(c.d.fn.vmm.export, "cuMemExportToShareableHandle"); err != nil {
-		return fh, err
-	}
-	if err := c.enter(); err != nil {
-		return fh, err
-	}
-	r, _, _ := purego.SyscallN(c.d.fn.vmm.export, uintptr(unsafe.Pointer(&fh)), uintptr(h), uintptr(HandleFabric), 0)
-	c.leave()
-	return fh, c.d.check("cuMemExportToShareableHandle", r)
+	err := c.exportShareable(unsafe.Pointer(&fh), h, HandleFabric)
+	return fh, err
 }
 
 // ImportFabric imports the allocation a fabric handle stands for
@@ -294,6 +280,20 @@ func (c *Context) ImportFabric(fh FabricHandle) (MemHandle, error) {
 	r, _, _ := purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&fh)), uintptr(HandleFabric))
 	c.leave()
 	return h, c.d.check("cuMemImportFromShareableHandle", r)
+}
+
+// exportShareable is cuMemExportToShareableHandle of h as kind into dst,
+// an int for HandlePosixFD or a FabricHandle for HandleFabric.
+func (c *Context) exportShareable(dst unsafe.Pointer, h MemHandle, kind HandleType) error {
+	if err := c.d.vmmMissing(c.d.fn.vmm.export, "cuMemExportToShareableHandle"); err != nil {
+		return err
+	}
+	if err := c.enter(); err != nil {
+		return err
+	}
+	r, _, _ := purego.SyscallN(c.d.fn.vmm.export, uintptr(dst), uintptr(h), uintptr(kind), 0)
+	c.leave()
+	return c.d.check("cuMemExportToShareableHandle", r)
 }
 
 // HasVMM reports whether the driver exports every VMM call this package
