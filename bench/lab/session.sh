@@ -1,0 +1,105 @@
+#!/bin/bash
+# One H200 session's runs (lab use, not part of the product): the cold
+# start, the sharing kinds, machine code against PTX only, and the GPU
+# suite in both worlds. Build here with `make gpu-bin`, then on the GPU
+# machine: `bash bench/lab/session.sh PART`, carrying .gpu-bin/a2a.test,
+# .gpu-bin/ulysses and .gpu-bin/driver.test. Each step's output goes to
+# $OUT/logs/NAME.txt; the folder comes back as one archive ($OUT keeps
+# at most 8 files). With DEADLINE (epoch seconds) set, every step is cut
+# to end by then, so that the logs come back. Parts, one or more:
+#   timed   the cold-start rows, the later groups, the NCCL phases: alone
+#           on the GPU, one process at a time
+#   checks  info, the driver's tests, the sharing scenarios, ulysses check
+#           with each sharing kind, machine code and PTX only, the wire
+#   suite1  the first half of the a2a suite (-short) in two worlds side by
+#           side: A = legacy IPC and machine code, B = file descriptors
+#           and PTX only
+#   suite2  the second half, the same way
+set -u
+parts=${*:?part}
+export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
+export ULYSSES_LIBNCCL=${ULYSSES_LIBNCCL:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2}
+root=$(pwd)
+bin=$root/.gpu-bin
+out=${OUT:-/tmp/out}
+logs=$out/logs
+mkdir -p "$logs"
+cache=${CUDA_CACHE_PATH:-$HOME/.nv/ComputeCache}
+summary=""
+step() { # name, timeout seconds, command (a bash line)
+	local name=$1 limit=$2 start end r left
+	if [ -n "${DEADLINE:-}" ]; then # epoch seconds by which every step must end
+		left=$((DEADLINE - $(date +%s)))
+		[ "$left" -lt "$limit" ] && limit=$left
+		if [ "$limit" -le 5 ]; then
+			echo "SKIP $name (no time left)" | tee -a "$logs/summary.txt"
+			return
+		fi
+	fi
+	start=$(date +%s%N)
+	if timeout -k 5 "$limit" bash -c "$3" >"$logs/$name.txt" 2>&1; then r=PASS; else r="FAIL rc=$?"; fi
+	end=$(date +%s%N)
+	printf '%s %s (%.1f s)\n' "$r" "$name" "$(((end - start) / 1000000))e-3" | tee -a "$logs/summary.txt"
+}
+lifecycle() { # bench pattern, count
+	(cd a2a && "$bin/a2a.test" -test.run '^$' -test.bench "BenchmarkGroupLifecycle/$1" -test.benchtime "$2" -test.v)
+}
+suite() { # world (A or B), -test.run or -test.skip, pattern
+	if [ "$1" = B ]; then
+		export ULYSSES_TEST_SHARING=fd ULYSSES_PTX_ONLY=1
+	fi
+	cd a2a && "$bin/a2a.test" -test.v -test.short -test.count=1 -test.timeout 560s "$2" "$3"
+}
+export bin
+export -f lifecycle suite
+long='^(TestCollectivesMultiProcess|TestPeerClosesDuringOperation|TestUploadThenOperate|TestBarrierTimeout|TestKilledPeer|TestMismatchedOperations)$'
+nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$logs/gpu.txt"
+for part in $parts; do
+case $part in
+timed)
+	step info 30 '"$bin/ulysses" info'
+	step info-ptx-only 30 'ULYSSES_PTX_ONLY=1 "$bin/ulysses" info'
+	for w in exact e4m3; do
+		rm -rf "$cache"
+		step "cold-$w-cubin" 60 "lifecycle $w/dropped 1x"
+		rm -rf "$cache"
+		step "cold-$w-ptx" 90 "ULYSSES_PTX_ONLY=1 lifecycle $w/dropped 1x"
+		step "cold-$w-ptx-nocache" 90 "CUDA_CACHE_DISABLE=1 ULYSSES_PTX_ONLY=1 lifecycle $w/dropped 1x"
+	done
+	step later-cubin 120 "lifecycle 'exact/(dropped|held)' 20x"
+	step later-ptx 120 "ULYSSES_PTX_ONLY=1 lifecycle 'exact/(dropped|held)' 20x"
+	step nccl-self 150 '"$bin/ulysses" bench --world 1 --transport nccl --nccl-self --dtypes bf16 \
+		--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 \
+		--compare nccl --json '"$logs/nccl-self.json"
+	;;
+checks)
+	step driver 120 'cd internal/driver && "$bin/driver.test" -test.v -test.count=1'
+	step sharing 240 "cd a2a && \"\$bin/a2a.test\" -test.v -test.count=1 -test.timeout 230s -test.run 'TestSharing(Processes|KilledPeer)'"
+	nvidia-smi --query-gpu=memory.used --format=csv,noheader >"$logs/mem-before-checks.txt"
+	for s in legacy-ipc fd auto; do
+		step "check-world4-$s" 90 "\"\$bin/ulysses\" check --world 4 --sharing $s"
+	done
+	nvidia-smi --query-gpu=memory.used --format=csv,noheader >"$logs/mem-after-checks.txt"
+	step check-world2-cubin 90 '"$bin/ulysses" check --world 2'
+	step check-world2-ptx 120 'ULYSSES_PTX_ONLY=1 "$bin/ulysses" check --world 2'
+	step check-wire-e4m3-cubin 90 '"$bin/ulysses" check --world 2 --wire e4m3 --dtypes bf16,fp16'
+	step check-wire-e5m2-ptx 120 'ULYSSES_PTX_ONLY=1 "$bin/ulysses" check --world 2 --wire e5m2 --dtypes bf16,fp16'
+	;;
+suite1 | suite2)
+	if [ "$part" = suite1 ]; then sel="-test.run '$long'"; else sel="-test.skip '$long|^TestSharing'"; fi
+	step "$part-A" 580 "suite A $sel" &
+	sleep 2
+	step "$part-B" 580 "suite B $sel" &
+	wait
+	;;
+*)
+	echo "unknown part $part" >&2
+	exit 2
+	;;
+esac
+done
+for f in "$logs"/*.txt; do
+	case $f in */summary.txt | */gpu.txt) ;; *) echo "== $f"; grep -E '^(--- |ok|PASS|FAIL|panic)|^    --- (FAIL|SKIP)|newgroup-ms|Benchmark|kernels|error' "$f" | head -25 ;; esac
+done
+cat "$logs/summary.txt"
+tar -C "$out" -czf "$out/logs.tgz" logs && rm -rf "$logs"
