@@ -15,6 +15,9 @@
 #           side: A = legacy IPC and machine code, B = file descriptors
 #           and PTX only
 #   suite2  the second half, the same way
+#   sharing the sharing scenarios alone; held1: one group with the device
+#           held, in a fresh process; quick: the suite's quick tests in A,
+#           then B; collectives-B, wire-B: those tests in B
 set -u
 parts=${*:?part}
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -53,6 +56,9 @@ suite() { # world (A or B), -test.run or -test.skip, pattern
 export bin
 export -f lifecycle suite
 long='^(TestCollectivesMultiProcess|TestPeerClosesDuringOperation|TestUploadThenOperate|TestBarrierTimeout|TestKilledPeer|TestMismatchedOperations)$'
+# The quick tests of the suite: the enqueue's allocations, groups in one
+# process, caller streams, graphs, the examples, mismatches, timeouts.
+quick='^(TestEnqueueAllocations|TestGroupSingleProcess|TestCallerStream|TestCallerStreamKernels|TestExamples|TestOddGraphReplayedTwice|TestGraphPeerStopsReplaying|TestGroupRankClosesAfterTimeout|TestCloseEndsBlockedSync|TestSyncContextEndsWait|TestGraphReplay|TestMismatchedOperations|TestZeroCommRefuses|TestNCCLTransport)$'
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$logs/gpu.txt"
 for part in $parts; do
 case $part in
@@ -74,7 +80,10 @@ timed)
 	;;
 checks)
 	step driver 120 'cd internal/driver && "$bin/driver.test" -test.v -test.count=1'
+	;&
+sharing)
 	step sharing 240 "cd a2a && \"\$bin/a2a.test\" -test.v -test.count=1 -test.timeout 230s -test.run 'TestSharing(Processes|KilledPeer)'"
+	[ "$part" = sharing ] && continue
 	nvidia-smi --query-gpu=memory.used --format=csv,noheader >"$logs/mem-before-checks.txt"
 	for s in legacy-ipc fd auto; do
 		step "check-world4-$s" 90 "\"\$bin/ulysses\" check --world 4 --sharing $s"
@@ -84,6 +93,19 @@ checks)
 	step check-world2-ptx 120 'ULYSSES_PTX_ONLY=1 "$bin/ulysses" check --world 2'
 	step check-wire-e4m3-cubin 90 '"$bin/ulysses" check --world 2 --wire e4m3 --dtypes bf16,fp16'
 	step check-wire-e5m2-ptx 120 'ULYSSES_PTX_ONLY=1 "$bin/ulysses" check --world 2 --wire e5m2 --dtypes bf16,fp16'
+	;;
+held1)
+	step later-held-1x 60 "lifecycle 'exact/held' 1x"
+	;;
+quick)
+	step quick-A 200 "suite A -test.run '$quick'"
+	step quick-B 200 "suite B -test.run '$quick'"
+	;;
+collectives-B)
+	step collectives-B 200 "suite B -test.run 'TestCollectivesMultiProcess/^world2$'"
+	;;
+wire-B)
+	step wire-B 200 "suite B -test.run '^TestWire$'"
 	;;
 suite1 | suite2)
 	if [ "$part" = suite1 ]; then sel="-test.run '$long'"; else sel="-test.skip '$long|^TestSharing'"; fi
