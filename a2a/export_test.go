@@ -340,3 +340,7 @@ func SetWireDirectBytes(n int64) (restore func()) {
 	plan.WireDirectOverride.Store(n)
 	return func() { plan.WireDirectOverride.Store(0) }
 }
+
+// SetEnqueuing marks c as in the middle of enqueuing an operation (or
+// not), as run and Graph.Launch do around their launches.
+func SetEnqueuing(c *Comm, v bool) { c.member.Enqueuing.Store(v) }

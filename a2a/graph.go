@@ -207,6 +207,10 @@ func (g *Graph) Launch(s Stream) error {
 	// Before the gates: a padding launch takes its share's gate itself, and
 	// a second read lock of a gate held here would wait behind a waiting
 	// release (Share.TryDrain) that waits for the first: a deadlock.
+	for _, c := range g.comms { // busy until orderAfter (device.Member.Enqueuing)
+		c.member.Enqueuing.Store(true)
+		defer c.member.Enqueuing.Store(false)
+	}
 	for i, c := range g.comms {
 		if err := c.orderBefore(stream); err != nil {
 			return err

@@ -62,6 +62,10 @@ func (c *Comm) run(s driver.Stream, op ptx.Op, heads int, xs, dsts, views []Tens
 	if captured {
 		return c.enqueueCaptured(r, p, views, ls, out)
 	}
+	// Busy for the share's idleness check until orderAfter has marked
+	// the operation's end (device.Member.Enqueuing says why).
+	c.member.Enqueuing.Store(true)
+	defer c.member.Enqueuing.Store(false)
 	if err := c.orderBefore(s); err != nil {
 		return Tensor{}, err // nothing enqueued: the Comm is not broken
 	}

@@ -3,6 +3,7 @@ package device
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -165,6 +166,13 @@ type Member struct {
 	Stream driver.Stream
 	Tail   driver.Event
 	Owner  any // what the member stands for, for Members' callers
+	// Enqueuing is set while the member enqueues an operation: from
+	// before its first launch until Tail marks the operation's end. On a
+	// caller's stream a kernel that waits for peers is queued before Tail
+	// is recorded; without this the share would take that window for
+	// idleness, and a module load or a release made then waits for the
+	// kernel, which waits for a peer that cannot launch meanwhile.
+	Enqueuing atomic.Bool
 }
 
 // Add records m as a live member of s.
@@ -228,6 +236,9 @@ func (s *Share) allIdle() bool {
 // end of its last operation on another stream (its tail; done if never
 // recorded). Called with s.mu held, while m cannot release either.
 func (s *Share) idle(m *Member) bool {
+	if m.Enqueuing.Load() {
+		return false
+	}
 	done, err := s.Ctx.StreamDone(m.Stream)
 	if err != nil || !done {
 		return false
