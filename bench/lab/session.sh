@@ -17,7 +17,8 @@
 #   suite2  the second half, the same way
 #   sharing the sharing scenarios alone; held1: one group with the device
 #           held, in a fresh process; quick: the suite's quick tests in A,
-#           then B; collectives-B, wire-B: those tests in B
+#           then B; collectives-B, wire-B: those tests in B; rest (or
+#           rest-A, rest-B): the long tests not yet run on this code
 set -u
 parts=${*:?part}
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -106,6 +107,11 @@ collectives-B)
 	;;
 wire-B)
 	step wire-B 200 "suite B -test.run '^TestWire$'"
+	;;
+rest | rest-A | rest-B)
+	rest='^(TestCollectivesMultiProcess|TestCommsAtOnce|TestStress|TestGraphViewsOutliveLateReads|TestWire|TestCallerStreamKernels)$'
+	[ "$part" != rest-B ] && step rest-A 580 "suite A -test.run '$rest'"
+	[ "$part" != rest-A ] && step rest-B 580 "suite B -test.run '$rest'"
 	;;
 suite1 | suite2)
 	if [ "$part" = suite1 ]; then sel="-test.run '$long'"; else sel="-test.skip '$long|^TestSharing'"; fi
