@@ -53,6 +53,11 @@ const (
 	// communicator in progress, until the communicator is aborted or
 	// destroyed, as with a peer that never comes.
 	EnvP2PHang = "FAKENCCL_P2P_HANG"
+	// EnvBlockingWaitAll: "1" makes ncclGroupEnd on a blocking
+	// communicator wait for the partner of every half it posts, not only
+	// of those to peers it never paired with: a blocking launch that
+	// hangs after connecting.
+	EnvBlockingWaitAll = "FAKENCCL_BLOCKING_WAIT_ALL"
 )
 
 // Build compiles the stub into dir/libnccl.so.2 and returns its absolute

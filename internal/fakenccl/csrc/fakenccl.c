@@ -359,9 +359,12 @@ static int waiting(unsigned long token) {
 // connecting reports whether a half posted under token waits on a
 // blocking communicator for a peer it has not yet paired with (NCCL's
 // blocking launch connects to a new peer before it returns); with mu.
+// With FAKENCCL_BLOCKING_WAIT_ALL=1 it waits for every peer, as a launch
+// that blocks for another reason would.
 static int connecting(unsigned long token) {
+	int all = (int)env_long("FAKENCCL_BLOCKING_WAIT_ALL", 0);
 	for (int i = 0; i < nqueued; i++)
-		if (queued[i].token == token && queued[i].c->blocking && !queued[i].c->connected[queued[i].peer]) return 1;
+		if (queued[i].token == token && queued[i].c->blocking && (all || !queued[i].c->connected[queued[i].peer])) return 1;
 	return 0;
 }
 
