@@ -16,6 +16,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a"
 	wireplan "github.com/ulysses-go/ulysses/internal/plan"
+	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
 
 func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
@@ -45,6 +46,8 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.wireDirect, "wire-direct-below", "", "fp8 wires: send every row as rounded 16-bit values in operations whose largest rank reads fewer bytes than this, and stage the peers' rows as codes from it on (1 always stages; K, M, G suffixes); empty: the library's "+formatBytes(float64(wireplan.WireDirectBytes()))+". For finding where staging pays")
 	fs.BoolVar(&o.ncclSelf, "nccl-self", false,
 		"with --transport nccl: send each rank's own share through NCCL too (a send to itself and a receive from itself in the group), so that --world 1 times NCCL's path on one GPU, and time each phase of it (own, pack, group, unpack) with device events")
+	fs.StringVar(&o.ncclLaunch, "nccl-launch", "async",
+		"with --transport nccl: how the NCCL groups are launched: async (the library's: on the non-blocking communicator, polled until launched) or blocking (on a blocking communicator split off it at the first operation, under a watchdog)")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -69,6 +72,12 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		return p, fmt.Errorf("--nccl-self times the NCCL transport: it needs --transport nccl")
 	case o.ncclSelf && o.singleProcess:
 		return p, fmt.Errorf("--nccl-self times each rank's phases in a process of its own: drop --single-process")
+	case o.ncclLaunch != "async" && o.ncclLaunch != "blocking":
+		return p, fmt.Errorf("--nccl-launch %q: want async or blocking", o.ncclLaunch)
+	case o.ncclLaunch == "blocking" && o.group.transport != "nccl":
+		return p, fmt.Errorf("--nccl-launch blocking launches the NCCL transport's groups: it needs --transport nccl")
+	case o.ncclLaunch == "blocking" && o.singleProcess:
+		return p, fmt.Errorf("--nccl-launch blocking sets each rank's process's transport: drop --single-process")
 	case o.compare != "" && o.compare != "nccl":
 		return p, fmt.Errorf("--compare %q: only nccl is known", o.compare)
 	}
@@ -100,6 +109,9 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		if p.wireDirect, err = parseSize(o.wireDirect); err != nil || p.wireDirect < 1 {
 			return p, fmt.Errorf("--wire-direct-below %q: want a positive size", o.wireDirect)
 		}
+	}
+	if o.ncclLaunch == "blocking" {
+		p.launch = nccltransport.LaunchBlocking
 	}
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")
@@ -319,6 +331,7 @@ func reportBench(ctx context.Context, start time.Time, world int, res *benchResu
 		Date: start.UTC().Format(time.RFC3339), Command: os.Args, Driver: driverVersion(sys.DriverVersion),
 		DriverVersion: sys.DriverVersion, World: world, Warmup: o.warmup, Iters: o.iters, Rotate: o.rotate,
 		PeerGBps: res.PeerBandwidth / 1e9, PeerPair: res.PeerPair, PeerNote: res.PeerNote, Rows: res.Rows, Notes: res.Notes,
+		NCCLLaunch: plan.launch.String(),
 	}
 	for _, d := range sys.Devices {
 		rep.GPUs = append(rep.GPUs, d.Name)
@@ -370,6 +383,9 @@ func writeBenchTable(w io.Writer, rep *benchReport, o *benchOpts) {
 	over := ""
 	if len(rep.Rows) > 0 && rep.Rows[0].Transport != "" {
 		over = " over " + rep.Rows[0].Transport + ","
+	}
+	if len(rep.Rows) > 0 && rep.Rows[0].Transport == "nccl" && rep.NCCLLaunch != "" {
+		over += " NCCL launch " + rep.NCCLLaunch + ","
 	}
 	if len(rep.Rows) > 0 && rep.Rows[0].Sharing != "" {
 		over += " shared as " + rep.Rows[0].Sharing + ","

@@ -42,3 +42,37 @@ func TestPhaseTable(t *testing.T) {
 	require.Contains(t, b.String(), "NCCL transport phases (--nccl-self)")
 	require.Regexp(t, `send_recv_heads\s+bf16\s+128 KiB\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
 }
+
+// TestNCCLLaunchFlag: --nccl-launch is async or blocking, blocking needs
+// the NCCL transport and a process per rank, and the plan carries it.
+func TestNCCLLaunchFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nccl-launch", "fast"}, "want async or blocking"},
+		{[]string{"--nccl-launch", "blocking"}, "it needs --transport nccl"},
+		{[]string{"--nccl-launch", "blocking", "--transport", "nccl", "--single-process"}, "drop --single-process"},
+		{[]string{"--nccl-launch", "blocking", "--transport", "nccl", "--nccl-self"}, ""},
+		{[]string{"--transport", "nccl"}, ""},
+	} {
+		fs, o := newBenchFlags(false)
+		require.NoError(t, fs.Parse(c.args))
+		p, err := o.plan()
+		if c.want != "" {
+			require.ErrorContains(t, err, c.want, "%v", c.args)
+			continue
+		}
+		require.NoError(t, err, "%v", c.args)
+		require.Equal(t, o.ncclLaunch, p.launch.String(), "%v", c.args)
+	}
+}
+
+// TestNCCLLaunchHeader: the header line of rows over NCCL names the launch.
+func TestNCCLLaunchHeader(t *testing.T) {
+	_, o := newBenchFlags(false)
+	rep := &benchReport{World: 1, NCCLLaunch: "blocking", Rows: []benchRow{{Op: "all_gather", DType: "bf16", BytesPerRank: 1 << 20, World: 1, Transport: "nccl", MedianUS: 10}}}
+	var b bytes.Buffer
+	writeBenchTable(&b, rep, o)
+	require.Contains(t, b.String(), "over nccl, NCCL launch blocking,")
+}

@@ -1,6 +1,9 @@
 package main
 
-import "github.com/ulysses-go/ulysses/a2a"
+import (
+	"github.com/ulysses-go/ulysses/a2a"
+	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
+)
 
 type benchOpts struct {
 	group                 groupFlags
@@ -16,6 +19,7 @@ type benchOpts struct {
 	singleProcess         bool
 	overlap               bool
 	ncclSelf              bool         // --nccl-self
+	ncclLaunch            string       // --nccl-launch
 	phases                *phaseMarker // --nccl-self's marker, set by benchRun
 	results               string       // worker only: where rank 0 writes its results
 }
@@ -33,6 +37,7 @@ type benchPlan struct {
 	// wireDirect replaces plan.WireDirectBytes in every rank's process,
 	// for the process's life (0: the library's own).
 	wireDirect int64
+	launch     nccltransport.Launch // --nccl-launch, in every rank's process
 }
 
 // benchOp is an operation as bench and nccl_bench.py name it.
@@ -141,6 +146,7 @@ type benchReport struct {
 	Notes         []string     `json:"notes,omitempty"`
 	NCCL          []ncclRecord `json:"nccl,omitempty"`
 	NCCLNote      string       `json:"nccl_note,omitempty"`
+	NCCLLaunch    string       `json:"nccl_launch"` // --nccl-launch: async or blocking
 	Compare       []compareRow `json:"compare,omitempty"`
 	Seconds       float64      `json:"seconds"`
 }

@@ -93,10 +93,14 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 	if _, err := m.gather(nil); err != nil {
 		return nil, err
 	}
-	if o.ncclSelf { // for the process's life, as the wire override
-		o.phases = &phaseMarker{}
-		nccltransport.SetTuning(nccltransport.Tuning{Self: true, Marker: o.phases})
-		defer o.phases.close()
+	if o.ncclSelf || plan.launch != nccltransport.LaunchAsync { // for the process's life, as the wire override
+		tn := nccltransport.Tuning{Self: o.ncclSelf, Launch: plan.launch}
+		if o.ncclSelf {
+			o.phases = &phaseMarker{}
+			tn.Marker = o.phases
+			defer o.phases.close()
+		}
+		nccltransport.SetTuning(tn)
 	}
 	for _, dt := range plan.dtypes {
 		sizes, _ := sizePlans(plan.sizes, o.batch, o.heads, o.headDim, dt) // plan refused sizes of no whole token

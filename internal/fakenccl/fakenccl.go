@@ -10,7 +10,10 @@
 // meanwhile), so one thread can enqueue every rank in turn. Streams are
 // not modelled: the copy happens when the pair completes, not in stream
 // order (EnvP2PWait gives ranks on threads of their own that order).
-// ncclAlltoAll pairs as a group of sends and receives; ncclMemAlloc is
+// On a blocking communicator (ncclCommSplit makes them, color 0 and key =
+// rank only) a group's first transfer with a peer waits, unbounded, for
+// the peer's half or the communicator's release, as NCCL's blocking
+// launch connects. ncclAlltoAll pairs as a group of sends and receives; ncclMemAlloc is
 // malloc and windows are counted (ReadLive). All-gather moves bytes only
 // in a world of one. It can keep a
 // non-blocking communicator "in progress" for a number of polls or for
@@ -50,6 +53,11 @@ const (
 	// communicator in progress, until the communicator is aborted or
 	// destroyed, as with a peer that never comes.
 	EnvP2PHang = "FAKENCCL_P2P_HANG"
+	// EnvBlockingWaitAll: "1" makes ncclGroupEnd on a blocking
+	// communicator wait for the partner of every half it posts, not only
+	// of those to peers it never paired with: a blocking launch that
+	// hangs after connecting.
+	EnvBlockingWaitAll = "FAKENCCL_BLOCKING_WAIT_ALL"
 )
 
 // Build compiles the stub into dir/libnccl.so.2 and returns its absolute
@@ -70,9 +78,12 @@ type Init struct {
 }
 
 // Counts are the stub's running totals in one process, and Queued, the
-// halves of transfers waiting for their partner now.
+// halves of transfers waiting for their partner now; Splits, the
+// ncclCommSplit calls, LiveBlocking, the blocking communicators of
+// LiveComms, and BlockingSends, the sends on blocking communicators.
 type Counts struct {
 	LiveComms, Aborts, Sends, Recvs, AllGathers, Queued int64
+	Splits, LiveBlocking, BlockingSends                 int64
 }
 
 // LastInit reads the latest init the stub at path saw in this process.
@@ -87,9 +98,10 @@ func LastInit(path string) (Init, error) {
 
 // ReadCounts reads the stub's totals at path in this process.
 func ReadCounts(path string) (Counts, error) {
-	var v [6]int64
+	var v [9]int64
 	err := callStub(path, "fakenccl_counts", uintptr(unsafe.Pointer(&v[0])))
-	return Counts{LiveComms: v[0], Aborts: v[1], Sends: v[2], Recvs: v[3], AllGathers: v[4], Queued: v[5]}, err
+	return Counts{LiveComms: v[0], Aborts: v[1], Sends: v[2], Recvs: v[3], AllGathers: v[4], Queued: v[5],
+		Splits: v[6], LiveBlocking: v[7], BlockingSends: v[8]}, err
 }
 
 // Config is what the latest ncclCommInitRankConfig's config held: its

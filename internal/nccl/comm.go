@@ -72,12 +72,9 @@ func (l *Library) InitRankOptions(world, rank int, id UniqueID, opt CommOptions)
 		e := &Error{Call: "ncclCommInitRankConfig", Code: InvalidArgument, Text: l.errorString(int32(InvalidArgument))}
 		return nil, fmt.Errorf("nccl: rank %d of %d, CTA policy %d: %w", rank, world, opt.CTAPolicy, e)
 	}
-	cfg := newConfig(l.version, opt.Blocking)
-	if opt.CTAPolicy != CTAPolicyUnset {
-		if err := l.need(FeatureCTAPolicy); err != nil {
-			return nil, err
-		}
-		cfg.ctaPolicy = int32(opt.CTAPolicy - 1)
+	cfg, err := l.config(opt)
+	if err != nil {
+		return nil, err
 	}
 	arg := *(*idArg)(unsafe.Pointer(&id))
 	var h uintptr
@@ -90,6 +87,19 @@ func (l *Library) InitRankOptions(world, rank int, id UniqueID, opt CommOptions)
 		return nil, err
 	}
 	return &Comm{l: l, h: h, world: world, rank: rank, blocking: opt.Blocking}, nil
+}
+
+// config is the ncclConfig_t of opt for the loaded NCCL, or an error
+// matching ErrUnsupported for an option it lacks.
+func (l *Library) config(opt CommOptions) (*config, error) {
+	cfg := newConfig(l.version, opt.Blocking)
+	if opt.CTAPolicy != CTAPolicyUnset {
+		if err := l.need(FeatureCTAPolicy); err != nil {
+			return nil, err
+		}
+		cfg.ctaPolicy = int32(opt.CTAPolicy - 1)
+	}
+	return cfg, nil
 }
 
 // Blocking reports whether the communicator is a blocking one.

@@ -19,6 +19,7 @@ const (
 	FeatureWindows                  // ncclCommWindowRegister, ncclCommWindowDeregister (2.27)
 	FeatureAlltoAll                 // ncclAlltoAll (2.28)
 	FeatureCTAPolicy                // ncclConfig_t's CTAPolicy, as read from a 2.28 config (2.28)
+	FeatureSplit                    // ncclCommSplit (2.18)
 )
 
 // features are each Feature's name, first version and entry points.
@@ -31,6 +32,7 @@ var features = [...]struct {
 	FeatureWindows:   {"ncclCommWindowRegister", 22700, func(f *funcs) []uintptr { return []uintptr{f.commWindowRegister, f.commWindowDeregister} }},
 	FeatureAlltoAll:  {"ncclAlltoAll", 22800, func(f *funcs) []uintptr { return []uintptr{f.alltoAll} }},
 	FeatureCTAPolicy: {"the CTA policy", configVersion28, func(*funcs) []uintptr { return nil }},
+	FeatureSplit:     {"ncclCommSplit", 21800, func(f *funcs) []uintptr { return []uintptr{f.commSplit} }},
 }
 
 // Has reports whether the loaded NCCL has f: a version at least f's and

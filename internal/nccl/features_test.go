@@ -13,17 +13,18 @@ import (
 
 // TestFeaturesByVersion: each optional feature is there from its version
 // on, whatever the library exports, and its calls refuse with
-// ErrUnsupported before it (a 2.18 library: none of them).
+// ErrUnsupported before it (a 2.17 library: none of them).
 func TestFeaturesByVersion(t *testing.T) {
-	all := []Feature{FeatureMemAlloc, FeatureWindows, FeatureAlltoAll, FeatureCTAPolicy}
+	all := []Feature{FeatureMemAlloc, FeatureWindows, FeatureAlltoAll, FeatureCTAPolicy, FeatureSplit}
 	for _, v := range []struct {
 		env  string
 		have []Feature
 	}{
 		{"22809", all},
-		{"22703", []Feature{FeatureMemAlloc, FeatureWindows}},
-		{"21903", []Feature{FeatureMemAlloc}},
-		{"21803", nil},
+		{"22703", []Feature{FeatureMemAlloc, FeatureWindows, FeatureSplit}},
+		{"21903", []Feature{FeatureMemAlloc, FeatureSplit}},
+		{"21803", []Feature{FeatureSplit}},
+		{"21703", nil},
 	} {
 		l, _ := stub(t, fakenccl.EnvVersion+"="+v.env)
 		for _, f := range all {

@@ -13,6 +13,7 @@ type funcs struct {
 	memAlloc, memFree                        uintptr // 2.19
 	commWindowRegister, commWindowDeregister uintptr // 2.27
 	alltoAll                                 uintptr // 2.28
+	commSplit                                uintptr // 2.18
 }
 
 // table lists every symbol the binding binds: those of MinVersion
@@ -37,5 +38,6 @@ func (f *funcs) table() []dl.Symbol {
 		dl.Opt(&f.commWindowRegister, "ncclCommWindowRegister"),
 		dl.Opt(&f.commWindowDeregister, "ncclCommWindowDeregister"),
 		dl.Opt(&f.alltoAll, "ncclAlltoAll"),
+		dl.Opt(&f.commSplit, "ncclCommSplit"),
 	}
 }

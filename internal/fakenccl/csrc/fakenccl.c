@@ -26,6 +26,14 @@
 // destroyed, as with a peer that never comes. Sizes of a pair must match,
 // or both communicators fail with ncclInvalidUsage.
 //
+// Blocking communicators (a config's blocking = 1; ncclCommSplit makes
+// them too, color 0 and key = rank only, in progress until every rank has
+// split): as NCCL's blocking launch connects to a peer it has not yet
+// exchanged with, ncclGroupEnd waits, with no bound, until each half on a
+// blocking communicator to a peer it has never paired with has paired,
+// or the communicator is released from another thread (then it fails);
+// halves to peers already paired with queue as above.
+//
 // ncclAlltoAll is a group of sends and receives, one pair per rank, and
 // pairs as they do. ncclMemAlloc is malloc; windows are registrations
 // checked and counted (fakenccl_live). ncclAllGather moves bytes only in
@@ -66,6 +74,10 @@ struct comm {
 	long polls;  // ncclInProgress answers left; -1: until aborted
 	ncclUniqueId id;
 	int failed;  // a result the communicator failed with (a pair of another size)
+	int joining; // made by ncclCommSplit: in progress until every rank has split
+	unsigned long splits;    // ncclCommSplit calls on it so far
+	unsigned char *connected; // per peer: a transfer with it has paired (a blocking group's first waits)
+	struct comm *next;        // in all_comms; released ones stay (magic 0), never freed
 };
 
 // One half of a point-to-point transfer: c sends to or receives from peer.
@@ -89,6 +101,8 @@ static struct op queued[MAX_QUEUED]; // in posting order
 static int nqueued;
 static unsigned long tokens;
 static long live_comms, aborts, sends, recvs, allgathers;
+static long splits, live_blocking, blocking_sends; // ncclCommSplit calls, blocking communicators, sends on them
+static struct comm *all_comms;
 static ncclUniqueId last_id;
 static int last_nranks = -1, last_rank = -1, last_blocking = -2;
 static long last_config_size = -1, last_config_version = -1, last_cta_policy = -2;
@@ -121,6 +135,16 @@ static size_t type_size(int t) {
 }
 
 static int valid(const struct comm *c) { return c != NULL && c->magic == COMM_MAGIC; }
+
+static int queued_of(const struct comm *c);
+
+// enlist counts a new communicator live; with mu.
+static void enlist(struct comm *c) {
+	c->next = all_comms;
+	all_comms = c;
+	live_comms++;
+	live_blocking += c->blocking;
+}
 
 ncclResult_t ncclGetVersion(int *version) {
 	if (version == NULL) return fail(INVALID_ARGUMENT, "version is NULL");
@@ -176,11 +200,69 @@ ncclResult_t ncclCommInitRankConfig(struct comm **out, int nranks, ncclUniqueId 
 	c->blocking = config ? config->blocking != 0 : 1;
 	c->polls = env_long("FAKENCCL_INIT_HANG", 0) ? -1 : env_long("FAKENCCL_INIT_POLLS", 0);
 	c->id = id;
+	if ((c->connected = calloc((size_t)nranks, 1)) == NULL) {
+		free(c);
+		return fail(SYSTEM, "out of memory");
+	}
 	pthread_mutex_lock(&mu);
-	live_comms++;
+	enlist(c);
 	pthread_mutex_unlock(&mu);
 	*out = c;
 	return !c->blocking && c->polls != 0 ? IN_PROGRESS : SUCCESS;
+}
+
+// all_joined reports whether every rank of c's group has a live
+// communicator of c's id; with mu.
+static int all_joined(const struct comm *c) {
+	int n = 0;
+	for (const struct comm *o = all_comms; o != NULL; o = o->next)
+		if (valid(o) && o->nranks == c->nranks && memcmp(&o->id, &c->id, sizeof c->id) == 0) n++;
+	return n == c->nranks;
+}
+
+// ncclCommSplit of color 0 and key = rank only (the same ranks, new
+// choices): the child's id is derived from the parent's and its split
+// count, so the ranks' children pair with each other. Like NCCL's, it
+// refuses a parent with work in progress; on a non-blocking parent it
+// returns ncclInProgress and the child is in progress until every rank
+// has split; on a blocking one it waits for that (or a release).
+ncclResult_t ncclCommSplit(struct comm *p, int color, int key, struct comm **out, config_head *config) {
+	if (!valid(p) || out == NULL) return fail(INVALID_ARGUMENT, "invalid communicator or newcomm");
+	if (config != NULL && (config->magic != CONFIG_MAGIC || config->size < sizeof(config_head) || config->version < 21400))
+		return fail(INVALID_ARGUMENT, "config not initialized");
+	if (color == -1) {
+		*out = NULL;
+		return SUCCESS;
+	}
+	if (color != 0 || key != p->rank) return fail(INVALID_USAGE, "the stub splits into color 0, key = rank only");
+	struct comm *c = calloc(1, sizeof *c);
+	unsigned char *connected = calloc((size_t)p->nranks, 1);
+	if (c == NULL || connected == NULL) {
+		free(c), free(connected);
+		return fail(SYSTEM, "out of memory");
+	}
+	pthread_mutex_lock(&mu);
+	if (p->polls != 0 || p->failed || queued_of(p)) {
+		pthread_mutex_unlock(&mu);
+		free(c), free(connected);
+		return fail(INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
+	}
+	splits++;
+	c->magic = COMM_MAGIC;
+	c->nranks = p->nranks;
+	c->rank = p->rank;
+	c->blocking = config ? config->blocking != 0 : 1;
+	c->joining = 1;
+	c->id = p->id;
+	c->id.internal[126] ^= 0x5a;
+	c->id.internal[127] ^= (unsigned char)++p->splits;
+	c->connected = connected;
+	enlist(c);
+	pthread_cond_broadcast(&paired);
+	while (p->blocking && valid(c) && !all_joined(c)) pthread_cond_wait(&paired, &mu);
+	pthread_mutex_unlock(&mu);
+	*out = c;
+	return p->blocking ? SUCCESS : IN_PROGRESS;
 }
 
 // queued_of reports whether c has halves waiting for a partner; with mu.
@@ -200,14 +282,16 @@ ncclResult_t ncclCommGetAsyncError(struct comm *c, ncclResult_t *r) {
 	if (!valid(c) || r == NULL) return fail(INVALID_ARGUMENT, "invalid communicator");
 	pthread_mutex_lock(&mu);
 	if (c->polls > 0) c->polls--;
+	if (c->joining && all_joined(c)) c->joining = 0;
 	if (c->failed) *r = c->failed;
-	else *r = c->polls != 0 || queued_of(c) ? IN_PROGRESS : SUCCESS;
+	else *r = c->polls != 0 || c->joining || queued_of(c) ? IN_PROGRESS : SUCCESS;
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
 
-// release frees c, dropping its queued halves (an abort ends them; so does
-// a destroy, which in NCCL would wait for them).
+// release ends c, dropping its queued halves (an abort ends them; so does
+// a destroy, which in NCCL would wait for them), and wakes a group blocked
+// on it, which then fails.
 static ncclResult_t release(struct comm *c, int abort) {
 	pthread_mutex_lock(&mu);
 	if (!valid(c)) {
@@ -216,9 +300,9 @@ static ncclResult_t release(struct comm *c, int abort) {
 	}
 	for (int i = nqueued - 1; i >= 0; i--)
 		if (queued[i].c == c) drop(i);
-	c->magic = 0;
-	free(c);
+	c->magic = 0; // kept: a group blocked on it looks at it when it wakes
 	live_comms--;
+	live_blocking -= c->blocking;
 	aborts += abort;
 	pthread_cond_broadcast(&paired);
 	pthread_mutex_unlock(&mu);
@@ -254,6 +338,7 @@ static ncclResult_t post(struct op o) {
 			} else if (s->bytes > 0) {
 				memmove(r->buf, s->buf, s->bytes);
 			}
+			s->c->connected[s->peer] = r->c->connected[r->peer] = 1;
 			drop(i);
 			pthread_cond_broadcast(&paired);
 			return res;
@@ -271,8 +356,22 @@ static int waiting(unsigned long token) {
 	return 0;
 }
 
-// post_all posts n operations under one token and, with
-// FAKENCCL_P2P_WAIT_MS, waits that long at most for their partners.
+// connecting reports whether a half posted under token waits on a
+// blocking communicator for a peer it has not yet paired with (NCCL's
+// blocking launch connects to a new peer before it returns); with mu.
+// With FAKENCCL_BLOCKING_WAIT_ALL=1 it waits for every peer, as a launch
+// that blocks for another reason would.
+static int connecting(unsigned long token) {
+	int all = (int)env_long("FAKENCCL_BLOCKING_WAIT_ALL", 0);
+	for (int i = 0; i < nqueued; i++)
+		if (queued[i].token == token && queued[i].c->blocking && (all || !queued[i].c->connected[queued[i].peer])) return 1;
+	return 0;
+}
+
+// post_all posts n operations under one token and waits until no half of
+// them on a blocking communicator waits for a new peer (for ever, unless
+// the communicator is released: then it fails); with
+// FAKENCCL_P2P_WAIT_MS, it also waits that long at most for the partners.
 static ncclResult_t post_all(struct op *ops, int n) {
 	ncclResult_t res = SUCCESS;
 	pthread_mutex_lock(&mu);
@@ -296,6 +395,9 @@ static ncclResult_t post_all(struct op *ops, int n) {
 		while (waiting(token))
 			if (pthread_cond_timedwait(&paired, &mu, &until) != 0) break;
 	}
+	while (connecting(token)) pthread_cond_wait(&paired, &mu);
+	for (int i = 0; i < n && res == SUCCESS; i++)
+		if (!valid(ops[i].c)) res = fail(INTERNAL, "communicator aborted during the group");
 	pthread_mutex_unlock(&mu);
 	return res;
 }
@@ -318,6 +420,7 @@ static ncclResult_t p2p(int send, const void *buf, size_t count, int type, int p
 	if (count > 0 && buf == NULL) return fail(INVALID_ARGUMENT, "buffer is NULL");
 	pthread_mutex_lock(&mu);
 	if (send) sends++; else recvs++;
+	if (send && c->blocking) blocking_sends++;
 	pthread_mutex_unlock(&mu);
 	struct op o = {send, c, peer, (void *)buf, count * type_size(type), 0};
 	if (group_depth == 0) {
@@ -450,9 +553,11 @@ void fakenccl_last_init(unsigned char *id, int *nranks, int *rank, int *blocking
 }
 
 // fakenccl_counts reports live communicators, aborts, sends, receives,
-// all-gathers so far, and the halves waiting for a partner now.
+// all-gathers so far, the halves waiting for a partner now, splits so
+// far, live blocking communicators and sends on blocking ones so far.
 void fakenccl_counts(long *out) {
 	pthread_mutex_lock(&mu);
 	out[0] = live_comms, out[1] = aborts, out[2] = sends, out[3] = recvs, out[4] = allgathers, out[5] = nqueued;
+	out[6] = splits, out[7] = live_blocking, out[8] = blocking_sends;
 	pthread_mutex_unlock(&mu);
 }

@@ -101,8 +101,14 @@ func (t *Transport) mark(p Phase, s driver.Stream) {
 // kernel on the stream (ncclInProgress): it settles before returning, or
 // what is enqueued after it (the unpacks, the Into copy, the event a
 // caller's stream waits on) would run before the data has come (without
-// this, half of every two-rank output was wrong).
+// this, half of every two-rank output was wrong). With LaunchBlocking the
+// group goes to the blocking communicator, whose ncclGroupEnd returns
+// once the group is on the stream: nothing is left to settle.
 func (t *Transport) group(round int, half, sendStage, recvStage driver.DevicePtr, s driver.Stream) error {
+	comm := t.comm
+	if t.child != nil {
+		comm = t.child
+	}
 	if err := t.lib.GroupStart(); err != nil {
 		return api.WrapNCCL("starting an NCCL group", err)
 	}
@@ -115,7 +121,7 @@ func (t *Transport) group(round int, half, sendStage, recvStage driver.DevicePtr
 		if x.stage >= 0 {
 			from = uintptr(sendStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Send(from, uint64(x.box.Bytes()), binding.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = comm.Send(from, uint64(x.box.Bytes()), binding.Uint8, x.peer, uintptr(s)); err != nil {
 			err = api.WrapNCCL("sending to rank "+strconv.Itoa(x.peer), err)
 		}
 	}
@@ -127,18 +133,22 @@ func (t *Transport) group(round int, half, sendStage, recvStage driver.DevicePtr
 		if x.stage >= 0 {
 			into = uintptr(recvStage) + uintptr(x.stage)
 		}
-		if err = t.comm.Recv(into, uint64(x.box.Bytes()), binding.Uint8, x.peer, uintptr(s)); err != nil {
+		if err = comm.Recv(into, uint64(x.box.Bytes()), binding.Uint8, x.peer, uintptr(s)); err != nil {
 			err = api.WrapNCCL("receiving from rank "+strconv.Itoa(x.peer), err)
 		}
 	}
-	end := t.lib.GroupEnd() // always: the thread's group must close
+	blocking := t.child != nil
+	end := t.endGroup()  // always: the thread's group must close
+	if t.failed != nil { // the watchdog aborted the communicators
+		return t.failed
+	}
 	if end != nil && !binding.IsCode(end, binding.InProgress) && err == nil {
 		err = api.WrapNCCL("ending an NCCL group", end)
 	}
-	t.settling = true
-	if err != nil {
+	if err != nil || blocking {
 		return err
 	}
+	t.settling = true
 	return t.settle()
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
+	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
 	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
@@ -27,6 +28,9 @@ func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transpo
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
 // may so Connect one after another from one goroutine.
 func (t *Transport) Connect(hs []handle.Handle) error {
+	if err := t.allocProbe(); err != nil {
+		return err
+	}
 	if (t.env.World > 1 || t.tuning.Self) && t.stageBytes > 0 {
 		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
 		if err != nil {
@@ -97,19 +101,29 @@ func (t *Transport) Abort(byClose bool) {
 // ncclCommAbort otherwise) and hands the staging area to the graveyard.
 func (t *Transport) Release() {
 	t.mu.Lock()
-	if t.comm != nil {
-		if t.failed != nil || t.abortAsk.Load() != 0 {
-			_ = t.comm.Abort()
-		} else {
-			_ = t.comm.Destroy()
+	abort := t.failed != nil || t.abortAsk.Load() != 0
+	for _, c := range [2]**binding.Comm{&t.child, &t.comm} { // the child before its parent
+		if *c == nil {
+			continue
 		}
-		t.comm = nil
+		if abort {
+			_ = (*c).Abort()
+		} else {
+			_ = (*c).Destroy()
+		}
+		*c = nil
 	}
 	t.mu.Unlock()
-	if p := t.stage; p != 0 {
+	t.bury(&t.stage, "freeing the NCCL staging")
+	t.bury(&t.probe, "freeing the NCCL connecting bytes")
+}
+
+// bury hands the device memory at *p, if any, to the graveyard.
+func (t *Transport) bury(p *driver.DevicePtr, what string) {
+	if q := *p; q != 0 {
 		ctx := t.env.Share.Ctx
-		t.env.Share.Bury(device.Release{What: "freeing the NCCL staging", Do: func() error { return ctx.MemFree(p) }})
-		t.stage = 0
+		t.env.Share.Bury(device.Release{What: what, Do: func() error { return ctx.MemFree(q) }})
+		*p = 0
 	}
 }
 

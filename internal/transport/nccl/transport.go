@@ -36,9 +36,11 @@ type Transport struct {
 	// mu guards comm and every NCCL call on it: the Comm's waits poll
 	// without the Comm's lock while operations may be enqueued.
 	mu       sync.Mutex
-	comm     *binding.Comm // nil once aborted or destroyed
-	settling bool          // init or the last group may still be in progress (NCCL's non-blocking mode)
-	failed   error         // what broke the communicator: a *TimeoutError, *api.AbortedError or NCCL's failure
+	comm     *binding.Comm    // nil once aborted or destroyed
+	child    *binding.Comm    // LaunchBlocking's blocking communicator, split from comm at the first operation; nil before and once released
+	probe    driver.DevicePtr // LaunchBlocking: 1+World bytes the connecting group sends from and receives into
+	settling bool             // init or the last group may still be in progress (NCCL's non-blocking mode)
+	failed   error            // what broke the communicator: a *TimeoutError, *api.AbortedError or NCCL's failure
 
 	ops         atomic.Uint32 // operations enqueued, for the errors' epoch
 	lastEnqueue atomic.Int64  // time.Now().UnixNano() of the last enqueue (or connect)

@@ -21,6 +21,40 @@ type Tuning struct {
 	// been enqueued (PhaseStart first): it may record an event on the
 	// stream, so that the device time of each phase can be read.
 	Marker PhaseMarker
+	// Launch is how the groups of the data path are launched; the zero
+	// value, LaunchAsync, is the transport as users get it.
+	Launch Launch
+}
+
+// Launch is a way of launching the data path's NCCL groups.
+type Launch int
+
+const (
+	// LaunchAsync launches each group on the non-blocking communicator:
+	// ncclGroupEnd hands the launch to a thread of NCCL's, and the
+	// operation polls until it is on the stream (settle), bounded by the
+	// timeout, aborting the communicator past it.
+	LaunchAsync Launch = iota
+	// LaunchBlocking launches each group on a blocking communicator split
+	// from the non-blocking one at the first operation (ncclCommSplit,
+	// which the loaded NCCL must have: else Connect fails with
+	// ErrNotSupported), its connections to every rank made there by a
+	// group of one byte to and from each: ncclGroupEnd launches on the
+	// enqueuing thread and returns once the group is on the stream, so
+	// nothing is polled. A watchdog aborts both communicators when a
+	// blocking call outlasts the timeout, which ends it with a
+	// *TimeoutError. Ranks of one process must enqueue from goroutines of
+	// their own (the first operation's split and connections wait for
+	// every rank), as for LaunchAsync's first group.
+	LaunchBlocking
+)
+
+// String is the launch's name as the bench's --nccl-launch spells it.
+func (l Launch) String() string {
+	if l == LaunchBlocking {
+		return "blocking"
+	}
+	return "async"
 }
 
 // Phase is a part of an operation over NCCL, in the order Enqueue puts

@@ -92,25 +92,36 @@ func (t *Transport) state() (binding.Result, bool) {
 	return t.stateLocked()
 }
 
-// stateLocked is state with mu held.
+// stateLocked is state with mu held: of both communicators where
+// LaunchBlocking has split the blocking one off, in progress while
+// either is.
 func (t *Transport) stateLocked() (binding.Result, bool) {
 	if t.comm == nil || t.failed != nil {
 		return 0, true
 	}
-	r, err := t.comm.AsyncError()
-	if err != nil {
-		t.failLocked(api.WrapNCCL("asking the NCCL communicator's state", err))
-		return 0, true
+	state := binding.Success
+	for _, c := range [2]*binding.Comm{t.comm, t.child} {
+		if c == nil {
+			continue
+		}
+		r, err := c.AsyncError()
+		if err != nil {
+			t.failLocked(api.WrapNCCL("asking the NCCL communicator's state", err))
+			return 0, true
+		}
+		switch r {
+		case binding.Success:
+		case binding.InProgress:
+			state = r
+		default:
+			t.failLocked(api.WrapNCCL("the NCCL communicator failed", c.Failure(r)))
+			return r, true
+		}
 	}
-	switch r {
-	case binding.Success:
+	if state == binding.Success {
 		t.settling = false
-	case binding.InProgress:
-	default:
-		t.failLocked(api.WrapNCCL("the NCCL communicator failed", t.comm.Failure(r)))
-		return r, true
 	}
-	return r, false
+	return state, false
 }
 
 // fail records err as the transport's failure, if it is the first, and
@@ -125,6 +136,10 @@ func (t *Transport) failLocked(err error) {
 	if t.failed == nil {
 		t.failed = err
 	}
+	if t.child != nil { // before its parent
+		_ = t.child.Abort()
+		t.child = nil
+	}
 	if t.comm != nil {
 		_ = t.comm.Abort()
 		t.comm = nil
@@ -134,9 +149,19 @@ func (t *Transport) failLocked(err error) {
 // settle waits, with mu held, until NCCL's non-blocking init or last
 // group has finished setting up (NCCL's rule before the next call on the
 // communicator), bounded by the timeout from now; past it, or on NCCL's
-// error, the communicator fails as poll says. It returns the failure.
+// error, the communicator fails as poll says. With LaunchBlocking, the
+// first time the communicator is ready it also makes the blocking one
+// (openChild), within the same bound. It returns the failure.
 func (t *Transport) settle() error {
 	deadline := time.Now().Add(time.Duration(t.timeout.Load()))
+	if err := t.settleBy(deadline); err != nil || !t.wantChild() {
+		return err
+	}
+	return t.openChild(deadline)
+}
+
+// settleBy is settle's wait, until deadline.
+func (t *Transport) settleBy(deadline time.Time) error {
 	b := newBackoff()
 	for t.settling {
 		if _, broken := t.stateLocked(); broken || !t.settling {
