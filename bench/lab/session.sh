@@ -18,7 +18,8 @@
 #   sharing the sharing scenarios alone; held1: one group with the device
 #           held, in a fresh process; quick: the suite's quick tests in A,
 #           then B; collectives-B, wire-B: those tests in B; rest (or
-#           rest-A, rest-B): the long tests not yet run on this code
+#           rest-A, rest-B): the long tests not yet run on this code;
+#           nccl-launch: the NCCL phases at world one with each launch
 set -u
 parts=${*:?part}
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -107,6 +108,12 @@ collectives-B)
 	;;
 wire-B)
 	step wire-B 200 "suite B -test.run '^TestWire$'"
+	;;
+nccl-launch)
+	for l in async blocking; do
+		step "nccl-self-$l" 150 "\"\$bin/ulysses\" bench --world 1 --transport nccl --nccl-self --nccl-launch $l --dtypes bf16 \
+			--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --compare nccl --json $logs/nccl-self-$l.json"
+	done
 	;;
 rest | rest-A | rest-B)
 	rest='^(TestCollectivesMultiProcess|TestCommsAtOnce|TestStress|TestGraphViewsOutliveLateReads|TestWire|TestCallerStreamKernels)$'
