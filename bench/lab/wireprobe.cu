@@ -331,25 +331,40 @@ struct Shape {
     static_assert(D % (EPL * CH) == 0 && G >= 1 && G <= 32 && (G & (G - 1)) == 0, "shape");
 };
 
+// This lane's place in the tiling of rows rows by blocks of TH threads:
+// its warp's first tile, the warps of the grid (W), the tiles (n), and
+// where its chunk c of a row starts.
+template <int D, int EPL, int CH, int TH>
+struct Tiling {
+    static constexpr int G = Shape<D, EPL, CH>::G, RPW = Shape<D, EPL, CH>::RPW;
+    u32 gl, sub, first, W, n;
+    __device__ explicit Tiling(u32 rows)
+        : gl((threadIdx.x & 31u) % G),
+          sub((threadIdx.x & 31u) / G),
+          first(blockIdx.x * (TH / 32) + threadIdx.x / 32),
+          W(gridDim.x * (TH / 32)),
+          n((rows + RPW - 1) / RPW) {}
+    __device__ u64 at(u32 row, int c) const { return (u64)row * D + (gl + c * G) * EPL; }
+};
+
 template <int D, int EPL, int CH, int U, int TH, bool CS, bool DIRECT>
 __global__ void __launch_bounds__(TH)
     quantize(const u16 *__restrict__ in, u8 *__restrict__ codes, u8 *__restrict__ scales, u16 *__restrict__ out, u32 rows) {
     constexpr int G = Shape<D, EPL, CH>::G, RPW = Shape<D, EPL, CH>::RPW, V = EPL / 8;
-    const u32 lane = threadIdx.x & 31u, gl = lane % G, sub = lane / G;
-    const u32 W = gridDim.x * (TH / 32), tiles = (rows + RPW - 1) / RPW;
-    for (u32 t0 = blockIdx.x * (TH / 32) + threadIdx.x / 32; t0 < tiles; t0 += U * W) {
+    const Tiling<D, EPL, CH, TH> tl(rows);
+    for (u32 t0 = tl.first; t0 < tl.n; t0 += U * tl.W) {
         uint4 x[U][CH][V];
         u32 row[U], amax[U];
         bool ok[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            row[u] = (t0 + u * W) * RPW + sub;
-            ok[u] = t0 + u * W < tiles && row[u] < rows;
+            row[u] = (t0 + u * tl.W) * RPW + tl.sub;
+            ok[u] = t0 + u * tl.W < tl.n && row[u] < rows;
 #pragma unroll
             for (int c = 0; c < CH; c++) {
 #pragma unroll
                 for (int v = 0; v < V; v++) {
-                    const u16 *p = in + (u64)row[u] * D + (gl + c * G) * EPL + v * 8;
+                    const u16 *p = in + tl.at(row[u], c) + v * 8;
                     x[u][c][v] = ok[u] ? __ldg(reinterpret_cast<const uint4 *>(p)) : make_uint4(0, 0, 0, 0);
                 }
             }
@@ -372,7 +387,7 @@ __global__ void __launch_bounds__(TH)
             const float inv = dpow2(-k), p = dpow2(k);
 #pragma unroll
             for (int c = 0; c < CH; c++) {
-                const u64 e = (u64)row[u] * D + (gl + c * G) * EPL;
+                const u64 e = tl.at(row[u], c);
                 u32 q[2 * V];
 #pragma unroll
                 for (int v = 0; v < V; v++) {
@@ -391,7 +406,7 @@ __global__ void __launch_bounds__(TH)
                     put<CS>(reinterpret_cast<uint4 *>(codes + e), make_uint4(q[0], q[1 % (2 * V)], q[2 % (2 * V)], q[3 % (2 * V)]));
                 }
             }
-            if (!DIRECT && gl == 0u) scales[row[u]] = (u8)(k + 128);
+            if (!DIRECT && tl.gl == 0u) scales[row[u]] = (u8)(k + 128);
         }
     }
 }
@@ -404,64 +419,65 @@ __global__ void __launch_bounds__(TH)
 // with byte 0 is in the output already), so the code loads wait on the
 // scale loads; !DEP issues both at once and tests the byte afterwards.
 
+// 8 V codes at p into c (zeros where !ok).
+template <int V>
+__device__ __forceinline__ void load_codes(const u8 *p, bool ok, uint2 (&c)[V]) {
+    if (V == 1) {
+        c[0] = ok ? __ldg(reinterpret_cast<const uint2 *>(p)) : make_uint2(0, 0);
+    } else {
+        const uint4 w = ok ? __ldg(reinterpret_cast<const uint4 *>(p)) : make_uint4(0, 0, 0, 0);
+        c[0] = make_uint2(w.x, w.y);
+        c[V - 1] = make_uint2(w.z, w.w);
+    }
+}
+
+// Decodes the U rows' codes c8 and stores them, skipping rows whose scale
+// byte is 0.
+template <int D, int CPL, int CH, int TH, int U, bool CS>
+__device__ __forceinline__ void store_decoded(const Tiling<D, CPL, CH, TH> &tl, u16 *out, const uint2 (&c8)[U][CH][CPL / 8],
+                                              const u32 (&sb)[U], const u32 (&row)[U]) {
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        if (sb[u] == 0u) continue;
+        const float p = dpow2((int)sb[u] - 128);
+#pragma unroll
+        for (int c = 0; c < CH; c++) {
+            const u64 e = tl.at(row[u], c);
+#pragma unroll
+            for (int v = 0; v < CPL / 8; v++) {
+                const uint2 lo = dec4(c8[u][c][v].x, p), hi = dec4(c8[u][c][v].y, p);
+                put<CS>(reinterpret_cast<uint4 *>(out + e + v * 8), make_uint4(lo.x, lo.y, hi.x, hi.y));
+            }
+        }
+    }
+}
+
 template <int D, int CPL, int CH, int U, int TH, bool CS, bool DEP>
 __global__ void __launch_bounds__(TH)
     decode(const u8 *__restrict__ codes, const u8 *__restrict__ scales, u16 *__restrict__ out, u32 rows) {
-    constexpr int G = Shape<D, CPL, CH>::G, RPW = Shape<D, CPL, CH>::RPW, V = CPL / 8;
-    const u32 lane = threadIdx.x & 31u, gl = lane % G, sub = lane / G;
-    const u32 W = gridDim.x * (TH / 32), tiles = (rows + RPW - 1) / RPW;
-    for (u32 t0 = blockIdx.x * (TH / 32) + threadIdx.x / 32; t0 < tiles; t0 += U * W) {
+    constexpr int RPW = Shape<D, CPL, CH>::RPW, V = CPL / 8;
+    const Tiling<D, CPL, CH, TH> tl(rows);
+    for (u32 t0 = tl.first; t0 < tl.n; t0 += U * tl.W) {
         uint2 c8[U][CH][V];
         u32 row[U], sb[U];
 #pragma unroll
         for (int u = 0; u < U; u++) {
-            row[u] = (t0 + u * W) * RPW + sub;
-            const bool ok = t0 + u * W < tiles && row[u] < rows;
+            row[u] = (t0 + u * tl.W) * RPW + tl.sub;
+            const bool ok = t0 + u * tl.W < tl.n && row[u] < rows;
             sb[u] = ok ? __ldg(scales + row[u]) : 0u;
             if (!DEP) {
 #pragma unroll
-                for (int c = 0; c < CH; c++) {
-                    const u8 *p = codes + (u64)row[u] * D + (gl + c * G) * CPL;
-                    if (V == 1) {
-                        c8[u][c][0] = ok ? __ldg(reinterpret_cast<const uint2 *>(p)) : make_uint2(0, 0);
-                    } else {
-                        const uint4 w = ok ? __ldg(reinterpret_cast<const uint4 *>(p)) : make_uint4(0, 0, 0, 0);
-                        c8[u][c][0] = make_uint2(w.x, w.y);
-                        c8[u][c][V - 1] = make_uint2(w.z, w.w);
-                    }
-                }
+                for (int c = 0; c < CH; c++) load_codes<V>(codes + tl.at(row[u], c), ok, c8[u][c]);
             }
         }
         if (DEP) {
 #pragma unroll
             for (int u = 0; u < U; u++) {
 #pragma unroll
-                for (int c = 0; c < CH; c++) {
-                    const u8 *p = codes + (u64)row[u] * D + (gl + c * G) * CPL;
-                    if (V == 1) {
-                        c8[u][c][0] = sb[u] != 0u ? __ldg(reinterpret_cast<const uint2 *>(p)) : make_uint2(0, 0);
-                    } else {
-                        const uint4 w = sb[u] != 0u ? __ldg(reinterpret_cast<const uint4 *>(p)) : make_uint4(0, 0, 0, 0);
-                        c8[u][c][0] = make_uint2(w.x, w.y);
-                        c8[u][c][V - 1] = make_uint2(w.z, w.w);
-                    }
-                }
+                for (int c = 0; c < CH; c++) load_codes<V>(codes + tl.at(row[u], c), sb[u] != 0u, c8[u][c]);
             }
         }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            if (sb[u] == 0u) continue;
-            const float p = dpow2((int)sb[u] - 128);
-#pragma unroll
-            for (int c = 0; c < CH; c++) {
-                const u64 e = (u64)row[u] * D + (gl + c * G) * CPL;
-#pragma unroll
-                for (int v = 0; v < V; v++) {
-                    const uint2 lo = dec4(c8[u][c][v].x, p), hi = dec4(c8[u][c][v].y, p);
-                    put<CS>(reinterpret_cast<uint4 *>(out + e + v * 8), make_uint4(lo.x, lo.y, hi.x, hi.y));
-                }
-            }
-        }
+        store_decoded<D, CPL, CH, TH, U, CS>(tl, out, c8, sb, row);
     }
 }
 
@@ -544,9 +560,10 @@ __global__ void __launch_bounds__(512) producer(const uint4 *__restrict__ src_co
 template <int D>
 __global__ void __launch_bounds__(512) consumer(const u8 *stage_codes, const u8 *stage_scales, u16 *out, const u32 *count,
                                                 u32 chunks, u32 epoch, u64 limit_ns, u32 *timed_out) {
-    constexpr int CPL = 8, CH = 4, G = Shape<D, CPL, CH>::G, RPW = Shape<D, CPL, CH>::RPW, U = 4;
+    constexpr int CPL = 8, CH = 4, RPW = Shape<D, CPL, CH>::RPW, U = 4;
     __shared__ u32 stop;
-    const u32 lane = threadIdx.x & 31u, gl = lane % G, sub = lane / G, warp = threadIdx.x / 32;
+    const Tiling<D, CPL, CH, 512> tl(chunks * CHUNK_ROWS);
+    const u32 warp = threadIdx.x / 32;
     const u64 t_start = now_ns();
     for (u32 ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
         if (threadIdx.x == 0) {
@@ -565,29 +582,19 @@ __global__ void __launch_bounds__(512) consumer(const u8 *stage_codes, const u8 
         if (stop) return;
         const u32 row0 = ch * CHUNK_ROWS;
         for (u32 t0 = warp; t0 < CHUNK_ROWS / RPW; t0 += U * 16) {
-            uint2 c8[U][CH];
+            uint2 c8[U][CH][1];
             u32 sb[U], row[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                row[u] = row0 + (t0 + u * 16) * RPW + sub;
+                row[u] = row0 + (t0 + u * 16) * RPW + tl.sub;
                 const bool ok = t0 + u * 16 < CHUNK_ROWS / RPW;
                 sb[u] = ok ? __ldcg(stage_scales + row[u]) : 0u;
 #pragma unroll
                 for (int c = 0; c < CH; c++) {
-                    c8[u][c] = ok ? __ldcg(reinterpret_cast<const uint2 *>(stage_codes + (u64)row[u] * D + (gl + c * G) * CPL))
-                                  : make_uint2(0, 0);
+                    c8[u][c][0] = ok ? __ldcg(reinterpret_cast<const uint2 *>(stage_codes + tl.at(row[u], c))) : make_uint2(0, 0);
                 }
             }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (sb[u] == 0u) continue;
-                const float p = dpow2((int)sb[u] - 128);
-#pragma unroll
-                for (int c = 0; c < CH; c++) {
-                    const uint2 lo = dec4(c8[u][c].x, p), hi = dec4(c8[u][c].y, p);
-                    *reinterpret_cast<uint4 *>(out + (u64)row[u] * D + (gl + c * G) * CPL) = make_uint4(lo.x, lo.y, hi.x, hi.y);
-                }
-            }
+            store_decoded<D, CPL, CH, 512, U, false>(tl, out, c8, sb, row);
         }
         __syncthreads();  // stop is rewritten for the next chunk
     }
