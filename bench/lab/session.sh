@@ -19,7 +19,8 @@
 #           held, in a fresh process; quick: the suite's quick tests in A,
 #           then B; collectives-B, wire-B: those tests in B; rest (or
 #           rest-A, rest-B): the long tests not yet run on this code;
-#           nccl-launch: the NCCL phases at world one with each launch
+#           nccl-launch: the NCCL phases at world one with each launch;
+#           wireprobe: bench/lab/wireprobe.cu built there and run
 set -u
 parts=${*:?part}
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -108,6 +109,9 @@ collectives-B)
 	;;
 wire-B)
 	step wire-B 200 "suite B -test.run '^TestWire$'"
+	;;
+wireprobe)
+	step wireprobe 120 "nvcc -O3 -arch=sm_90 -o /tmp/wireprobe bench/lab/wireprobe.cu && /tmp/wireprobe"
 	;;
 nccl-launch)
 	for l in async blocking; do
