@@ -311,9 +311,12 @@ func SetAutoCopyBytes(tb testing.TB, n int64) {
 
 // UseNCCL makes the package open the NCCL at path (nccl.LoadLibrary: a
 // stub of the test's own) instead of the process's (nccl.Load) until tb
-// ends.
+// ends, with the transport's default tuning (the stub's tests set their
+// own where they need another; $ULYSSES_TEST_NCCL is for a real NCCL).
 func UseNCCL(tb testing.TB, path string) {
 	tb.Helper()
+	nccltransport.SetTuning(nccltransport.Tuning{})
+	tb.Cleanup(RestoreNCCLTuning)
 	old := loadNCCL
 	l, err := nccl.LoadLibrary(path)
 	loadNCCL = func() (*nccl.Library, error) { return l, err }

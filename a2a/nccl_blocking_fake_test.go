@@ -19,7 +19,7 @@ import (
 func blockingLaunch(t *testing.T, self bool) {
 	t.Helper()
 	nccltransport.SetTuning(nccltransport.Tuning{Self: self, Launch: nccltransport.LaunchBlocking})
-	t.Cleanup(func() { nccltransport.SetTuning(nccltransport.Tuning{}) })
+	t.Cleanup(a2a.RestoreNCCLTuning)
 }
 
 // ncclCounts reads the stub NCCL's counts.

@@ -38,7 +38,7 @@ func TestFakeNCCLSelf(t *testing.T) {
 			nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
 			log := &phaseLog{phases: map[int][]nccltransport.Phase{}}
 			nccltransport.SetTuning(nccltransport.Tuning{Self: self, Marker: log})
-			t.Cleanup(func() { nccltransport.SetTuning(nccltransport.Tuning{}) })
+			t.Cleanup(a2a.RestoreNCCLTuning)
 			cases := ncclCases(world, a2a.BFloat16)
 			maxTokens, hidden := check.Capacity(cases...)
 			comms := ncclGroup(t, a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: a2a.BFloat16, MaxTensors: 3}, world)

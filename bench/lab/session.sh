@@ -20,7 +20,9 @@
 #           then B; collectives-B, wire-B: those tests in B; rest (or
 #           rest-A, rest-B): the long tests not yet run on this code;
 #           nccl-launch: the NCCL phases at world one with each launch;
-#           wireprobe: bench/lab/wireprobe.cu built there and run
+#           wireprobe: bench/lab/wireprobe.cu built there and run;
+#           nccl-tests: the NCCL tests with every byte through NCCL (self),
+#           async and blocking launches
 set -u
 parts=${*:?part}
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -109,6 +111,11 @@ collectives-B)
 	;;
 wire-B)
 	step wire-B 200 "suite B -test.run '^TestWire$'"
+	;;
+nccl-tests)
+	for tn in self blocking,self; do
+		step "nccl-tests-${tn/,/-}" 200 "ULYSSES_TEST_NCCL=$tn suite A -test.run '^TestNCCL'"
+	done
 	;;
 wireprobe)
 	step wireprobe 120 "nvcc -O3 -arch=sm_90 -o /tmp/wireprobe bench/lab/wireprobe.cu && /tmp/wireprobe"
