@@ -252,6 +252,14 @@ func TestUploadThenOperate(t *testing.T) {
 func workerCloseDuringOp(rk launch.Rank) error {
 	restore := a2a.SetWireDirectBytes(1) // the wire stages every operation: exchange, then decode
 	defer restore()
+	// Each case joins and closes a Comm of its own: holding the device
+	// keeps its context between them (about 0.5 s each to make and destroy
+	// again otherwise, the bulk of this test's time).
+	held, err := holdDevice(rk)
+	if err != nil {
+		return err
+	}
+	defer held.Close()
 	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
@@ -695,4 +703,21 @@ func TestCommsAtOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// holdDevice opens rk's device (its own, or the rank's default: rank
+// modulo the GPUs), so that its context outlives the Comms the scenario
+// makes one after another.
+func holdDevice(rk launch.Rank) (*a2a.Device, error) {
+	if rk.Device != nil {
+		return a2a.OpenDevice(*rk.Device)
+	}
+	sys, err := a2a.System()
+	if err != nil {
+		return nil, err
+	}
+	if len(sys.Devices) == 0 {
+		return nil, fmt.Errorf("rank %d: no GPU", rk.Rank)
+	}
+	return a2a.OpenDevice(rk.Rank % len(sys.Devices))
 }
