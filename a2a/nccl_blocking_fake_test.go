@@ -22,14 +22,6 @@ func blockingLaunch(t *testing.T, self bool) {
 	t.Cleanup(a2a.RestoreNCCLTuning)
 }
 
-// ncclCounts reads the stub NCCL's counts.
-func ncclCounts(t *testing.T, lib string) fakenccl.Counts {
-	t.Helper()
-	n, err := fakenccl.ReadCounts(lib)
-	require.NoError(t, err)
-	return n
-}
-
 // TestFakeNCCLBlockingLaunch: with LaunchBlocking every rank splits a
 // blocking communicator off at its first operation, every send goes
 // through it (the parent sends nothing), every case of check.Run matches

@@ -39,8 +39,7 @@ func freeInputs(t *testing.T, comms []*a2a.Comm, xs []a2a.Tensor) {
 // aborts.
 func requireNCCLCounts(t *testing.T, lib string, live, aborts int64) {
 	t.Helper()
-	n, err := fakenccl.ReadCounts(lib)
-	require.NoError(t, err)
+	n := ncclCounts(t, lib)
 	assert.Equal(t, live, n.LiveComms, "live communicators")
 	assert.Equal(t, aborts, n.Aborts, "aborts")
 }

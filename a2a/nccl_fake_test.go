@@ -31,6 +31,14 @@ func fakeNCCL(t *testing.T, env ...string) string {
 	return lib
 }
 
+// ncclCounts reads the stub NCCL's counts.
+func ncclCounts(t *testing.T, lib string) fakenccl.Counts {
+	t.Helper()
+	n, err := fakenccl.ReadCounts(lib)
+	require.NoError(t, err)
+	return n
+}
+
 func cutEnv(kv string) (string, string, bool) {
 	for i := range kv {
 		if kv[i] == '=' {
@@ -120,8 +128,7 @@ func TestFakeNCCLTransport(t *testing.T) {
 			}
 		}
 	}
-	counts, err := fakenccl.ReadCounts(nlib)
-	require.NoError(t, err)
+	counts := ncclCounts(t, nlib)
 	require.Zero(t, counts.LiveComms, "every communicator destroyed")
 	require.Zero(t, counts.Aborts)
 	require.Zero(t, counts.Queued)
@@ -224,8 +231,7 @@ func TestFakeNCCLJoin(t *testing.T) {
 			}
 			require.NoError(t, runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, 9) }))
 			require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
-			counts, err := fakenccl.ReadCounts(nlib)
-			require.NoError(t, err)
+			counts := ncclCounts(t, nlib)
 			require.Zero(t, counts.LiveComms)
 			requireReleased(t, lib)
 		})
@@ -257,8 +263,7 @@ func TestFakeNCCLGroup(t *testing.T) {
 			for r := range g.Size() {
 				require.Equal(t, tc.want, g.Comm(r).Transport(), "rank %d", r)
 			}
-			counts, err := fakenccl.ReadCounts(nlib)
-			require.NoError(t, err)
+			counts := ncclCounts(t, nlib)
 			if tc.want == a2a.TransportIPC { // the stub driver runs no kernels: nothing to compare
 				require.Zero(t, counts.LiveComms)
 				require.NoError(t, g.Close())
@@ -272,8 +277,7 @@ func TestFakeNCCLGroup(t *testing.T) {
 			}
 			require.NoError(t, eachRank(g, timeSendRecvHeads))
 			require.NoError(t, g.Close())
-			counts, err = fakenccl.ReadCounts(nlib)
-			require.NoError(t, err)
+			counts = ncclCounts(t, nlib)
 			require.Zero(t, counts.LiveComms, "every communicator destroyed")
 			require.Zero(t, counts.Aborts)
 			require.Positive(t, counts.Sends)
