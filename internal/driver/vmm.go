@@ -244,17 +244,8 @@ func (c *Context) ExportFD(h MemHandle) (int, error) {
 // fd stays the caller's to close; the allocation is released with
 // MemRelease.
 func (c *Context) ImportFD(fd int) (MemHandle, error) {
-	if err := c.d.vmmMissing(c.d.fn.vmm.importHandle, "cuMemImportFromShareableHandle"); err != nil {
-		return 0, err
-	}
-	if err := c.enter(); err != nil {
-		return 0, err
-	}
-	var h MemHandle
 	// The POSIX handle is passed as the pointer-sized value itself.
-	r, _, _ := purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), uintptr(fd), uintptr(HandlePosixFD))
-	c.leave()
-	return h, c.d.check("cuMemImportFromShareableHandle", r)
+	return c.importShareable(uintptr(fd), HandlePosixFD)
 }
 
 // ExportFabric exports h as a fabric handle (cuMemExportToShareableHandle
@@ -270,16 +261,7 @@ func (c *Context) ExportFabric(h MemHandle) (FabricHandle, error) {
 // ImportFabric imports the allocation a fabric handle stands for
 // (cuMemImportFromShareableHandle with CU_MEM_HANDLE_TYPE_FABRIC).
 func (c *Context) ImportFabric(fh FabricHandle) (MemHandle, error) {
-	if err := c.d.vmmMissing(c.d.fn.vmm.importHandle, "cuMemImportFromShareableHandle"); err != nil {
-		return 0, err
-	}
-	if err := c.enter(); err != nil {
-		return 0, err
-	}
-	var h MemHandle
-	r, _, _ := purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&fh)), uintptr(HandleFabric))
-	c.leave()
-	return h, c.d.check("cuMemImportFromShareableHandle", r)
+	return c.importShareable(uintptr(unsafe.Pointer(&fh)), HandleFabric)
 }
 
 // exportShareable is cuMemExportToShareableHandle of h as kind into dst,
@@ -294,6 +276,25 @@ func (c *Context) exportShareable(dst unsafe.Pointer, h MemHandle, kind HandleTy
 	r, _, _ := purego.SyscallN(c.d.fn.vmm.export, uintptr(dst), uintptr(h), uintptr(kind), 0)
 	c.leave()
 	return c.d.check("cuMemExportToShareableHandle", r)
+}
+
+// importShareable is cuMemImportFromShareableHandle of handle as kind:
+// the descriptor itself for HandlePosixFD, a FabricHandle's address for
+// HandleFabric (uintptrescapes: an address converted in the call stays
+// put and alive until it returns).
+//
+//go:uintptrescapes
+func (c *Context) importShareable(handle uintptr, kind HandleType) (MemHandle, error) {
+	if err := c.d.vmmMissing(c.d.fn.vmm.importHandle, "cuMemImportFromShareableHandle"); err != nil {
+		return 0, err
+	}
+	if err := c.enter(); err != nil {
+		return 0, err
+	}
+	var h MemHandle
+	r, _, _ := purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), handle, uintptr(kind))
+	c.leave()
+	return h, c.d.check("cuMemImportFromShareableHandle", r)
 }
 
 // HasVMM reports whether the driver exports every VMM call this package
