@@ -443,7 +443,6 @@ func (rr *rootRound) claim(c net.Conn, s *session) (event, bool) {
 	case rr.claims[s.rank] != nil:
 		return reject(ErrRank, "peer %s reports rank %d, already claimed by %s", remote, s.rank, rr.claims[s.rank].RemoteAddr())
 	}
-	rr.conns.await(c, waitNothing, time.Time{}) // proven: out of the lines for good
 	rr.claims[s.rank] = c
 	return event{}, true
 }
