@@ -9,12 +9,6 @@ import (
 	"github.com/ulysses-go/ulysses/internal/api"
 )
 
-// MaxConns is the most connections a Server serves at once.
-const MaxConns = 16
-
-// Export returns a new descriptor of the buffer and its size.
-type Export func() (fd int, size uint64, err error)
-
 // Server is not available off Linux (abstract sockets, SO_PEERCRED).
 type Server struct{}
 

@@ -8,6 +8,14 @@ import (
 	"encoding/hex"
 )
 
+// MaxConns is the most connections of this user a Server serves at once;
+// more are closed unanswered (an honest peer makes one per fetch).
+const MaxConns = 16
+
+// Export returns a new descriptor of the buffer, which the Server closes
+// once sent, and the size of the allocation it stands for.
+type Export func() (fd int, size uint64, err error)
+
 // Sizes of the protocol's messages.
 const (
 	nonceSize     = 32

@@ -10,14 +10,6 @@ import (
 	"time"
 )
 
-// MaxConns is the most connections of this user a Server serves at once;
-// more are closed unanswered (an honest peer makes one per fetch).
-const MaxConns = 16
-
-// Export returns a new descriptor of the buffer, which the Server closes
-// once sent, and the size of the allocation it stands for.
-type Export func() (fd int, size uint64, err error)
-
 // Server hands a buffer's descriptor to every peer that proves the key,
 // until Close.
 type Server struct {
