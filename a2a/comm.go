@@ -105,7 +105,7 @@ func (c *Comm) init() error {
 		return api.WrapDriver("creating an event", err)
 	}
 	c.layout = plan.NewLayout(c.cfg.capacityBytes(), c.cfg.halves())
-	vmm, err := c.cfg.Sharing.useFD(c.dev.drv, c.dev.info)
+	vmm, err := c.cfg.Sharing.useFD(c.dev.info)
 	if err != nil {
 		return err
 	}

@@ -82,12 +82,13 @@ func ParseSharing(s string) (Sharing, error) {
 
 // useFD decides, for a Comm on info's device, whether s means sharing as
 // a file descriptor; SharingFD on a device that cannot fails with
-// ErrNotSupported.
-func (s Sharing) useFD(drv *driver.Driver, info DeviceInfo) (bool, error) {
+// ErrNotSupported. info.PosixFD already says the driver has the VMM API
+// (sharingSupport).
+func (s Sharing) useFD(info DeviceInfo) (bool, error) {
 	if s == SharingDefault {
 		s = defaultSharing
 	}
-	able := info.PosixFD && drv.HasVMM() && runtime.GOOS == "linux" // the socket is Linux's (internal/fdshare)
+	able := info.PosixFD && runtime.GOOS == "linux" // the socket is Linux's (internal/fdshare)
 	switch s {
 	case SharingLegacyIPC:
 		return false, nil
