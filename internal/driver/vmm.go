@@ -300,9 +300,8 @@ func (c *Context) importShareable(handle uintptr, kind HandleType) (MemHandle, e
 // HasVMM reports whether the driver exports every VMM call this package
 // binds.
 func (d *Driver) HasVMM() bool {
-	f := d.fn.vmm
-	for _, fn := range []uintptr{f.create, f.release, f.reserve, f.addressFree, f.mapMem, f.unmap, f.setAccess, f.granularity, f.export, f.importHandle} {
-		if fn == 0 {
+	for _, s := range d.fn.vmm.table() {
+		if *s.Addr == 0 {
 			return false
 		}
 	}
