@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -34,22 +33,13 @@ func (j cubinJob) name() string {
 // cubinJobs are the cubins of f (whose text is text).
 func cubinJobs(f described, text []byte) []cubinJob {
 	var js []cubinJob
+	sum := sha256Hex(text)
 	for _, arch := range cubinArchs {
-		if smNumber(arch) >= smNumber(f.target) {
-			js = append(js, cubinJob{ptx: f.name, arch: arch, ptxSHA256: sha256Hex(text)})
+		if archNumber(arch, "sm_") >= archNumber(f.target, "sm_") {
+			js = append(js, cubinJob{ptx: f.name, arch: arch, ptxSHA256: sum})
 		}
 	}
 	return js
-}
-
-// smNumber is the number of a real architecture ("sm_90": 90), or a large
-// number for one without.
-func smNumber(arch string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(arch, "sm_"))
-	if err != nil {
-		return 1 << 30
-	}
-	return n
 }
 
 // assembleAll runs every job's ptxas (as many at once as there are CPUs),

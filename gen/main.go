@@ -58,16 +58,17 @@ const wireArch = "compute_90"
 // wire's build when arch is older. Architectures compare by number
 // (compute_100 is newer than compute_90); an arch without one is kept.
 func archFor(v variant, arch string) string {
-	if v.wire && archNumber(arch) < archNumber(wireArch) {
+	if v.wire && archNumber(arch, "compute_") < archNumber(wireArch, "compute_") {
 		return wireArch
 	}
 	return arch
 }
 
-// archNumber is the number of a virtual architecture ("compute_90": 90),
-// or a large number when it has none, so that it is left as given.
-func archNumber(arch string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(arch, "compute_"))
+// archNumber is the number of an architecture after prefix
+// ("compute_90" with "compute_", "sm_90" with "sm_": 90), or a large
+// number when it has none, so that it is left as given.
+func archNumber(arch, prefix string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(arch, prefix))
 	if err != nil {
 		return math.MaxInt
 	}
