@@ -76,7 +76,7 @@ func New(cfg Config) (*Comm, error) {
 	if err != nil {
 		return nil, err
 	}
-	if info := dev.Info(); cfg.Wire.Lossy() && info.Major*10+info.Minor < 90 {
+	if info := dev.Info(); cfg.Wire.Lossy() && !device.WireRuns(info.Major, info.Minor) {
 		dev.Close()
 		return nil, fmt.Errorf("a2a: the %v wire needs compute capability 9.0 or later; GPU %d has %d.%d: %w", cfg.Wire, info.Ordinal, info.Major, info.Minor, ErrNotSupported)
 	}

@@ -30,12 +30,16 @@ func chooseCode(f ptx.File, major, minor int) (Code, ptx.Cubin) {
 	return Code{File: f.Name, Arch: c.Arch}, c
 }
 
+// WireRuns reports whether a device of compute capability major.minor
+// runs the fp8 wire's kernels: 9.0 or later (their conversions).
+func WireRuns(major, minor int) bool { return major*10+minor >= 90 }
+
 // filesFor lists the PTX files a device of compute capability major.minor
-// can load: the fp8 wire's needs 9.0 or later.
+// can load: the fp8 wire's only where WireRuns.
 func filesFor(major, minor int) []ptx.File {
 	var fs []ptx.File
 	for _, f := range ptx.Files() {
-		if !f.Wire || major*10+minor >= 90 {
+		if !f.Wire || WireRuns(major, minor) {
 			fs = append(fs, f)
 		}
 	}
