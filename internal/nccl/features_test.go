@@ -3,6 +3,7 @@ package nccl
 import (
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -28,10 +29,10 @@ func TestFeaturesByVersion(t *testing.T) {
 	} {
 		l, _ := stub(t, fakenccl.EnvVersion+"="+v.env)
 		for _, f := range all {
-			require.Equal(t, contains(v.have, f), l.Has(f), "NCCL %s, feature %d", v.env, f)
+			require.Equal(t, slices.Contains(v.have, f), l.Has(f), "NCCL %s, feature %d", v.env, f)
 		}
 		require.False(t, l.Has(Feature(len(features))))
-		if contains(v.have, FeatureAlltoAll) {
+		if slices.Contains(v.have, FeatureAlltoAll) {
 			continue
 		}
 		c, err := l.InitRank(1, 0, UniqueID{12})
@@ -39,27 +40,18 @@ func TestFeaturesByVersion(t *testing.T) {
 		err = c.AlltoAll(0x1000, 0x2000, 1, Uint8, 0)
 		require.ErrorIs(t, err, ErrUnsupported)
 		require.ErrorContains(t, err, "ncclAlltoAll needs NCCL 2.28.0")
-		if !contains(v.have, FeatureWindows) {
+		if !slices.Contains(v.have, FeatureWindows) {
 			_, err = c.WindowRegister(0x1000, 4096, 0)
 			require.ErrorIs(t, err, ErrUnsupported)
 			require.ErrorIs(t, c.WindowDeregister(1), ErrUnsupported)
 		}
-		if !contains(v.have, FeatureMemAlloc) {
+		if !slices.Contains(v.have, FeatureMemAlloc) {
 			_, err = l.MemAlloc(4096)
 			require.ErrorIs(t, err, ErrUnsupported)
 			require.ErrorIs(t, l.MemFree(1), ErrUnsupported)
 		}
 		require.NoError(t, c.Destroy())
 	}
-}
-
-func contains(fs []Feature, f Feature) bool {
-	for _, g := range fs {
-		if g == f {
-			return true
-		}
-	}
-	return false
 }
 
 // TestAlltoAll: two ranks enqueued in turn by one thread; each rank's
