@@ -51,6 +51,7 @@ func (t *Transport) openChild(deadline time.Time) error {
 		return t.failed
 	}
 	t.child, t.settling = child, true
+	t.dog = newWatchdog(child, t.comm)
 	if err := t.settleBy(deadline); err != nil {
 		return err
 	}
@@ -78,24 +79,38 @@ func (t *Transport) openChild(deadline time.Time) error {
 	return t.failed
 }
 
-// guarded runs f, a blocking call on the child, with mu held, under a
-// watchdog: if f has not returned by deadline, a timer's goroutine aborts
-// the child and the parent (ncclCommAbort from another thread, which ends
-// f), and the failure is a *TimeoutError. It returns f's error or that
-// failure. The watchdog costs a timer per call.
-func (t *Transport) guarded(deadline time.Time, f func() error) error {
-	child, parent := t.child, t.comm
-	aborted := make(chan struct{})
-	timer := time.AfterFunc(time.Until(deadline), func() {
+// watchdog aborts the child and the parent from its timer's goroutine
+// (ncclCommAbort from another thread, which ends a blocking call) once
+// armed past a deadline: one timer for the blocking communicator's life,
+// armed and stopped around each blocking call. It fires at most once:
+// both communicators are gone then.
+type watchdog struct {
+	timer *time.Timer
+	fired chan struct{} // closed once the aborts are done
+}
+
+func newWatchdog(child, parent *binding.Comm) *watchdog {
+	w := &watchdog{fired: make(chan struct{})}
+	w.timer = time.AfterFunc(time.Hour, func() {
 		_ = child.Abort()
 		_ = parent.Abort()
-		close(aborted)
+		close(w.fired)
 	})
+	w.timer.Stop() // armed by guarded only
+	return w
+}
+
+// guarded runs f, a blocking call on the child, with mu held, under the
+// watchdog: if f has not returned by deadline, the watchdog aborts the
+// child and the parent, and the failure is a *TimeoutError. It returns
+// f's error or that failure. It allocates nothing.
+func (t *Transport) guarded(deadline time.Time, f func() error) error {
+	t.dog.timer.Reset(time.Until(deadline))
 	err := f()
-	if timer.Stop() {
+	if t.dog.timer.Stop() {
 		return err
 	}
-	<-aborted
+	<-t.dog.fired
 	t.child, t.comm = nil, nil // aborted by the watchdog
 	t.failLocked(&api.TimeoutError{Rank: t.env.Rank, Peer: -1, Phase: api.PhaseStart, Epoch: t.ops.Load(), Timeout: time.Duration(t.timeout.Load())})
 	return t.failed

@@ -39,6 +39,7 @@ type Transport struct {
 	comm     *binding.Comm    // nil once aborted or destroyed
 	child    *binding.Comm    // LaunchBlocking's blocking communicator, split from comm at the first operation; nil before and once released
 	probe    driver.DevicePtr // LaunchBlocking: 1+World bytes the connecting group sends from and receives into
+	dog      *watchdog        // LaunchBlocking: bounds each blocking call on child, made with it
 	settling bool             // init or the last group may still be in progress (NCCL's non-blocking mode)
 	failed   error            // what broke the communicator: a *TimeoutError, *api.AbortedError or NCCL's failure
 
