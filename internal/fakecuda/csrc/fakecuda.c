@@ -427,32 +427,38 @@ static int covered(uintptr_t p, size_t n) {
 	return ok;
 }
 
-static int add_alloc(char *p, size_t n, int host) {
-	int r = OUT_OF_MEMORY;
-	lock();
+// add_alloc_locked records an allocation of n bytes at p: host memory,
+// device memory, or a VMM mapping (vmm, device memory too). The lock is
+// held.
+static int add_alloc_locked(char *p, size_t n, int host, int vmm) {
 	for (int i = 0; i < MAX_ALLOCS; i++) {
 		if (allocs[i].p == NULL) {
-			allocs[i] = (struct alloc){.p = p, .n = n, .host = host};
+			allocs[i] = (struct alloc){.p = p, .n = n, .host = host, .vmm = vmm};
 			if (host) {
 				n_host_allocs++;
 			} else {
 				n_dev_allocs++;
 				n_dev_bytes += (long long)n;
 			}
-			r = SUCCESS;
-			break;
+			return SUCCESS;
 		}
 	}
+	return OUT_OF_MEMORY;
+}
+
+static int add_alloc(char *p, size_t n, int host) {
+	lock();
+	int r = add_alloc_locked(p, n, host, 0);
 	unlock();
 	return r;
 }
 
-// remove_alloc forgets the allocation starting at p of the given kind.
-static int remove_alloc(char *p, int host) {
+// remove_alloc_locked forgets the allocation starting at p of the given
+// kind (a VMM mapping where vmm). The lock is held.
+static int remove_alloc_locked(char *p, int host, int vmm) {
 	int r = INVALID_VALUE;
-	lock();
 	for (int i = 0; i < MAX_ALLOCS; i++) {
-		if (allocs[i].p == p && allocs[i].host == host && !allocs[i].freed && !allocs[i].vmm) {
+		if (allocs[i].p == p && allocs[i].host == host && !allocs[i].freed && allocs[i].vmm == vmm) {
 			if (host) {
 				n_host_allocs--;
 			} else {
@@ -469,6 +475,13 @@ static int remove_alloc(char *p, int host) {
 			break;
 		}
 	}
+	return r;
+}
+
+// remove_alloc forgets the host or device allocation starting at p.
+static int remove_alloc(char *p, int host) {
+	lock();
+	int r = remove_alloc_locked(p, host, 0);
 	unlock();
 	return r;
 }
@@ -2044,15 +2057,9 @@ CUresult cuMemMap(CUdeviceptr p, size_t n, size_t offset, unsigned long long h, 
 	g->access = 0;
 	vmm_allocs[i].maps++;
 	n_vmm_maps++;
+	r = add_alloc_locked((char *)g->p, n, 0, 1);
 	unlock();
-	if ((r = add_alloc((char *)g->p, n, 0)) != SUCCESS)
-		return r;
-	lock();
-	for (int k = 0; k < MAX_ALLOCS; k++)
-		if (allocs[k].p == (char *)g->p)
-			allocs[k].vmm = 1;
-	unlock();
-	return SUCCESS;
+	return r;
 }
 
 // cuMemUnmap waits for the device, as the real driver may.
@@ -2075,13 +2082,7 @@ CUresult cuMemUnmap(CUdeviceptr p, size_t n) {
 	vmm_allocs[i].maps--;
 	n_vmm_maps--;
 	vmm_put(i);
-	for (int k = 0; k < MAX_ALLOCS; k++) {
-		if (allocs[k].p == (char *)g->p && allocs[k].vmm) {
-			allocs[k] = (struct alloc){0};
-			n_dev_allocs--;
-			n_dev_bytes -= (long long)n;
-		}
-	}
+	remove_alloc_locked((char *)g->p, 0, 1);
 	unlock();
 	return SUCCESS;
 }
