@@ -20,14 +20,15 @@ import (
 // loadPause bounds the sleep between two looks at the members' streams.
 const loadPause = time.Millisecond
 
-// load loads family fam of m once no member of s has work queued, waiting
-// for at most timeout; loads are made one at a time.
-func (s *Share) load(m *moduleSet, fam int, timeout time.Duration) error {
+// load loads the family of m's entry i once no member of s has work
+// queued, waiting for at most timeout; loads are made one at a time.
+func (s *Share) load(m *moduleSet, i int, timeout time.Duration) error {
 	s.loadMu.Lock()
 	defer s.loadMu.Unlock()
-	if m.loaded[fam].Load() {
+	if m.fns[i].Load() != 0 {
 		return nil // loaded while this caller waited for loadMu
 	}
+	fam := m.famOf[i]
 	deadline := time.Now().Add(timeout)
 	pause := 20 * time.Microsecond
 	for {

@@ -18,16 +18,15 @@ import (
 // where the driver defers loading a function's code to its first lookup
 // (CUDA_MODULE_LOADING=LAZY), that lookup waits for the device too.
 type moduleSet struct {
-	share  *Share
-	file   ptx.File
-	code   Code              // fixed at creation
-	index  map[ptx.Entry]int // entry -> index into file.Entries
-	famOf  []int             // entry index -> family index
-	fams   []ptx.Family      // family index -> family
-	loaded []atomic.Bool     // by family index
-	fns    []atomic.Uintptr  // by entry index: the driver.Function, 0 until loaded
-	mods   []driver.Module   // loaded; appended under share.loadMu, read by teardown
-	cubin  ptx.Cubin         // the machine code chosen, when code.Arch is set
+	share *Share
+	file  ptx.File
+	code  Code              // fixed at creation
+	index map[ptx.Entry]int // entry -> index into file.Entries
+	famOf []int             // entry index -> family index
+	fams  []ptx.Family      // family index -> family
+	fns   []atomic.Uintptr  // by entry index: the driver.Function, 0 until loaded
+	mods  []driver.Module   // loaded; appended under share.loadMu, read by teardown
+	cubin ptx.Cubin         // the machine code chosen, when code.Arch is set
 }
 
 // newModuleSet prepares f's kernels on s's device, of compute capability
@@ -42,7 +41,6 @@ func newModuleSet(s *Share, f ptx.File, major, minor int, eager ...ptx.Family) (
 		famIdx[fam] = i
 		m.fams = append(m.fams, fam)
 	}
-	m.loaded = make([]atomic.Bool, len(m.fams))
 	for i, e := range f.Entries {
 		fam, ok := f.FamilyOf(e)
 		if !ok {
@@ -76,13 +74,7 @@ func (m *moduleSet) loadCubin() error {
 	for i := range all {
 		all[i] = i
 	}
-	if err := m.loadImage(img, all); err != nil {
-		return err
-	}
-	for i := range m.loaded {
-		m.loaded[i].Store(true)
-	}
-	return nil
+	return m.loadImage(img, all)
 }
 
 // loadFamily JIT-loads the PTX of family fam (an index into m.fams).
@@ -97,11 +89,7 @@ func (m *moduleSet) loadFamily(fam int) error {
 			entries = append(entries, i)
 		}
 	}
-	if err := m.loadImage(img, entries); err != nil {
-		return err
-	}
-	m.loaded[fam].Store(true)
-	return nil
+	return m.loadImage(img, entries)
 }
 
 // loadImage loads img as a module and looks up the entries at the given
@@ -145,14 +133,14 @@ func (m *moduleSet) entry(e ptx.Entry) (int, error) {
 // Allocation-free.
 func (m *moduleSet) fn(i int) driver.Function { return driver.Function(m.fns[i].Load()) }
 
-// ensure loads the family of entry i unless it is loaded (see Share.load).
-// Allocation-free once it is.
+// ensure loads the family of entry i unless it is loaded (see Share.load):
+// a function is stored only once its whole family is. Allocation-free
+// once it is.
 func (m *moduleSet) ensure(i int, timeout time.Duration) error {
-	fam := m.famOf[i]
-	if m.loaded[fam].Load() {
+	if m.fns[i].Load() != 0 {
 		return nil
 	}
-	return m.share.load(m, fam, timeout)
+	return m.share.load(m, i, timeout)
 }
 
 // unload unloads every module of m. Called by the share's teardown only.
