@@ -352,12 +352,9 @@ func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 	if err := encodeFrame(c, challenge, s.mac(labelProof, nil)...); err != nil {
 		return nil, fmt.Errorf("sending challenge: %w", err)
 	}
-	if !rr.await(c, waitProof) {
-		return s, errEvicted
-	}
-	f, err := decodeFrame(c, macSize)
-	if err == nil && !rr.await(c, waitNothing) {
-		return s, errEvicted
+	f, err := rr.readWaitedFor(c, waitProof, macSize)
+	if errors.Is(err, errEvicted) {
+		return s, err
 	}
 	switch {
 	case err != nil:
@@ -370,15 +367,27 @@ func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 	return s, nil
 }
 
+// readWaitedFor reads one frame of at most limit payload bytes from c,
+// the table told that rank 0 waits on c for w while it does and that it
+// no longer waits once the frame is in; errEvicted where c was evicted
+// before or while it waited.
+func (rr *rootRound) readWaitedFor(c net.Conn, w waitFor, limit int) (frame, error) {
+	if !rr.await(c, w) {
+		return frame{}, errEvicted
+	}
+	f, err := decodeFrame(c, limit)
+	if err == nil && !rr.await(c, waitNothing) {
+		return f, errEvicted
+	}
+	return f, err
+}
+
 // readHello reads c's hello and returns a session with a fresh challenge
 // for it.
 func (rr *rootRound) readHello(c net.Conn) (*session, error) {
-	if !rr.await(c, waitHello) {
-		return nil, errEvicted
-	}
-	f, err := decodeFrame(c, nonceSize)
-	if err == nil && !rr.await(c, waitNothing) {
-		return nil, errEvicted
+	f, err := rr.readWaitedFor(c, waitHello, nonceSize)
+	if errors.Is(err, errEvicted) {
+		return nil, err
 	}
 	if err != nil {
 		var ve *versionError
