@@ -30,8 +30,8 @@ type Device struct {
 // creates the context with the first Comm and destroys it with the last
 // one's Close (on an H200 a NewGroup took 0.55 s and a Close 0.37 s for
 // it), so a process that makes groups again and again keeps them cheap
-// (12 ms a NewGroup there)
-// by holding a Device for its life, at the cost of the context's memory.
+// (12 ms a NewGroup there) by holding a Device for its life, at the cost
+// of the context's memory.
 func OpenDevice(ordinal int) (*Device, error) {
 	return openDevice(&ordinal, 0)
 }
