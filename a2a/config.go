@@ -47,10 +47,11 @@ type Config struct {
 	Transport Transport
 
 	// Sharing is how this rank's buffer is allocated and shared with the
-	// peers of other processes: legacy CUDA IPC (SharingDefault, the zero
-	// value, for now), a POSIX file descriptor over a Unix-domain socket
-	// (SharingFD), or the latter where the device supports it
-	// (SharingAuto). Ranks may differ. See Sharing for what each costs.
+	// peers of other processes: legacy CUDA IPC (SharingLegacyIPC), a
+	// POSIX file descriptor over a Unix-domain socket (SharingFD), or the
+	// latter where the device supports it (SharingAuto, what the zero
+	// value SharingDefault means). Ranks may differ. See Sharing for what
+	// each costs.
 	Sharing Sharing
 
 	// Mover is what moves an operation's bytes: the SM kernels (the

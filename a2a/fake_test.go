@@ -95,6 +95,7 @@ func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c 
 	}
 	c, err := a2a.New(cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() }) // where the test failed before closing it; a second Close is a no-op
 	x, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
 	require.NoError(t, err)
 	dst, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)

@@ -18,9 +18,7 @@ import (
 type Sharing uint8
 
 const (
-	// SharingDefault, the zero value, is SharingLegacyIPC for now. It
-	// becomes SharingAuto once the GPU suite has passed with it
-	// (defaultSharing below is that one line).
+	// SharingDefault, the zero value, is SharingAuto.
 	SharingDefault Sharing = iota
 	// SharingLegacyIPC allocates with cuMemAlloc and shares with legacy
 	// CUDA IPC (cuIpcGetMemHandle, cuIpcOpenMemHandle): what every CUDA
@@ -48,7 +46,7 @@ const (
 
 // defaultSharing is what SharingDefault means (a variable only so that
 // the tests can run their suite with another: SetDefaultSharing).
-var defaultSharing = SharingLegacyIPC
+var defaultSharing = SharingAuto
 
 // String names the choice as the command line spells it: "default",
 // "legacy-ipc", "fd" or "auto".

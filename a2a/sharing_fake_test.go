@@ -100,10 +100,10 @@ func TestFakeSharingMixed(t *testing.T) {
 	closeReleased(t, lib, comms, fds)
 }
 
-// TestFakeSharingChoice: SharingAuto shares as a descriptor where the
-// device reports the handle type and over legacy IPC where not, where
-// SharingFD fails with ErrNotSupported; DeviceInfo says which; an
-// unknown Sharing is ErrConfig.
+// TestFakeSharingChoice: SharingAuto (the default) shares as a
+// descriptor where the device reports the handle type and over legacy
+// IPC where not, where SharingFD fails with ErrNotSupported; DeviceInfo
+// says which; an unknown Sharing is ErrConfig.
 func TestFakeSharingChoice(t *testing.T) {
 	t.Run("supported", func(t *testing.T) {
 		lib := fakeDriver(t, fakecuda.EnvDevices+"=1")
@@ -124,16 +124,25 @@ func TestFakeSharingChoice(t *testing.T) {
 		require.ErrorIs(t, err, a2a.ErrNotSupported)
 		requireReleased(t, lib)
 	})
-	t.Run("default", func(t *testing.T) {
-		if os.Getenv(a2a.EnvTestSharing) != "" {
-			t.Skipf("%s sets what the default means", a2a.EnvTestSharing)
-		}
-		lib := fakeDriver(t, fakecuda.EnvDevices+"=1")
-		c, x, dst := fakeComm(t, true, false)
-		require.Equal(t, handle.SharedLegacyIPC, sharedAs(t, c), "legacy IPC stays the default until the GPU suite passes with auto")
-		require.NoError(t, closeFake(t, c, x, dst))
-		requireReleased(t, lib)
-	})
+	for name, env := range map[string][]string{
+		"default":             {fakecuda.EnvDevices + "=1"},
+		"default-unsupported": {fakecuda.EnvDevices + "=1", fakecuda.EnvNoPosixFD + "=1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if os.Getenv(a2a.EnvTestSharing) != "" {
+				t.Skipf("%s sets what the default means", a2a.EnvTestSharing)
+			}
+			lib := fakeDriver(t, env...)
+			c, x, dst := fakeComm(t, true, false)
+			want := handle.SharedFD // the default is SharingAuto
+			if len(env) > 1 {
+				want = handle.SharedLegacyIPC
+			}
+			require.Equal(t, want, sharedAs(t, c))
+			require.NoError(t, closeFake(t, c, x, dst))
+			requireReleased(t, lib)
+		})
+	}
 	_, err := a2a.New(a2a.Config{WorldSize: 1, MaxTokens: 1, HiddenDim: 8, DType: a2a.BFloat16, Sharing: a2a.SharingAuto + 1})
 	require.ErrorIs(t, err, a2a.ErrConfig)
 	for _, s := range []a2a.Sharing{a2a.SharingDefault, a2a.SharingLegacyIPC, a2a.SharingFD, a2a.SharingAuto} {

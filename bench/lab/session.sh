@@ -13,7 +13,7 @@
 #           with each sharing kind, machine code and PTX only, the wire
 #   suite1  the first half of the a2a suite (-short) in two worlds side by
 #           side: A = legacy IPC and machine code, B = file descriptors
-#           and PTX only
+#           and PTX only (the default, auto, is fd on an H200)
 #   suite2  the second half, the same way
 #   sharing the sharing scenarios alone; held1: one group with the device
 #           held, in a fresh process; quick: the suite's quick tests in A,
@@ -23,6 +23,11 @@
 #           wireprobe: bench/lab/wireprobe.cu built there and run;
 #           nccl-tests: the NCCL tests with every byte through NCCL (self),
 #           async and blocking launches
+#   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B
+#   dumpA:REGEX, dumpB:REGEX: the same, and where the log stops growing
+#           for $DUMP_AFTER seconds (default 60), every rank process is
+#           sent SIGQUIT, so that its goroutines are printed (the regex
+#           has a part per level of subtest: ^TestX$/^a$/^b$/c)
 set -u
 parts=${*:?part}
 export ULYSSES_REQUIRE_GPU=1 NCCL_NVLS_ENABLE=0 CUDA_DEVICE_MAX_CONNECTIONS=32
@@ -55,8 +60,28 @@ lifecycle() { # bench pattern, count
 suite() { # world (A or B), -test.run or -test.skip, pattern
 	if [ "$1" = B ]; then
 		export ULYSSES_TEST_SHARING=fd ULYSSES_PTX_ONLY=1
+	else
+		export ULYSSES_TEST_SHARING=legacy-ipc
 	fi
 	cd a2a && "$bin/a2a.test" -test.v -test.short -test.count=1 -test.timeout 560s "$2" "$3"
+}
+# stalled sends SIGQUIT to every rank process (ULYSSES_RANK in its
+# environment) once log has not grown for quiet seconds, so that each
+# prints its goroutines (and the driver calls they are in) into the log.
+stalled() { # log, quiet seconds
+	local size last=-1 since
+	since=$(date +%s)
+	while sleep 5; do
+		size=$(stat -c %s "$1" 2>/dev/null || echo 0)
+		if [ "$size" != "$last" ]; then
+			last=$size since=$(date +%s)
+		elif [ $(($(date +%s) - since)) -ge "$2" ]; then
+			for p in $(pgrep -f a2a.test); do
+				tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | grep -q '^ULYSSES_RANK=' && kill -QUIT "$p"
+			done
+			since=$(date +%s)
+		fi
+	done
 }
 export bin
 export -f lifecycle suite
@@ -137,6 +162,19 @@ suite1 | suite2)
 	sleep 2
 	step "$part-B" 580 "suite B $sel" &
 	wait
+	;;
+dumpA:* | dumpB:*)
+	w=${part%%:*}
+	w=${w#dump}
+	name="dump$w-$(echo "${part#*:}" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)"
+	stalled "$logs/$name.txt" "${DUMP_AFTER:-60}" >/dev/null 2>&1 &
+	watcher=$!
+	step "$name" 580 "suite $w -test.run '${part#*:}'"
+	kill "$watcher" 2>/dev/null
+	;;
+A:* | B:*)
+	w=${part%%:*}
+	step "$w-$(echo "${part#*:}" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)" 580 "suite $w -test.run '${part#*:}'"
 	;;
 *)
 	echo "unknown part $part" >&2

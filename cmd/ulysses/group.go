@@ -82,7 +82,7 @@ func (g *groupFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&g.world, "world", 0, "number of ranks, rank r on GPU r modulo the GPU count (default: GPUs * ranks-per-gpu)")
 	fs.IntVar(&g.ranksPerGPU, "ranks-per-gpu", 1, "ranks per GPU when --world is not given")
 	fs.StringVar(&g.transport, "transport", "auto", "how the ranks exchange (a2a.Config.Transport): ipc (CUDA IPC: one host, peer access between every pair of GPUs), nccl, or auto (ipc where it works, nccl otherwise)")
-	fs.StringVar(&g.sharing, "sharing", "default", "how each rank's buffer is shared with the other processes (a2a.Config.Sharing): legacy-ipc (cuIpcGetMemHandle), fd (cuMemCreate, a POSIX file descriptor over a Unix socket), auto (fd where the GPU supports it), or default (legacy-ipc for now)")
+	fs.StringVar(&g.sharing, "sharing", "default", "how each rank's buffer is shared with the other processes (a2a.Config.Sharing): legacy-ipc (cuIpcGetMemHandle), fd (cuMemCreate, a POSIX file descriptor over a Unix socket), auto (fd where the GPU supports it), or default (auto)")
 	fs.StringVar(&g.addr, "addr", "", "host:port of rank 0's exchange, for a group across hosts: run the command once per rank, each with --world and --rank (rank 0 listens there), with the same secret in "+launch.EnvSecret+" on every host")
 	fs.IntVar(&g.rank, "rank", -1, "with --addr: the rank this process runs")
 	fs.IntVar(&g.device, "device", -1, "with --addr: this rank's GPU on this host (default: the rank modulo this host's GPUs)")

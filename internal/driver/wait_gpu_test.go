@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -76,6 +77,50 @@ func (sp *spinner) wait(t *testing.T) {
 	}
 }
 
+// probe is one driver call TestGPUCallsThatWaitForOtherStreams times.
+type probe struct {
+	name    string
+	relied  bool // the library calls it while other Comms may be running
+	call    func() error
+	cleanup func()
+}
+
+// vmmProbes are the virtual memory calls a Comm made with SharingFD
+// makes in New and Connect (and its socket's server whenever a peer
+// fetches the buffer), while other Comms of the process may be running:
+// create, map and grant, export, import, and their undoing. They run in
+// this order, each on what the one before made; none where the device
+// cannot export a descriptor.
+func vmmProbes(t *testing.T, d *Driver, c *Context) []probe {
+	if able, err := d.DeviceAttribute(0, AttrHandleTypePosixFD); err != nil || able == 0 || !d.HasVMM() {
+		t.Logf("no VMM probes: attribute %d, %v", able, err)
+		return nil
+	}
+	gran, err := d.AllocationGranularity(0, HandlePosixFD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h, imported MemHandle
+	var p, q DevicePtr
+	fd := -1
+	t.Cleanup(func() {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+	})
+	return []probe{
+		{name: "cuMemCreate", call: func() (err error) { h, err = c.MemCreate(gran, HandlePosixFD); return err }},
+		{name: "cuMemAddressReserve+cuMemMap+cuMemSetAccess", call: func() (err error) { p, err = c.MapAndGrant(h, gran); return err }},
+		{name: "cuMemExportToShareableHandle (fd)", call: func() (err error) { fd, err = c.ExportFD(h); return err }},
+		{name: "cuMemImportFromShareableHandle (fd)", call: func() (err error) { imported, err = c.ImportFD(fd); return err }},
+		{name: "map and grant the imported allocation", call: func() (err error) { q, err = c.MapAndGrant(imported, gran); return err }},
+		{name: "cuMemUnmap+cuMemAddressFree (imported)", call: func() error { return c.Unmap(q, gran) }},
+		{name: "cuMemRelease (imported)", call: func() error { return c.MemRelease(imported) }},
+		{name: "cuMemUnmap+cuMemAddressFree", call: func() error { return c.Unmap(p, gran) }},
+		{name: "cuMemRelease", call: func() error { return c.MemRelease(h) }},
+	}
+}
+
 // TestGPUCallsThatWaitForOtherStreams measures which driver calls wait for
 // a kernel running on another (non-blocking) stream. A call that does is a
 // device-wide wait: made while a collective kernel waits for a peer, it
@@ -83,7 +128,7 @@ func (sp *spinner) wait(t *testing.T) {
 // running service reaches (see docs/DESIGN.md, "What waits for what"); the
 // test fails if a call the library relies on waits, and logs the rest.
 func TestGPUCallsThatWaitForOtherStreams(t *testing.T) {
-	_, c := gpuContext(t, 0)
+	d, c := gpuContext(t, 0)
 	const spin = 400 * time.Millisecond
 	sp := newSpinner(t, c, spin)
 	own, err := c.StreamCreate(true)
@@ -94,12 +139,6 @@ func TestGPUCallsThatWaitForOtherStreams(t *testing.T) {
 	host := make([]byte, 1<<20)
 	dev := gpuAlloc(t, c, 1<<20)
 
-	type probe struct {
-		name    string
-		relied  bool // the library calls it while other Comms may be running
-		call    func() error
-		cleanup func()
-	}
 	var freeMe DevicePtr
 	var hostMem unsafe.Pointer
 	var mod Module
@@ -144,6 +183,7 @@ func TestGPUCallsThatWaitForOtherStreams(t *testing.T) {
 		{name: "cuIpcGetMemHandle", call: func() error { _, err := c.IpcGetMemHandle(dev); return err }},
 		{name: "cuCtxSynchronize", call: func() error { return c.Synchronize() }},
 	}
+	probes = append(probes, vmmProbes(t, d, c)...)
 	var report []string
 	for _, p := range probes {
 		if p.name == "cuMemFree" {
