@@ -650,6 +650,11 @@ func onWire(cs check.Case, comm *a2a.Comm, n uint64) check.Case {
 func driveComm(comm *a2a.Comm, id uint64, maxTokens, bigTokens int, third chan struct{}, signal bool) (int, error) {
 	dt := comm.Config().DType
 	ops := 0
+	defer func() {
+		if signal { // on every return, an error's too: the main goroutine waits for it
+			close(third)
+		}
+	}()
 	for round := uint64(0); ops < opsPerComm(); round++ {
 		if signal && ops >= opsPerComm()/3 {
 			close(third)
@@ -667,9 +672,6 @@ func driveComm(comm *a2a.Comm, id uint64, maxTokens, bigTokens int, third chan s
 			return ops, fmt.Errorf("comm %d (%v, %v wire) round %d back-to-back %v: %w", id, dt, comm.Config().Wire, round, cs, err)
 		}
 		ops += 9 + 6
-	}
-	if signal {
-		close(third)
 	}
 	return ops, nil
 }

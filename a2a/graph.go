@@ -207,7 +207,9 @@ func (g *Graph) Launch(s Stream) error {
 	// Before the gates: a padding launch takes its share's gate itself, and
 	// a second read lock of a gate held here would wait behind a waiting
 	// release (Share.TryDrain) that waits for the first: a deadlock.
-	for _, c := range g.comms { // busy until orderAfter (device.Member.Enqueuing)
+	for _, c := range g.comms { // busy until orderAfter (device.Member.Enqueuing, Share.BeginEnqueue)
+		c.share.BeginEnqueue() // shared, and never waited for by a writer: one per Comm is safe
+		defer c.share.EndEnqueue()
 		c.member.Enqueuing.Store(true)
 		defer c.member.Enqueuing.Store(false)
 	}

@@ -63,7 +63,10 @@ func (c *Comm) run(s driver.Stream, op ptx.Op, heads int, xs, dsts, views []Tens
 		return c.enqueueCaptured(r, p, views, ls, out)
 	}
 	// Busy for the share's idleness check until orderAfter has marked
-	// the operation's end (device.Member.Enqueuing says why).
+	// the operation's end (device.Member.Enqueuing says why), and inside
+	// the enqueue gate that a load of PTX may close (device.BeginEnqueue).
+	c.share.BeginEnqueue()
+	defer c.share.EndEnqueue()
 	c.member.Enqueuing.Store(true)
 	defer c.member.Enqueuing.Store(false)
 	if err := c.orderBefore(s); err != nil {

@@ -20,7 +20,8 @@ import (
 //     process is made there, and unloaded when the last one closes: all of
 //     them where machine code runs on the device, else the PTX every Comm
 //     needs (ptx.FamilyBase), and each other family of PTX the first time
-//     an operation needs it, when no Comm has work queued (load.go);
+//     an operation needs it, when no Comm has work queued, new operations
+//     held back for a while to make it so (load.go);
 //   - what Close must free or unmap goes to a graveyard, released when no
 //     Comm of the process on the device has a kernel queued (checked under
 //     the launch gate, so none can start meanwhile) or when the last one
@@ -34,6 +35,11 @@ type Share struct {
 	wire    *moduleSet       // the fp8 wire's kernels; nil below compute capability 9.0
 	codes   []Code           // how each file's kernels came, in ptx.Files order; fixed once made
 	loadMu  sync.Mutex       // held by a load of PTX after the share is made (load.go)
+	// lazy is set where some file's PTX is loaded on first use; fixed
+	// once the share is made. Then enqueues is held shared by every Comm
+	// while it enqueues an operation, and alone by a load's window.
+	lazy     bool
+	enqueues sync.RWMutex
 
 	// Gate is held shared by every launch of a Comm kernel and alone by a
 	// graveyard release, which runs only when no Comm stream has work.
