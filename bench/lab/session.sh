@@ -23,7 +23,9 @@
 #           wireprobe: bench/lab/wireprobe.cu built there and run;
 #           nccl-tests: the NCCL tests with every byte through NCCL (self),
 #           async and blocking launches
-#   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B
+#   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B;
+#           REGEX may be long, quick, rest or other (the sets below, which
+#           together are the whole a2a GPU suite)
 #   dumpA:REGEX, dumpB:REGEX: the same, and where the log stops growing
 #           for $DUMP_AFTER seconds (default 60), every rank process is
 #           sent SIGQUIT, so that its goroutines are printed (the regex
@@ -88,7 +90,11 @@ export -f lifecycle suite
 long='^(TestCollectivesMultiProcess|TestPeerClosesDuringOperation|TestUploadThenOperate|TestBarrierTimeout|TestKilledPeer|TestMismatchedOperations)$'
 # The quick tests of the suite: the enqueue's allocations, groups in one
 # process, caller streams, graphs, the examples, mismatches, timeouts.
-quick='^(TestEnqueueAllocations|TestGroupSingleProcess|TestCallerStream|TestCallerStreamKernels|TestExamples|TestOddGraphReplayedTwice|TestGraphPeerStopsReplaying|TestGroupRankClosesAfterTimeout|TestCloseEndsBlockedSync|TestSyncContextEndsWait|TestGraphReplay|TestMismatchedOperations|TestZeroCommRefuses|TestNCCLTransport)$'
+quick='^(TestEnqueueAllocations|TestGroupSingleProcess|TestCallerStream|TestCallerStreamKernels|TestExamples|TestOddGraphReplayedTwice|TestGraphPeerStopsReplaying|TestGroupRankClosesAfterTimeout|TestCloseEndsBlockedSync|TestSyncContextEndsWait|TestGraphReplay|TestZeroCommRefuses|TestNCCLTransport)$'
+# The long tests not in long, and the ones no set names; long, quick, rest
+# and other hold each GPU test of a2a once.
+rest='^(TestCommsAtOnce|TestStress|TestGraphViewsOutliveLateReads|TestWire)$'
+other='^(TestAutoTransport|TestNCCLGroup|TestNCCLKilledPeer|TestNCCLTimeout|TestSharingProcesses|TestSharingKilledPeer)$'
 nvidia-smi --query-gpu=name,driver_version,memory.used --format=csv,noheader | tee "$logs/gpu.txt"
 for part in $parts; do
 case $part in
@@ -152,7 +158,6 @@ nccl-launch)
 	done
 	;;
 rest | rest-A | rest-B)
-	rest='^(TestCollectivesMultiProcess|TestCommsAtOnce|TestStress|TestGraphViewsOutliveLateReads|TestWire|TestCallerStreamKernels)$'
 	[ "$part" != rest-B ] && step rest-A 580 "suite A -test.run '$rest'"
 	[ "$part" != rest-A ] && step rest-B 580 "suite B -test.run '$rest'"
 	;;
@@ -173,8 +178,12 @@ dumpA:* | dumpB:*)
 	kill "$watcher" 2>/dev/null
 	;;
 A:* | B:*)
-	w=${part%%:*}
-	step "$w-$(echo "${part#*:}" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)" 580 "suite $w -test.run '${part#*:}'"
+	w=${part%%:*} sel=${part#*:}
+	case $sel in # the named sets
+	long | quick | rest | other) name="$w-$sel" sel=${!sel} ;;
+	*) name="$w-$(echo "$sel" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)" ;;
+	esac
+	step "$name" 580 "suite $w -test.run '$sel'"
 	;;
 *)
 	echo "unknown part $part" >&2
