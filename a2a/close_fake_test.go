@@ -92,7 +92,12 @@ func TestFakeCloseTwiceAtOnce(t *testing.T) {
 			t.Fatal("a Close did not return")
 		}
 	}
-	assert.ErrorIs(t, <-synced, a2a.ErrClosed)
+	select {
+	case err := <-synced:
+		assert.ErrorIs(t, err, a2a.ErrClosed)
+	case <-time.After(prompt):
+		t.Fatal("Sync still waits after both Closes returned")
+	}
 	requireReleased(t, lib)
 }
 

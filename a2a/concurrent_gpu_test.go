@@ -565,6 +565,9 @@ func workerCommsAtOnce(rk launch.Rank) error {
 	defer restore()
 	k, _ := strconv.Atoi(os.Getenv(envComms))
 	sms, _ := strconv.Atoi(os.Getenv(envSMs))
+	if k < 1 {
+		return fmt.Errorf("comms at once: %s=%q, want at least 1", envComms, os.Getenv(envComms))
+	}
 	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
@@ -607,9 +610,10 @@ func workerCommsAtOnce(rk launch.Rank) error {
 	third := make(chan struct{})
 	for i := 0; i < k; i++ {
 		wg.Add(1)
+		c := comms[i] // read here: the late join appends to comms meanwhile
 		go func() {
 			defer wg.Done()
-			ops[i], errs[i] = driveComm(comms[i], uint64(i), maxTokens, bigTokens, third, i == 0)
+			ops[i], errs[i] = driveComm(c, uint64(i), maxTokens, bigTokens, third, i == 0)
 		}()
 	}
 	// A Comm made while the others are in the middle of their operations.

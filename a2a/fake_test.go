@@ -95,7 +95,7 @@ func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c 
 	}
 	c, err := a2a.New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() }) // where the test failed before closing it; a second Close is a no-op
+	t.Cleanup(func() { closeLeftOpen(t, c) })
 	x, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
 	require.NoError(t, err)
 	dst, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
@@ -107,6 +107,23 @@ func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c 
 		require.NoError(t, c.SetRankTokens([]int{8}))
 	}
 	return c, x, dst
+}
+
+// closeLeftOpen closes c where a test failed before it did, so that the
+// next test's UseDriver finds no live Comm; a Close of a closed Comm
+// returns at once. A Close the test began and that is stuck is not joined
+// past a few seconds (a second Close waits for the first).
+func closeLeftOpen(t *testing.T, c *a2a.Comm) {
+	done := make(chan struct{})
+	go func() {
+		c.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("the Comm's Close did not return within 5 s")
+	}
 }
 
 // closeFake frees x and dst and closes c, returning Close's error.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -219,7 +220,9 @@ func TestFakeNCCLJoin(t *testing.T) {
 				ranks[r] = &recordingRank{ex: ex.Rank(r)}
 				wg.Go(func() {
 					cfg := a2a.Config{Rank: r, WorldSize: world, Device: a2a.DeviceOrdinal(r), MaxTokens: maxTokens, HiddenDim: hidden, DType: cs.DType, Transport: tr}
-					comms[r], errs[r] = a2a.Join(context.Background(), cfg, ranks[r])
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a rank that fails leaves the other waiting in the exchange
+					defer cancel()
+					comms[r], errs[r] = a2a.Join(ctx, cfg, ranks[r])
 				})
 			}
 			wg.Wait()
