@@ -48,7 +48,9 @@ func workerCloseDuringSync(rk launch.Rank) error {
 			err = operateAfterPeerClosed(comm, cs)
 		}
 		if err != nil {
-			comm.Close()
+			if !closeWithin(comm, 10*time.Second) { // a Close of closeDuringSync's may be the stuck one
+				fmt.Printf("rank %d: Close still waits after 10 s\n", rk.Rank)
+			}
 			return err
 		}
 		return rendezvous(ex, "done")

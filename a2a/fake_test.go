@@ -95,7 +95,11 @@ func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c 
 	}
 	c, err := a2a.New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { closeLeftOpen(t, c) })
+	t.Cleanup(func() { // where the test failed before closing it, so that the next test finds no live Comm
+		if !closeWithin(c, 5*time.Second) {
+			t.Error("the Comm's Close did not return within 5 s")
+		}
+	})
 	x, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
 	require.NoError(t, err)
 	dst, err = c.Device().Alloc([4]int{1, 8, 32, 128}, a2a.BFloat16)
@@ -109,11 +113,10 @@ func fakeComm(t *testing.T, connect, tokens bool, opts ...func(*a2a.Config)) (c 
 	return c, x, dst
 }
 
-// closeLeftOpen closes c where a test failed before it did, so that the
-// next test's UseDriver finds no live Comm; a Close of a closed Comm
-// returns at once. A Close the test began and that is stuck is not joined
-// past a few seconds (a second Close waits for the first).
-func closeLeftOpen(t *testing.T, c *a2a.Comm) {
+// closeWithin closes c, waiting at most d, and reports whether Close
+// returned: a second Close waits for a first one in flight, which is what
+// a failed test may have left behind.
+func closeWithin(c *a2a.Comm, d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
 		c.Close()
@@ -121,8 +124,9 @@ func closeLeftOpen(t *testing.T, c *a2a.Comm) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Error("the Comm's Close did not return within 5 s")
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
