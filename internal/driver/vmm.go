@@ -244,8 +244,7 @@ func (c *Context) ExportFD(h MemHandle) (int, error) {
 // fd stays the caller's to close; the allocation is released with
 // MemRelease.
 func (c *Context) ImportFD(fd int) (MemHandle, error) {
-	// The POSIX handle is passed as the pointer-sized value itself.
-	return c.importShareable(uintptr(fd), HandlePosixFD)
+	return c.importShareable(fd, nil)
 }
 
 // ExportFabric exports h as a fabric handle (cuMemExportToShareableHandle
@@ -261,7 +260,7 @@ func (c *Context) ExportFabric(h MemHandle) (FabricHandle, error) {
 // ImportFabric imports the allocation a fabric handle stands for
 // (cuMemImportFromShareableHandle with CU_MEM_HANDLE_TYPE_FABRIC).
 func (c *Context) ImportFabric(fh FabricHandle) (MemHandle, error) {
-	return c.importShareable(uintptr(unsafe.Pointer(&fh)), HandleFabric)
+	return c.importShareable(-1, &fh)
 }
 
 // exportShareable is cuMemExportToShareableHandle of h as kind into dst,
@@ -278,13 +277,12 @@ func (c *Context) exportShareable(dst unsafe.Pointer, h MemHandle, kind HandleTy
 	return c.d.check("cuMemExportToShareableHandle", r)
 }
 
-// importShareable is cuMemImportFromShareableHandle of handle as kind:
-// the descriptor itself for HandlePosixFD, a FabricHandle's address for
-// HandleFabric (uintptrescapes: an address converted in the call stays
-// put and alive until it returns).
-//
-//go:uintptrescapes
-func (c *Context) importShareable(handle uintptr, kind HandleType) (MemHandle, error) {
+// importShareable is cuMemImportFromShareableHandle of the POSIX
+// descriptor fd (HandlePosixFD, passed as the pointer-sized value itself)
+// or, where fabric is not nil, of the fabric handle at fabric
+// (HandleFabric, passed by address, converted in the call so that it
+// stays alive until the driver returns).
+func (c *Context) importShareable(fd int, fabric *FabricHandle) (MemHandle, error) {
 	if err := c.d.vmmMissing(c.d.fn.vmm.importHandle, "cuMemImportFromShareableHandle"); err != nil {
 		return 0, err
 	}
@@ -292,7 +290,12 @@ func (c *Context) importShareable(handle uintptr, kind HandleType) (MemHandle, e
 		return 0, err
 	}
 	var h MemHandle
-	r, _, _ := purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), handle, uintptr(kind))
+	var r uintptr
+	if fabric != nil {
+		r, _, _ = purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(fabric)), uintptr(HandleFabric))
+	} else {
+		r, _, _ = purego.SyscallN(c.d.fn.vmm.importHandle, uintptr(unsafe.Pointer(&h)), uintptr(fd), uintptr(HandlePosixFD))
+	}
 	c.leave()
 	return h, c.d.check("cuMemImportFromShareableHandle", r)
 }
