@@ -26,6 +26,8 @@ type Comm struct {
 	h           uintptr
 	world, rank int
 	blocking    bool
+	split       *splitSlot   // a split whose handle NCCL has not yet written; nil after
+	orphans     []*splitSlot // splits of this Comm released while pending (reapSplits)
 }
 
 // CTAPolicy is ncclConfig_t's CTAPolicy (FeatureCTAPolicy): how many
@@ -115,6 +117,9 @@ func (c *Comm) Rank() int { return c.rank }
 // once it is ready and nothing failed, InProgress while init or grouped
 // work is under way, else the failure.
 func (c *Comm) AsyncError() (Result, error) {
+	if !c.resolve() {
+		return c.splitState()
+	}
 	var r Result
 	if err := c.l.check("ncclCommGetAsyncError", c.h, c.l.call(c.l.fn.commGetAsyncError, c.h, uintptr(unsafe.Pointer(&r)))); err != nil {
 		return 0, err
@@ -145,15 +150,29 @@ func (c *Comm) Wait(ctx context.Context, poll time.Duration) error {
 }
 
 // Abort ends the communicator at once, whatever is in flight
-// (ncclCommAbort), and frees it. The Comm must not be used after.
+// (ncclCommAbort), and frees it. The Comm must not be used after. A
+// pending split (Split) has no handle yet and is dropped without a call:
+// its parent's Abort ends the split and releases what NCCL made of it.
 func (c *Comm) Abort() error {
-	return c.l.check("ncclCommAbort", 0, c.l.call(c.l.fn.commAbort, c.h))
+	if !c.resolve() {
+		c.releasePending()
+		return nil
+	}
+	err := c.l.check("ncclCommAbort", 0, c.l.call(c.l.fn.commAbort, c.h))
+	c.reapSplits()
+	return err
 }
 
 // Destroy frees a communicator whose work is done (ncclCommDestroy). The
-// Comm must not be used after.
+// Comm must not be used after; a pending split is dropped as by Abort.
 func (c *Comm) Destroy() error {
-	return c.l.check("ncclCommDestroy", 0, c.l.call(c.l.fn.commDestroy, c.h))
+	if !c.resolve() {
+		c.releasePending()
+		return nil
+	}
+	err := c.l.check("ncclCommDestroy", 0, c.l.call(c.l.fn.commDestroy, c.h))
+	c.reapSplits()
+	return err
 }
 
 // Failure is the *Error of an asynchronous state r that AsyncError

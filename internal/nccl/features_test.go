@@ -82,15 +82,21 @@ func TestAlltoAll(t *testing.T) {
 	require.True(t, IsCode(err, InvalidArgument), "a destroyed communicator: %v", err)
 }
 
-// TestMemAllocAndWindows: memory of MemAlloc registers as a window of the
-// communicator and both are released; bad arguments are NCCL's invalid
+// TestMemAllocAndWindows: memory of MemAlloc registers as a window of a
+// blocking communicator (a non-blocking one is refused) and both are
+// released; bad arguments are NCCL's invalid
 // argument.
 func TestMemAllocAndWindows(t *testing.T) {
 	l, path := stub(t)
 	p, err := l.MemAlloc(1 << 16)
 	require.NoError(t, err)
 	require.NotZero(t, p)
-	c, err := l.InitRank(1, 0, UniqueID{14})
+	nb, err := l.InitRank(1, 0, UniqueID{15})
+	require.NoError(t, err)
+	_, err = nb.WindowRegister(p, 1<<16, 0)
+	require.ErrorIs(t, err, ErrNeedsBlocking, "NCCL would write the window after the call")
+	require.NoError(t, nb.Destroy())
+	c, err := l.InitRankOptions(1, 0, UniqueID{14}, CommOptions{Blocking: true})
 	require.NoError(t, err)
 	w, err := c.WindowRegister(p, 1<<16, 0)
 	require.NoError(t, err)

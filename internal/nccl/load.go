@@ -31,6 +31,10 @@ var (
 	// ErrSymbolMissing is matched when the library lacks an entry point
 	// the binding needs (an NCCL older than MinVersion, or not NCCL).
 	ErrSymbolMissing = errors.New("nccl: the library lacks an entry point")
+	// ErrNeedsBlocking is matched when a call that has NCCL write a
+	// result after it returns on a non-blocking communicator is made on
+	// one (WindowRegister: use a blocking communicator).
+	ErrNeedsBlocking = errors.New("nccl: the call needs a blocking communicator")
 )
 
 // Library is a loaded NCCL. It is safe for concurrent use.

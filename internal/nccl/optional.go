@@ -1,6 +1,9 @@
 package nccl
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // The calls of the optional features (features.go). Each returns an error
 // matching ErrUnsupported where the loaded NCCL lacks its feature.
@@ -31,10 +34,15 @@ type Window uintptr
 // WindowRegister registers n bytes at buf with the communicator
 // (ncclCommWindowRegister, a collective: every rank registers its own);
 // flags are NCCL_WIN_* (0: the default). Deregister it with
-// WindowDeregister before freeing the memory.
+// WindowDeregister before freeing the memory. It needs a blocking
+// communicator (ErrNeedsBlocking): on a non-blocking one NCCL writes the
+// window from its own thread after the call has returned.
 func (c *Comm) WindowRegister(buf uintptr, n uint64, flags int) (Window, error) {
 	if err := c.l.need(FeatureWindows); err != nil {
 		return 0, err
+	}
+	if !c.blocking {
+		return 0, fmt.Errorf("nccl: ncclCommWindowRegister: %w", ErrNeedsBlocking)
 	}
 	var w uintptr
 	err := c.l.check("ncclCommWindowRegister", c.h, c.l.call(c.l.fn.commWindowRegister, c.h, buf, uintptr(n), uintptr(unsafe.Pointer(&w)), uintptr(flags)))

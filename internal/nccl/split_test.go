@@ -86,6 +86,46 @@ func TestSplitBlockingChild(t *testing.T) {
 	require.Zero(t, n.LiveBlocking)
 }
 
+// TestSplitPending: as NCCL does on a non-blocking parent, the stub
+// writes the child's handle only once every rank has split, from another
+// rank's thread; until then the parent and the pending child report
+// InProgress, and a child released while pending is aborted by its
+// parent's Abort once NCCL has written it (failed), leaving nothing live.
+func TestSplitPending(t *testing.T) {
+	l, path := stub(t)
+	cs := group(t, l, 2, UniqueID{25})
+	k0, err := cs[0].Split(CommOptions{Blocking: true})
+	require.NoError(t, err)
+	for _, c := range []*Comm{cs[0], k0} {
+		r, err := c.AsyncError()
+		require.NoError(t, err)
+		require.Equal(t, InProgress, r)
+	}
+	require.NotNil(t, k0.split, "no handle before every rank has split")
+	require.NoError(t, k0.Abort(), "a pending child is dropped without a call")
+	require.NoError(t, cs[0].Abort())
+	n, err := fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n.Aborts, "the parent, then the failed child NCCL wrote")
+	require.Equal(t, int64(1), n.LiveComms, "rank 1's parent")
+	require.NoError(t, cs[1].Destroy())
+
+	cs = group(t, l, 2, UniqueID{26})
+	kids := splitAll(t, cs)
+	for r := range cs {
+		require.Nil(t, kids[r].split)
+		require.NotZero(t, kids[r].h)
+		st, err := cs[r].AsyncError()
+		require.NoError(t, err)
+		require.Equal(t, Success, st)
+		require.NoError(t, kids[r].Destroy())
+		require.NoError(t, cs[r].Destroy())
+	}
+	n, err = fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Zero(t, n.LiveComms)
+}
+
 // exchange sends src to peer and receives dst from it in one group.
 func exchange(l *Library, c *Comm, peer int, src, dst []byte) error {
 	if err := l.GroupStart(); err != nil {

@@ -27,8 +27,9 @@
 // or both communicators fail with ncclInvalidUsage.
 //
 // Blocking communicators (a config's blocking = 1; ncclCommSplit makes
-// them too, color 0 and key = rank only, in progress until every rank has
-// split): as NCCL's blocking launch connects to a peer it has not yet
+// them too, color 0 and key = rank only; on a non-blocking parent, as in
+// NCCL, newcomm stays NULL and the parent in progress until every rank
+// has split, and newcomm is then written from another thread): as NCCL's blocking launch connects to a peer it has not yet
 // exchanged with, ncclGroupEnd waits, with no bound, until each half on a
 // blocking communicator to a peer it has never paired with has paired,
 // or the communicator is released from another thread (then it fails);
@@ -75,6 +76,8 @@ struct comm {
 	ncclUniqueId id;
 	int failed;  // a result the communicator failed with (a pair of another size)
 	int joining; // made by ncclCommSplit: in progress until every rank has split
+	struct comm **out;       // a non-blocking split's newcomm: written once every rank has split, NULL after
+	struct comm *child;      // a non-blocking parent's split in progress (the parent reports ncclInProgress)
 	unsigned long splits;    // ncclCommSplit calls on it so far
 	unsigned char *connected; // per peer: a transfer with it has paired (a blocking group's first waits)
 	struct comm *next;        // in all_comms; released ones stay (magic 0), never freed
@@ -137,6 +140,7 @@ static size_t type_size(int t) {
 static int valid(const struct comm *c) { return c != NULL && c->magic == COMM_MAGIC; }
 
 static int queued_of(const struct comm *c);
+static void publish(const struct comm *c);
 
 // enlist counts a new communicator live; with mu.
 static void enlist(struct comm *c) {
@@ -224,8 +228,10 @@ static int all_joined(const struct comm *c) {
 // choices): the child's id is derived from the parent's and its split
 // count, so the ranks' children pair with each other. Like NCCL's, it
 // refuses a parent with work in progress; on a non-blocking parent it
-// returns ncclInProgress and the child is in progress until every rank
-// has split; on a blocking one it waits for that (or a release).
+// returns ncclInProgress with *out NULL, the parent in progress until
+// every rank has split and *out written then (by the last rank's
+// thread; NCCL's init thread writes it as late); on a blocking one it
+// waits for that (or a release) and returns the child.
 ncclResult_t ncclCommSplit(struct comm *p, int color, int key, struct comm **out, config_head *config) {
 	if (!valid(p) || out == NULL) return fail(INVALID_ARGUMENT, "invalid communicator or newcomm");
 	if (config != NULL && (config->magic != CONFIG_MAGIC || config->size < sizeof(config_head) || config->version < 21400))
@@ -242,7 +248,7 @@ ncclResult_t ncclCommSplit(struct comm *p, int color, int key, struct comm **out
 		return fail(SYSTEM, "out of memory");
 	}
 	pthread_mutex_lock(&mu);
-	if (p->polls != 0 || p->failed || queued_of(p)) {
+	if (p->polls != 0 || p->failed || p->child != NULL || queued_of(p)) {
 		pthread_mutex_unlock(&mu);
 		free(c), free(connected);
 		return fail(INVALID_ARGUMENT, "Attempt to use communicator before the previous operation returned ncclSuccess");
@@ -259,10 +265,30 @@ ncclResult_t ncclCommSplit(struct comm *p, int color, int key, struct comm **out
 	c->connected = connected;
 	enlist(c);
 	pthread_cond_broadcast(&paired);
-	while (p->blocking && valid(c) && !all_joined(c)) pthread_cond_wait(&paired, &mu);
+	if (p->blocking) {
+		while (valid(c) && !all_joined(c)) pthread_cond_wait(&paired, &mu);
+		pthread_mutex_unlock(&mu);
+		*out = c;
+		return SUCCESS;
+	}
+	*out = NULL; // as NCCL: the child appears only once its init is done
+	c->out = out;
+	p->child = c;
+	if (all_joined(c)) publish(c);
 	pthread_mutex_unlock(&mu);
-	*out = c;
-	return p->blocking ? SUCCESS : IN_PROGRESS;
+	return IN_PROGRESS;
+}
+
+// publish writes each newcomm of c's group that is still pending, from
+// the thread of the rank that split last (NCCL writes it from its own
+// thread when the child's init ends, long after ncclCommSplit returned);
+// with mu.
+static void publish(const struct comm *c) {
+	for (struct comm *o = all_comms; o != NULL; o = o->next)
+		if (valid(o) && o->out != NULL && o->nranks == c->nranks && memcmp(&o->id, &c->id, sizeof c->id) == 0) {
+			*o->out = o;
+			o->out = NULL;
+		}
 }
 
 // queued_of reports whether c has halves waiting for a partner; with mu.
@@ -283,8 +309,9 @@ ncclResult_t ncclCommGetAsyncError(struct comm *c, ncclResult_t *r) {
 	pthread_mutex_lock(&mu);
 	if (c->polls > 0) c->polls--;
 	if (c->joining && all_joined(c)) c->joining = 0;
+	if (c->child != NULL && (!valid(c->child) || c->child->out == NULL)) c->child = NULL; // published or released
 	if (c->failed) *r = c->failed;
-	else *r = c->polls != 0 || c->joining || queued_of(c) ? IN_PROGRESS : SUCCESS;
+	else *r = c->polls != 0 || c->joining || c->child != NULL || queued_of(c) ? IN_PROGRESS : SUCCESS;
 	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
@@ -300,6 +327,12 @@ static ncclResult_t release(struct comm *c, int abort) {
 	}
 	for (int i = nqueued - 1; i >= 0; i--)
 		if (queued[i].c == c) drop(i);
+	struct comm *k = c->child;
+	if (k != NULL && valid(k) && k->out != NULL) { // as NCCL's abort: the split's init fails, and the failed child is written
+		k->failed = INTERNAL;
+		*k->out = k;
+		k->out = NULL;
+	}
 	c->magic = 0; // kept: a group blocked on it looks at it when it wakes
 	live_comms--;
 	live_blocking -= c->blocking;
