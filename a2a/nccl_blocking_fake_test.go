@@ -140,3 +140,36 @@ func TestFakeNCCLBlockingRefused(t *testing.T) {
 	assert.Zero(t, ncclCounts(t, nlib).LiveComms)
 	requireReleased(t, lib)
 }
+
+// TestFakeNCCLLaunchAuto: the transport as users get it (the zero
+// Tuning's launch) launches on a blocking communicator where NCCL can
+// split (2.28 here) and on the non-blocking one before 2.18, and is
+// correct either way.
+func TestFakeNCCLLaunchAuto(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
+	for _, tc := range []struct {
+		version string
+		splits  int64
+	}{{"22809", 2}, {"21703", 0}} {
+		nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000", fakenccl.EnvVersion+"="+tc.version)
+		nccltransport.SetTuning(nccltransport.Tuning{})
+		t.Cleanup(a2a.RestoreNCCLTuning)
+		cases := ncclCases(2, a2a.BFloat16)[:2]
+		maxTokens, hidden := check.Capacity(cases...)
+		comms := ncclGroup(t, a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: a2a.BFloat16, MaxTensors: 3}, 2)
+		for i, cs := range cases {
+			err := runRanks(comms, func(c *a2a.Comm) error { return check.Run(c, cs, uint64(290+i)) })
+			require.NoError(t, err, "NCCL %s: %v", tc.version, cs)
+		}
+		n := ncclCounts(t, nlib)
+		assert.Equal(t, tc.splits, n.Splits, "NCCL %s", tc.version)
+		if tc.splits > 0 {
+			assert.Equal(t, n.Sends, n.BlockingSends, "every send on the blocking communicator")
+		} else {
+			assert.Zero(t, n.BlockingSends)
+		}
+		require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
+		assert.Zero(t, ncclCounts(t, nlib).LiveComms)
+	}
+	requireReleased(t, lib)
+}

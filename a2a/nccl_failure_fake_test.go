@@ -10,6 +10,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/internal/fakenccl"
+	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
 
 // ncclPair is a world of two over the stub NCCL with timeout d, token
@@ -35,6 +36,21 @@ func freeInputs(t *testing.T, comms []*a2a.Comm, xs []a2a.Tensor) {
 	}
 }
 
+// launches are the NCCL transport's two launches, each with the
+// communicators a rank aborts when its transport fails: the non-blocking
+// one, and with the blocking launch the blocking one split from it too.
+var launches = []struct {
+	launch nccltransport.Launch
+	aborts int64 // per rank that failed
+}{{nccltransport.LaunchAsync, 1}, {nccltransport.LaunchBlocking, 2}}
+
+// withLaunch sets the launch of the transports made until the test ends.
+func withLaunch(t *testing.T, l nccltransport.Launch) {
+	t.Helper()
+	nccltransport.SetTuning(nccltransport.Tuning{Launch: l})
+	t.Cleanup(a2a.RestoreNCCLTuning)
+}
+
 // requireNCCLCounts checks the stub's counts of live communicators and
 // aborts.
 func requireNCCLCounts(t *testing.T, lib string, live, aborts int64) {
@@ -57,43 +73,52 @@ func TestFakeNCCLTimeout(t *testing.T) {
 		{"hang", []string{fakenccl.EnvP2PHang + "=1"}, 2},
 		{"peer never comes", nil, 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			lib := fakeDriver(t)
-			nlib := fakeNCCL(t, tc.env...)
-			const timeout = 100 * time.Millisecond
-			comms, xs := ncclPair(t, timeout)
-			// The group cannot be launched while its peer's half never
-			// comes (NCCL's non-blocking launch, connecting to the peer):
-			// the operation's own call waits for it, bounded.
-			start := time.Now()
-			_, err := comms[0].SendRecvHeads(xs[0])
-			took := time.Since(start)
-			var te *a2a.TimeoutError
-			require.ErrorAs(t, err, &te)
-			require.ErrorIs(t, err, a2a.ErrTimeout)
-			assert.Equal(t, 0, te.Rank)
-			assert.Equal(t, -1, te.Peer, "NCCL does not say which peer")
-			assert.Equal(t, timeout, te.Timeout)
-			assert.Contains(t, err.Error(), "over NCCL (aborted the communicator)")
-			assert.GreaterOrEqual(t, took, timeout)
-			assert.Less(t, took, timeout+2*time.Second, "bounded")
-			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
-			requireNCCLCounts(t, nlib, 1, 1)
-			_, err = comms[0].SendRecvHeads(xs[0])
-			require.ErrorIs(t, err, a2a.ErrBroken)
-			require.ErrorIs(t, err, a2a.ErrTimeout)
-			require.ErrorIs(t, comms[0].Sync(), a2a.ErrBroken)
-			if tc.ranks == 2 {
-				_, err = comms[1].SendRecvHeads(xs[1])
-				require.ErrorAs(t, err, &te, "rank 1 times out too")
-			}
-			freeInputs(t, comms, xs)
-			require.NoError(t, comms[0].Close(), "Close after the failure was reported")
-			require.NoError(t, errors.Join(comms[1].Close()))
-			requireNCCLCounts(t, nlib, 0, int64(tc.ranks))
-			requireReleased(t, lib)
-		})
+		for _, l := range launches {
+			t.Run(tc.name+"/"+l.launch.String(), func(t *testing.T) {
+				timeoutCase(t, tc.env, tc.ranks, l.launch, l.aborts)
+			})
+		}
 	}
+}
+
+// timeoutCase is a case of TestFakeNCCLTimeout: ranks of the two enqueue,
+// with launch l, each failing rank aborting aborts communicators.
+func timeoutCase(t *testing.T, env []string, ranks int, l nccltransport.Launch, aborts int64) {
+	lib := fakeDriver(t)
+	nlib := fakeNCCL(t, env...)
+	withLaunch(t, l)
+	const timeout = 100 * time.Millisecond
+	comms, xs := ncclPair(t, timeout)
+	// The group cannot be launched while its peer's half never
+	// comes (NCCL's non-blocking launch, connecting to the peer):
+	// the operation's own call waits for it, bounded.
+	start := time.Now()
+	_, err := comms[0].SendRecvHeads(xs[0])
+	took := time.Since(start)
+	var te *a2a.TimeoutError
+	require.ErrorAs(t, err, &te)
+	require.ErrorIs(t, err, a2a.ErrTimeout)
+	assert.Equal(t, 0, te.Rank)
+	assert.Equal(t, -1, te.Peer, "NCCL does not say which peer")
+	assert.Equal(t, timeout, te.Timeout)
+	assert.Contains(t, err.Error(), "over NCCL (aborted the communicator)")
+	assert.GreaterOrEqual(t, took, timeout)
+	assert.Less(t, took, timeout+2*time.Second, "bounded")
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	requireNCCLCounts(t, nlib, 1, aborts)
+	_, err = comms[0].SendRecvHeads(xs[0])
+	require.ErrorIs(t, err, a2a.ErrBroken)
+	require.ErrorIs(t, err, a2a.ErrTimeout)
+	require.ErrorIs(t, comms[0].Sync(), a2a.ErrBroken)
+	if ranks == 2 {
+		_, err = comms[1].SendRecvHeads(xs[1])
+		require.ErrorAs(t, err, &te, "rank 1 times out too")
+	}
+	freeInputs(t, comms, xs)
+	require.NoError(t, comms[0].Close(), "Close after the failure was reported")
+	require.NoError(t, errors.Join(comms[1].Close()))
+	requireNCCLCounts(t, nlib, 0, int64(ranks)*aborts)
+	requireReleased(t, lib)
 }
 
 // TestFakeNCCLCloseDuringLaunch: Close while an operation waits for its
@@ -103,8 +128,15 @@ func TestFakeNCCLTimeout(t *testing.T) {
 // completes, and Close or a context ending it, need a device: the GPU
 // test TestNCCLStall.)
 func TestFakeNCCLCloseDuringLaunch(t *testing.T) {
+	for _, l := range launches {
+		t.Run(l.launch.String(), func(t *testing.T) { closeDuringLaunch(t, l.launch, l.aborts) })
+	}
+}
+
+func closeDuringLaunch(t *testing.T, l nccltransport.Launch, aborts int64) {
 	lib := fakeDriver(t)
 	nlib := fakeNCCL(t, fakenccl.EnvP2PHang+"=1")
+	withLaunch(t, l)
 	const timeout = 300 * time.Millisecond
 	comms, xs := ncclPair(t, timeout)
 	keep, err := a2a.OpenDevice(comms[0].Device().Info().Ordinal) // holds the context for xs[0] past Close
@@ -130,7 +162,7 @@ func TestFakeNCCLCloseDuringLaunch(t *testing.T) {
 	require.NoError(t, keep.Close())
 	require.NoError(t, comms[1].Device().Free(xs[1]))
 	require.NoError(t, comms[1].Close())
-	requireNCCLCounts(t, nlib, 0, 1)
+	requireNCCLCounts(t, nlib, 0, aborts)
 	requireReleased(t, lib)
 }
 

@@ -22,7 +22,7 @@
 #           nccl-launch: the NCCL phases at world one with each launch;
 #           wireprobe: bench/lab/wireprobe.cu built there and run;
 #           nccl-tests: the NCCL tests with every byte through NCCL (self),
-#           async and blocking launches
+#           the default launch and the async one
 #   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B;
 #           REGEX may be long, quick, rest or other (the sets below, which
 #           together are the whole a2a GPU suite)
@@ -144,7 +144,7 @@ wire-B)
 	step wire-B 200 "suite B -test.run '^TestWire$'"
 	;;
 nccl-tests)
-	for tn in self blocking,self; do
+	for tn in self async,self; do # self: the default launch (auto)
 		step "nccl-tests-${tn/,/-}" 200 "ULYSSES_TEST_NCCL=$tn suite A -test.run '^TestNCCL'"
 	done
 	;;
@@ -152,7 +152,7 @@ wireprobe)
 	step wireprobe 120 "nvcc -O3 -arch=sm_90 -o /tmp/wireprobe bench/lab/wireprobe.cu && /tmp/wireprobe"
 	;;
 nccl-launch)
-	for l in async blocking; do
+	for l in ${NCCL_LAUNCHES:-auto async blocking}; do
 		step "nccl-self-$l" 150 "\"\$bin/ulysses\" bench --world 1 --transport nccl --nccl-self --nccl-launch $l --dtypes bf16 \
 			--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --compare nccl --json $logs/nccl-self-$l.json"
 	done

@@ -46,8 +46,8 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.wireDirect, "wire-direct-below", "", "fp8 wires: send every row as rounded 16-bit values in operations whose largest rank reads fewer bytes than this, and stage the peers' rows as codes from it on (1 always stages; K, M, G suffixes); empty: the library's "+formatBytes(float64(wireplan.WireDirectBytes()))+". For finding where staging pays")
 	fs.BoolVar(&o.ncclSelf, "nccl-self", false,
 		"with --transport nccl: send each rank's own share through NCCL too (a send to itself and a receive from itself in the group), so that --world 1 times NCCL's path on one GPU, and time each phase of it (own, pack, group, unpack) with device events")
-	fs.StringVar(&o.ncclLaunch, "nccl-launch", "async",
-		"with --transport nccl: how the NCCL groups are launched: async (the library's: on the non-blocking communicator, polled until launched) or blocking (on a blocking communicator split off it at the first operation, under a watchdog)")
+	fs.StringVar(&o.ncclLaunch, "nccl-launch", "auto",
+		"with --transport nccl: how the NCCL groups are launched: auto (the library's: blocking where NCCL has ncclCommSplit, 2.18 and later, else async), async (on the non-blocking communicator, polled until launched) or blocking (on a blocking communicator split off it at the first operation, under a watchdog)")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -72,12 +72,12 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		return p, fmt.Errorf("--nccl-self times the NCCL transport: it needs --transport nccl")
 	case o.ncclSelf && o.singleProcess:
 		return p, fmt.Errorf("--nccl-self times each rank's phases in a process of its own: drop --single-process")
-	case o.ncclLaunch != "async" && o.ncclLaunch != "blocking":
-		return p, fmt.Errorf("--nccl-launch %q: want async or blocking", o.ncclLaunch)
-	case o.ncclLaunch == "blocking" && o.group.transport != "nccl":
-		return p, fmt.Errorf("--nccl-launch blocking launches the NCCL transport's groups: it needs --transport nccl")
-	case o.ncclLaunch == "blocking" && o.singleProcess:
-		return p, fmt.Errorf("--nccl-launch blocking sets each rank's process's transport: drop --single-process")
+	case o.ncclLaunch != "auto" && o.ncclLaunch != "async" && o.ncclLaunch != "blocking":
+		return p, fmt.Errorf("--nccl-launch %q: want auto, async or blocking", o.ncclLaunch)
+	case o.ncclLaunch != "auto" && o.group.transport != "nccl":
+		return p, fmt.Errorf("--nccl-launch %s launches the NCCL transport's groups: it needs --transport nccl", o.ncclLaunch)
+	case o.ncclLaunch != "auto" && o.singleProcess:
+		return p, fmt.Errorf("--nccl-launch %s sets each rank's process's transport: drop --single-process", o.ncclLaunch)
 	case o.compare != "" && o.compare != "nccl":
 		return p, fmt.Errorf("--compare %q: only nccl is known", o.compare)
 	}
@@ -110,7 +110,10 @@ func (o *benchOpts) plan() (benchPlan, error) {
 			return p, fmt.Errorf("--wire-direct-below %q: want a positive size", o.wireDirect)
 		}
 	}
-	if o.ncclLaunch == "blocking" {
+	switch o.ncclLaunch {
+	case "async":
+		p.launch = nccltransport.LaunchAsync
+	case "blocking":
 		p.launch = nccltransport.LaunchBlocking
 	}
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {

@@ -43,15 +43,19 @@ func TestPhaseTable(t *testing.T) {
 	require.Regexp(t, `send_recv_heads\s+bf16\s+128 KiB\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
 }
 
-// TestNCCLLaunchFlag: --nccl-launch is async or blocking, blocking needs
-// the NCCL transport and a process per rank, and the plan carries it.
+// TestNCCLLaunchFlag: --nccl-launch is auto (the default), async or
+// blocking; a choice but auto needs the NCCL transport and a process per
+// rank, and the plan carries it.
 func TestNCCLLaunchFlag(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--nccl-launch", "fast"}, "want async or blocking"},
+		{[]string{"--nccl-launch", "fast"}, "want auto, async or blocking"},
 		{[]string{"--nccl-launch", "blocking"}, "it needs --transport nccl"},
+		{[]string{"--nccl-launch", "async", "--single-process", "--transport", "nccl"}, "drop --single-process"},
+		{[]string{"--nccl-launch", "async", "--transport", "nccl"}, ""},
+		{[]string{"--single-process"}, ""},
 		{[]string{"--nccl-launch", "blocking", "--transport", "nccl", "--single-process"}, "drop --single-process"},
 		{[]string{"--nccl-launch", "blocking", "--transport", "nccl", "--nccl-self"}, ""},
 		{[]string{"--transport", "nccl"}, ""},

@@ -146,7 +146,7 @@ type benchReport struct {
 	Notes         []string     `json:"notes,omitempty"`
 	NCCL          []ncclRecord `json:"nccl,omitempty"`
 	NCCLNote      string       `json:"nccl_note,omitempty"`
-	NCCLLaunch    string       `json:"nccl_launch"` // --nccl-launch: async or blocking
+	NCCLLaunch    string       `json:"nccl_launch"` // --nccl-launch: auto, async or blocking
 	Compare       []compareRow `json:"compare,omitempty"`
 	Seconds       float64      `json:"seconds"`
 }

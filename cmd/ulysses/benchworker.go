@@ -93,7 +93,7 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 	if _, err := m.gather(nil); err != nil {
 		return nil, err
 	}
-	if o.ncclSelf || plan.launch != nccltransport.LaunchAsync { // for the process's life, as the wire override
+	if o.ncclSelf || plan.launch != nccltransport.LaunchAuto { // for the process's life, as the wire override
 		tn := nccltransport.Tuning{Self: o.ncclSelf, Launch: plan.launch}
 		if o.ncclSelf {
 			o.phases = &phaseMarker{}

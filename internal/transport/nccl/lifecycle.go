@@ -18,6 +18,7 @@ import (
 func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transport {
 	t := &Transport{env: env, vecs: env.Share.Kernels[env.DType.Size()].Widths, lib: lib, id: id,
 		stageBytes: env.Layout.DataBytes, tuning: currentTuning()}
+	t.tuning.Launch = t.tuning.Launch.resolve(lib)
 	t.timeout.Store(int64(env.Timeout))
 	return t
 }
