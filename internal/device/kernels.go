@@ -76,7 +76,6 @@ func (s *Share) loadKernels(drv *driver.Driver) error {
 				return err
 			}
 			s.codes = append(s.codes, s.wire.code)
-			s.lazy = s.lazy || s.wire.code.Arch == ""
 			continue
 		}
 		m, err := newModuleSet(s, f, major, minor, ptx.FamilyBase)
@@ -84,7 +83,6 @@ func (s *Share) loadKernels(drv *driver.Driver) error {
 			return err
 		}
 		s.codes = append(s.codes, m.code)
-		s.lazy = s.lazy || m.code.Arch == "" // PTX: families loaded on first use
 		// Kept before the lookups, so that teardown unloads what loaded.
 		s.Kernels[f.ElemBytes] = &Kernels{Widths: f.Widths(), set: m}
 		if err := s.Kernels[f.ElemBytes].lookup(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -24,7 +25,9 @@ import (
 //     held back for a while to make it so (load.go);
 //   - what Close must free or unmap goes to a graveyard, released when no
 //     Comm of the process on the device has a kernel queued (checked under
-//     the launch gate, so none can start meanwhile) or when the last one
+//     the launch gate, so none can start meanwhile): at a Sync or a Close
+//     that finds the Comms idle, by a goroutine that holds new operations
+//     back in windows until they are (idle.go), or when the last one
 //     closes.
 
 // Share is what every Comm of this process on one device shares.
@@ -35,10 +38,8 @@ type Share struct {
 	wire    *moduleSet       // the fp8 wire's kernels; nil below compute capability 9.0
 	codes   []Code           // how each file's kernels came, in ptx.Files order; fixed once made
 	loadMu  sync.Mutex       // held by a load of PTX after the share is made (load.go)
-	// lazy is set where some file's PTX is loaded on first use; fixed
-	// once the share is made. Then enqueues is held shared by every Comm
-	// while it enqueues an operation, and alone by a load's window.
-	lazy     bool
+	// enqueues is held shared by every Comm while it enqueues an
+	// operation, and alone by a load's or a release's window (idle.go).
 	enqueues sync.RWMutex
 
 	// Gate is held shared by every launch of a Comm kernel and alone by a
@@ -49,7 +50,9 @@ type Share struct {
 	refs      int
 	members   map[*Member]struct{}
 	graveyard []Release
-	deferred  []error // from releases run by tryDrainLater, for the next put
+	deferred  []error       // from releases run by TryDrainLater or the drainer, for the next put
+	drainer   chan struct{} // closed by the drainer when it ends; nil when none runs
+	stopping  chan struct{} // closed by teardown: the drainer must end
 }
 
 // Release is one deferred driver call.
@@ -77,7 +80,7 @@ func Acquire(drv *driver.Driver, ordinal int) (*Share, error) {
 	if err != nil {
 		return nil, api.WrapDriver("retaining the primary context", err)
 	}
-	s := &Share{Ordinal: ordinal, Ctx: ctx, Kernels: map[int]*Kernels{}, refs: 1, members: map[*Member]struct{}{}}
+	s := &Share{Ordinal: ordinal, Ctx: ctx, Kernels: map[int]*Kernels{}, refs: 1, members: map[*Member]struct{}{}, stopping: make(chan struct{})}
 	if err := s.loadKernels(drv); err != nil {
 		return nil, errors.Join(err, s.teardown())
 	}
@@ -150,6 +153,7 @@ func (s *Share) takeDeferred() []error {
 }
 
 func (s *Share) teardown() error {
+	s.stopDrainer()
 	errs := s.runGraveyard()
 	for _, k := range s.Kernels {
 		errs = append(errs, k.set.unload()...)
@@ -195,12 +199,62 @@ func (s *Share) Remove(m *Member) {
 	s.mu.Unlock()
 }
 
-// Bury defers calls that may wait for the device until tryDrain or the
-// last put runs them.
+// Bury defers calls that may wait for the device until TryDrain, the
+// drainer or the last put runs them, and starts the drainer if none runs.
 func (s *Share) Bury(rs ...Release) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.graveyard = append(s.graveyard, rs...)
+	if s.drainer == nil && len(s.graveyard) > 0 {
+		s.drainer = make(chan struct{})
+		go s.drain(s.drainer)
+	}
+}
+
+// drain releases the graveyard in windows (idle.go) while it holds
+// anything and the share lives, so that what closed Comms held is freed
+// beside Comms that are never idle together; its errors wait for the
+// next put. It closes done when it ends: when it finds the graveyard
+// empty (under mu, so that a Bury after that starts another), or when
+// teardown stops it.
+func (s *Share) drain(done chan struct{}) {
+	defer close(done)
+	inWindows(func(window time.Duration) bool {
+		var errs []error
+		if !s.whenIdle(window, func() { errs = s.runGraveyard() }) {
+			return false
+		}
+		s.DeferError(errors.Join(errs...))
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(s.graveyard) > 0 {
+			return false
+		}
+		s.drainer = nil
+		return true
+	}, func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-s.stopping:
+			return false
+		case <-t.C:
+			return true
+		}
+	})
+}
+
+// stopDrainer ends the drainer, if one runs, and waits for it: teardown
+// then releases the graveyard itself, and the context must outlive every
+// release.
+func (s *Share) stopDrainer() {
+	close(s.stopping)
+	s.mu.Lock()
+	done := s.drainer
 	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // hasGraves reports whether anything waits in the graveyard.
