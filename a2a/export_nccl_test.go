@@ -10,7 +10,7 @@ import (
 
 // EnvTestNCCL names the NCCL transport's tuning that this test binary's
 // processes, its rank processes included, run the NCCL tests with: a
-// comma-separated list of "async" or "blocking" (the launch) and "self"
+// comma-separated list of "auto", "async" or "blocking" (the launch) and "self"
 // (a rank's own share through NCCL too, so that a group of one on one GPU
 // goes through NCCL for every byte). How the GPU suite checks the
 // transport's other paths (docs/lab/nccl-one-gpu.md).
@@ -29,16 +29,15 @@ func SetNCCLTuningFromEnv() error {
 	}
 	var tn nccltransport.Tuning
 	for _, w := range strings.Split(v, ",") {
-		switch w {
-		case "async":
-			tn.Launch = nccltransport.LaunchAsync
-		case "blocking":
-			tn.Launch = nccltransport.LaunchBlocking
-		case "self":
+		if w == "self" {
 			tn.Self = true
-		default:
-			return fmt.Errorf("%s=%q: want a comma-separated list of async, blocking and self", EnvTestNCCL, v)
+			continue
 		}
+		l, err := nccltransport.ParseLaunch(w)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want a comma-separated list of a launch (auto, async or blocking) and self: %w", EnvTestNCCL, v, err)
+		}
+		tn.Launch = l
 	}
 	testNCCLTuning = tn
 	nccltransport.SetTuning(tn)

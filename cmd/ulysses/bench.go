@@ -61,6 +61,9 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 func (o *benchOpts) plan() (benchPlan, error) {
 	var p benchPlan
 	var err error
+	if p.launch, err = nccltransport.ParseLaunch(o.ncclLaunch); err != nil {
+		return p, fmt.Errorf("--nccl-launch: %w", err)
+	}
 	switch {
 	case o.batch < 1 || o.heads < 1 || o.headDim < 1:
 		return p, fmt.Errorf("--batch, --heads and --head-dim must be positive")
@@ -72,8 +75,6 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		return p, fmt.Errorf("--nccl-self times the NCCL transport: it needs --transport nccl")
 	case o.ncclSelf && o.singleProcess:
 		return p, fmt.Errorf("--nccl-self times each rank's phases in a process of its own: drop --single-process")
-	case o.ncclLaunch != "auto" && o.ncclLaunch != "async" && o.ncclLaunch != "blocking":
-		return p, fmt.Errorf("--nccl-launch %q: want auto, async or blocking", o.ncclLaunch)
 	case o.ncclLaunch != "auto" && o.group.transport != "nccl":
 		return p, fmt.Errorf("--nccl-launch %s launches the NCCL transport's groups: it needs --transport nccl", o.ncclLaunch)
 	case o.ncclLaunch != "auto" && o.singleProcess:
@@ -109,12 +110,6 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		if p.wireDirect, err = parseSize(o.wireDirect); err != nil || p.wireDirect < 1 {
 			return p, fmt.Errorf("--wire-direct-below %q: want a positive size", o.wireDirect)
 		}
-	}
-	switch o.ncclLaunch {
-	case "async":
-		p.launch = nccltransport.LaunchAsync
-	case "blocking":
-		p.launch = nccltransport.LaunchBlocking
 	}
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")

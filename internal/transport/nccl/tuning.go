@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/ulysses-go/ulysses/internal/driver"
@@ -64,6 +65,16 @@ func (l Launch) String() string {
 		return "blocking"
 	}
 	return "auto"
+}
+
+// ParseLaunch reads a launch by its String: auto, async or blocking.
+func ParseLaunch(s string) (Launch, error) {
+	for _, l := range []Launch{LaunchAuto, LaunchAsync, LaunchBlocking} {
+		if s == l.String() {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("launch %q: want auto, async or blocking", s)
 }
 
 // resolve is the launch a transport over lib uses for l.
