@@ -1079,3 +1079,64 @@ func TestZeroCommRefuses(t *testing.T) {
 	var o a2a.StreamOps
 	require.ErrorIs(t, o.SendRecvHeadsPacked(make([]a2a.Tensor, 1), []a2a.Tensor{{}}), a2a.ErrNotConnected)
 }
+
+// busyComms makes n connected Comms of one rank and starts a goroutine
+// for each that loops SendRecvHeads, 50 us of host work, Sync, so that
+// at nearly every moment one of them has work queued. stop ends the
+// loops and returns each one's operations and their first error;
+// closeAll then frees and closes them.
+func busyComms(t *testing.T, n int) (stop func() ([]int, error), closeAll func()) {
+	t.Helper()
+	type busy struct {
+		c      *a2a.Comm
+		x, dst a2a.Tensor
+	}
+	bs := make([]busy, n)
+	for i := range bs {
+		bs[i].c, bs[i].x, bs[i].dst = fakeComm(t, true, true)
+		_, err := bs[i].c.SendRecvHeads(bs[i].x) // where families load on first use: nothing else runs yet
+		require.NoError(t, err)
+		require.NoError(t, bs[i].c.Sync())
+	}
+	quit := make(chan struct{})
+	errs := make(chan error, n)
+	ops := make([]int, n)
+	for i, k := range bs {
+		go func() {
+			for {
+				select {
+				case <-quit:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := k.c.SendRecvHeads(k.x); err != nil {
+					errs <- err
+					return
+				}
+				ops[i]++
+				time.Sleep(50 * time.Microsecond) // the host's work between an operation and its Sync
+				if err := k.c.Sync(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	stop = func() ([]int, error) {
+		close(quit)
+		var first error
+		for range bs {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return ops, first
+	}
+	closeAll = func() {
+		for _, k := range bs {
+			require.NoError(t, closeFake(t, k.c, k.x, k.dst))
+		}
+	}
+	return stop, closeAll
+}

@@ -229,62 +229,23 @@ func TestFakeLazyLoadWaitsForQueuedWork(t *testing.T) {
 // busy Comms lose no operation.
 func TestFakeLazyLoadBetweenBusyComms(t *testing.T) {
 	lib := fakeDriver(t, ptx.EnvPTXOnly+"=1")
-	type busy struct {
-		c      *a2a.Comm
-		x, dst a2a.Tensor
-	}
-	var bs [2]busy
-	for i := range bs {
-		bs[i].c, bs[i].x, bs[i].dst = fakeComm(t, true, true)
-		_, err := bs[i].c.SendRecvHeads(bs[i].x) // its family loads: nothing else runs yet
-		require.NoError(t, err)
-		require.NoError(t, bs[i].c.Sync())
-	}
+	stop, closeBusy := busyComms(t, 2)
 	b, xb, dstb := fakeComm(t, true, true, func(c *a2a.Config) { c.Timeout = 5 * time.Second })
-	stop := make(chan struct{})
-	errs := make(chan error, len(bs))
-	ops := make([]int, len(bs))
-	for i, k := range bs {
-		go func() {
-			for {
-				select {
-				case <-stop:
-					errs <- nil
-					return
-				default:
-				}
-				if _, err := k.c.SendRecvHeads(k.x); err != nil {
-					errs <- err
-					return
-				}
-				ops[i]++
-				time.Sleep(50 * time.Microsecond) // the host's work between an operation and its Sync
-				if err := k.c.Sync(); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
 	time.Sleep(20 * time.Millisecond)
 	start := time.Now()
 	_, err := b.GatherHeads(xb)
 	took := time.Since(start)
 	require.NoError(t, b.Sync())
 	time.Sleep(20 * time.Millisecond)
-	close(stop)
-	for range bs {
-		require.NoError(t, <-errs)
-	}
+	ops, busyErr := stop()
+	require.NoError(t, busyErr)
 	require.NoError(t, err, "the load between busy Comms")
 	t.Logf("GatherHeads' load took %v; the busy Comms ran %v operations", took, ops)
 	assert.Less(t, took, time.Second, "a few windows, not the 5 s timeout")
 	assert.Positive(t, ops[0]+ops[1])
 	require.Zero(t, fakeCounters(t, lib).BusyDeviceWaits, "no load found work queued")
 	require.NoError(t, closeFake(t, b, xb, dstb))
-	for _, k := range bs {
-		require.NoError(t, closeFake(t, k.c, k.x, k.dst))
-	}
+	closeBusy()
 	requireReleased(t, lib)
 }
 
