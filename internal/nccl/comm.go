@@ -153,24 +153,20 @@ func (c *Comm) Wait(ctx context.Context, poll time.Duration) error {
 // (ncclCommAbort), and frees it. The Comm must not be used after. A
 // pending split (Split) has no handle yet and is dropped without a call:
 // its parent's Abort ends the split and releases what NCCL made of it.
-func (c *Comm) Abort() error {
-	if !c.resolve() {
-		c.releasePending()
-		return nil
-	}
-	err := c.l.check("ncclCommAbort", 0, c.l.call(c.l.fn.commAbort, c.h))
-	c.reapSplits()
-	return err
-}
+func (c *Comm) Abort() error { return c.release("ncclCommAbort", c.l.fn.commAbort) }
 
 // Destroy frees a communicator whose work is done (ncclCommDestroy). The
 // Comm must not be used after; a pending split is dropped as by Abort.
-func (c *Comm) Destroy() error {
+func (c *Comm) Destroy() error { return c.release("ncclCommDestroy", c.l.fn.commDestroy) }
+
+// release is Abort or Destroy: the call fn named name, or, for a pending
+// split, none; then the splits released while pending.
+func (c *Comm) release(name string, fn uintptr) error {
 	if !c.resolve() {
 		c.releasePending()
 		return nil
 	}
-	err := c.l.check("ncclCommDestroy", 0, c.l.call(c.l.fn.commDestroy, c.h))
+	err := c.l.check(name, 0, c.l.call(fn, c.h))
 	c.reapSplits()
 	return err
 }
