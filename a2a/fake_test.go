@@ -286,9 +286,9 @@ func TestFakeIPCRangeChecked(t *testing.T) {
 	require.ErrorIs(t, err, a2a.ErrHandle)
 	require.Contains(t, err.Error(), "this rank writes")
 	t.Log(err)
-	// The refused mapping waits in the graveyard until the Comms are idle:
-	// a Sync releases it (before the memory it maps is freed).
-	require.EqualValues(t, 1, fakeCounters(t, lib).IPCMappings)
+	// The refused mapping goes to the graveyard, released once the Comms
+	// are idle (they are: by the share's drainer, or at the latest by a
+	// Sync), before the memory it maps is freed.
 	require.NoError(t, comms[0].Sync())
 	require.Zero(t, fakeCounters(t, lib).IPCMappings, "the refused mapping is closed")
 	require.NoError(t, small.Close())

@@ -50,6 +50,7 @@ type Share struct {
 	refs      int
 	members   map[*Member]struct{}
 	graveyard []Release
+	releasing int           // releases taken from the graveyard and not yet run
 	deferred  []error       // from releases run by TryDrainLater or the drainer, for the next put
 	drainer   chan struct{} // closed by the drainer when it ends; nil when none runs
 	stopping  chan struct{} // closed by teardown: the drainer must end
@@ -257,11 +258,14 @@ func (s *Share) stopDrainer() {
 	}
 }
 
-// hasGraves reports whether anything waits in the graveyard.
+// hasGraves reports whether anything waits in the graveyard or is being
+// released (a TryDrain that sees the drainer's releases under way then
+// waits for them under the launch gate: after a Sync of idle Comms,
+// everything buried before it has been released).
 func (s *Share) hasGraves() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.graveyard) > 0
+	return len(s.graveyard) > 0 || s.releasing > 0
 }
 
 // TryDrain runs the graveyard if no live Comm has work queued. It holds
@@ -311,6 +315,7 @@ func (s *Share) runGraveyard() []error {
 	s.mu.Lock()
 	rs := s.graveyard
 	s.graveyard = nil
+	s.releasing += len(rs)
 	s.mu.Unlock()
 	var errs []error
 	for _, r := range rs {
@@ -318,6 +323,9 @@ func (s *Share) runGraveyard() []error {
 			errs = append(errs, api.WrapDriver(r.What, err))
 		}
 	}
+	s.mu.Lock()
+	s.releasing -= len(rs)
+	s.mu.Unlock()
 	return errs
 }
 
