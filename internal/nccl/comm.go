@@ -28,6 +28,7 @@ type Comm struct {
 	blocking    bool
 	split       *splitSlot   // a split whose handle NCCL has not yet written; nil after
 	orphans     []*splitSlot // splits of this Comm released while pending (reapSplits)
+	released    bool         // Abort or Destroy has run
 }
 
 // CTAPolicy is ncclConfig_t's CTAPolicy (FeatureCTAPolicy): how many
@@ -167,6 +168,7 @@ func (c *Comm) release(name string, fn uintptr) error {
 		return nil
 	}
 	err := c.l.check(name, 0, c.l.call(fn, c.h))
+	c.released = true
 	c.reapSplits()
 	return err
 }

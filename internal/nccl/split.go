@@ -32,8 +32,8 @@ func (c *Comm) Split(opt CommOptions) (*Comm, error) {
 		err := c.l.check("ncclCommSplit", c.h, r)
 		if h := s.load(); h != 0 {
 			c.l.call(c.l.fn.commAbort, h)
-		}
-		s.abandon() // NCCL may not have let go of it
+			s.unpin()
+		} // else it stays pinned: NCCL may not have let go of it
 		return nil, err
 	}
 	k := &Comm{l: c.l, world: c.world, rank: c.rank, blocking: opt.Blocking, split: s}
@@ -44,35 +44,40 @@ func (c *Comm) Split(opt CommOptions) (*Comm, error) {
 // splitSlot is where NCCL writes a split's handle. On a non-blocking
 // parent it writes it from its own thread once the child's init ends
 // (or fails), long after ncclCommSplit returned, so the word is pinned
-// until it has been read, and kept pinned for ever (a few bytes) if the
-// Comm is released before then.
+// until it has been read, and kept pinned for ever (a few bytes) when no
+// one is left to read it.
 type splitSlot struct {
 	parent *Comm
 	h      *uintptr
 	pin    runtime.Pinner
 }
 
-// abandonedSlots holds the slots NCCL may still write, pinned and
-// reachable, so that neither the collector nor the Pinner's own check
-// ever sees them loose.
-var abandonedSlots struct {
+// pinnedSlots holds every slot that is pinned, so that none becomes
+// garbage while pinned (the runtime would panic: a Pinner must be
+// unpinned before it is collected), whatever becomes of its Comms.
+var pinnedSlots = struct {
 	sync.Mutex
-	s []*splitSlot
-}
+	m map[*splitSlot]struct{}
+}{m: map[*splitSlot]struct{}{}}
 
 func newSplitSlot(parent *Comm) *splitSlot {
 	s := &splitSlot{parent: parent, h: new(uintptr)}
 	s.pin.Pin(s.h)
+	pinnedSlots.Lock()
+	pinnedSlots.m[s] = struct{}{}
+	pinnedSlots.Unlock()
 	return s
 }
 
 // load reads the handle NCCL wrote, 0 before it has.
 func (s *splitSlot) load() uintptr { return atomic.LoadUintptr(s.h) }
 
-func (s *splitSlot) abandon() {
-	abandonedSlots.Lock()
-	abandonedSlots.s = append(abandonedSlots.s, s)
-	abandonedSlots.Unlock()
+// unpin lets the slot go once NCCL has written it (it writes once).
+func (s *splitSlot) unpin() {
+	s.pin.Unpin()
+	pinnedSlots.Lock()
+	delete(pinnedSlots.m, s)
+	pinnedSlots.Unlock()
 }
 
 // resolve takes the handle of a pending split once NCCL has written it,
@@ -86,7 +91,7 @@ func (c *Comm) resolve() bool {
 		return false
 	}
 	c.h = h
-	c.split.pin.Unpin()
+	c.split.unpin()
 	c.split = nil
 	return true
 }
@@ -113,23 +118,25 @@ func (c *Comm) splitState() (Result, error) {
 // releasePending ends a pending split's Comm without a call: there is no
 // handle to give NCCL. Its parent keeps the slot: aborting the parent
 // ends the split's init, after which NCCL has written the failed child,
-// and the parent's Abort or Destroy releases that (reapSplits).
+// and the parent's Abort or Destroy releases that (reapSplits). Where the
+// parent was released first, that has happened: the child is reaped now.
 func (c *Comm) releasePending() {
 	p := c.split.parent
 	p.orphans = append(p.orphans, c.split)
 	c.split = nil
+	if p.released {
+		p.reapSplits()
+	}
 }
 
 // reapSplits, after c's own Abort or Destroy, aborts each child NCCL
-// wrote for a split released while pending, and keeps pinned for ever
-// the slots it has not written.
+// wrote for a split released while pending; a slot NCCL has not written
+// stays pinned for ever.
 func (c *Comm) reapSplits() {
 	for _, s := range c.orphans {
 		if h := s.load(); h != 0 {
 			c.l.call(c.l.fn.commAbort, h)
-			s.pin.Unpin()
-		} else {
-			s.abandon()
+			s.unpin()
 		}
 	}
 	c.orphans = nil

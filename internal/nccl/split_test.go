@@ -89,8 +89,10 @@ func TestSplitBlockingChild(t *testing.T) {
 // TestSplitPending: as NCCL does on a non-blocking parent, the stub
 // writes the child's handle only once every rank has split, from another
 // rank's thread; until then the parent and the pending child report
-// InProgress, and a child released while pending is aborted by its
-// parent's Abort once NCCL has written it (failed), leaving nothing live.
+// InProgress; a child released while pending is aborted by its parent's
+// Abort once NCCL has written it (failed), or at its own release where
+// the parent went first; a child dropped while pending is safe to
+// collect.
 func TestSplitPending(t *testing.T) {
 	l, path := stub(t)
 	cs := group(t, l, 2, UniqueID{25})
@@ -110,6 +112,28 @@ func TestSplitPending(t *testing.T) {
 	require.Equal(t, int64(1), n.LiveComms, "rank 1's parent")
 	require.NoError(t, cs[1].Destroy())
 
+	// The parent released first: the failed child NCCL then wrote is
+	// aborted when the child is released.
+	cs = group(t, l, 2, UniqueID{27})
+	k0, err = cs[0].Split(CommOptions{Blocking: true})
+	require.NoError(t, err)
+	require.NoError(t, cs[0].Abort())
+	require.NoError(t, k0.Abort(), "the child, after its parent")
+	n, err = fakenccl.ReadCounts(path)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), n.Aborts, "the second group's parent and child too")
+	require.Equal(t, int64(1), n.LiveComms, "this group's rank 1 parent")
+	// A child dropped while pending leaves its slot pinned and reachable:
+	// collecting the Comm is safe (an unreachable pinned Pinner panics).
+	func() {
+		dropped, err := cs[1].Split(CommOptions{Blocking: true})
+		require.NoError(t, err)
+		require.NotNil(t, dropped.split, "rank 0 of this group will never split")
+	}()
+	runtime.GC()
+	runtime.GC()
+	require.NoError(t, cs[1].Abort())
+
 	cs = group(t, l, 2, UniqueID{26})
 	kids := splitAll(t, cs)
 	for r := range cs {
@@ -123,7 +147,7 @@ func TestSplitPending(t *testing.T) {
 	}
 	n, err = fakenccl.ReadCounts(path)
 	require.NoError(t, err)
-	require.Zero(t, n.LiveComms)
+	require.Equal(t, int64(1), n.LiveComms, "only the failed child of the Comm dropped unreleased")
 }
 
 // exchange sends src to peer and receives dst from it in one group.
