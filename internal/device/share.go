@@ -125,10 +125,10 @@ func (s *Share) Put() error {
 	}
 	s.mu.Unlock()
 	shares.mu.Unlock()
-	errs = append(errs, s.takeDeferred()...)
 	if last {
-		errs = append(errs, s.teardown())
+		errs = append(errs, s.teardown()) // first: the drainer may defer errors until it ends
 	}
+	errs = append(errs, s.takeDeferred()...)
 	return errors.Join(errs...)
 }
 
