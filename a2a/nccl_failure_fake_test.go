@@ -81,17 +81,18 @@ func TestFakeNCCLTimeout(t *testing.T) {
 	}
 }
 
-// timeoutCase is a case of TestFakeNCCLTimeout: ranks of the two enqueue,
-// with launch l, each failing rank aborting aborts communicators.
+// timeoutCase is a case of TestFakeNCCLTimeout: ranks of the two
+// enqueue, with launch l, and each rank that fails aborts aborts
+// communicators.
 func timeoutCase(t *testing.T, env []string, ranks int, l nccltransport.Launch, aborts int64) {
 	lib := fakeDriver(t)
 	nlib := fakeNCCL(t, env...)
 	withLaunch(t, l)
 	const timeout = 100 * time.Millisecond
 	comms, xs := ncclPair(t, timeout)
-	// The group cannot be launched while its peer's half never
-	// comes (NCCL's non-blocking launch, connecting to the peer):
-	// the operation's own call waits for it, bounded.
+	// The group cannot be launched while its peer's half never comes
+	// (NCCL connects to the peer first, with either launch): the
+	// operation's own call waits for it, bounded.
 	start := time.Now()
 	_, err := comms[0].SendRecvHeads(xs[0])
 	took := time.Since(start)
