@@ -29,7 +29,8 @@
 // Blocking communicators (a config's blocking = 1; ncclCommSplit makes
 // them too, color 0 and key = rank only; on a non-blocking parent, as in
 // NCCL, newcomm stays NULL and the parent in progress until every rank
-// has split, and newcomm is then written from another thread): as NCCL's blocking launch connects to a peer it has not yet
+// has split, and newcomm is then written from another thread): as
+// NCCL's blocking launch connects to a peer it has not yet
 // exchanged with, ncclGroupEnd waits, with no bound, until each half on a
 // blocking communicator to a peer it has never paired with has paired,
 // or the communicator is released from another thread (then it fails);
