@@ -30,10 +30,7 @@ func (c *Comm) Split(opt CommOptions) (*Comm, error) {
 	r := c.l.call(c.l.fn.commSplit, c.h, 0, uintptr(c.rank), uintptr(unsafe.Pointer(s.h)), uintptr(unsafe.Pointer(cfg)))
 	if r != Success && r != InProgress {
 		err := c.l.check("ncclCommSplit", c.h, r)
-		if h := s.load(); h != 0 {
-			c.l.call(c.l.fn.commAbort, h)
-			s.unpin()
-		} // else it stays pinned: NCCL may not have let go of it
+		s.reap(c.l) // NCCL may not have let go of the slot
 		return nil, err
 	}
 	k := &Comm{l: c.l, world: c.world, rank: c.rank, blocking: opt.Blocking, split: s}
@@ -71,6 +68,15 @@ func newSplitSlot(parent *Comm) *splitSlot {
 
 // load reads the handle NCCL wrote, 0 before it has.
 func (s *splitSlot) load() uintptr { return atomic.LoadUintptr(s.h) }
+
+// reap aborts the communicator NCCL wrote into a slot no Comm will
+// take, and lets the slot go; a slot NCCL has not written stays pinned.
+func (s *splitSlot) reap(l *Library) {
+	if h := s.load(); h != 0 {
+		l.call(l.fn.commAbort, h)
+		s.unpin()
+	}
+}
 
 // unpin lets the slot go once NCCL has written it (it writes once).
 func (s *splitSlot) unpin() {
@@ -129,15 +135,11 @@ func (c *Comm) releasePending() {
 	}
 }
 
-// reapSplits, after c's own Abort or Destroy, aborts each child NCCL
-// wrote for a split released while pending; a slot NCCL has not written
-// stays pinned for ever.
+// reapSplits, after c's own Abort or Destroy, reaps each split released
+// while pending.
 func (c *Comm) reapSplits() {
 	for _, s := range c.orphans {
-		if h := s.load(); h != 0 {
-			c.l.call(c.l.fn.commAbort, h)
-			s.unpin()
-		}
+		s.reap(c.l)
 	}
 	c.orphans = nil
 }
