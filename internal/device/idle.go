@@ -46,9 +46,8 @@ func inWindows(within func(window time.Duration) bool, pause func(time.Duration)
 }
 
 // whenIdle holds back new operations of s's Comms and waits, for at most
-// window, until none has work queued; then it calls f under the launch
-// gate (so that no Comm kernel starts while f runs). It reports whether
-// f ran.
+// window, until none has work queued; then it calls f (ifIdle). It
+// reports whether f ran.
 func (s *Share) whenIdle(window time.Duration, f func()) bool {
 	end := time.Now().Add(window)
 	pause := 20 * time.Microsecond
@@ -65,14 +64,8 @@ func (s *Share) whenIdle(window time.Duration, f func()) bool {
 			// Comms, several on one share.
 			held = s.enqueues.TryLock()
 		}
-		if held {
-			s.Gate.Lock()
-			if s.allIdle() {
-				f()
-				s.Gate.Unlock()
-				return true
-			}
-			s.Gate.Unlock()
+		if held && s.ifIdle(f) {
+			return true
 		}
 		if time.Now().After(end) {
 			return false

@@ -274,12 +274,21 @@ func (s *Share) TryDrain() error {
 	if !s.hasGraves() {
 		return nil
 	}
+	var errs []error
+	s.ifIdle(func() { errs = s.runGraveyard() }) // busy (or broken, which Sync reports): try again later
+	return errors.Join(errs...)
+}
+
+// ifIdle calls f under the launch gate if no member has work queued (no
+// Comm kernel can start while f runs), and reports whether it did.
+func (s *Share) ifIdle(f func()) bool {
 	s.Gate.Lock()
 	defer s.Gate.Unlock()
 	if !s.allIdle() {
-		return nil // busy (or broken, which Sync reports): try again later
+		return false
 	}
-	return errors.Join(s.runGraveyard()...)
+	f()
+	return true
 }
 
 // allIdle reports whether no member has work queued. The streams are
