@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"testing"
 
 	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
@@ -47,3 +48,11 @@ func SetNCCLTuningFromEnv() error {
 // RestoreNCCLTuning sets the tuning back to what SetNCCLTuningFromEnv
 // set (the zero Tuning without it): for tests that set their own.
 func RestoreNCCLTuning() { nccltransport.SetTuning(testNCCLTuning) }
+
+// UseNCCLTuning sets the tuning of the NCCL transports made until tb
+// ends.
+func UseNCCLTuning(tb testing.TB, tn nccltransport.Tuning) {
+	tb.Helper()
+	nccltransport.SetTuning(tn)
+	tb.Cleanup(RestoreNCCLTuning)
+}

@@ -315,8 +315,7 @@ func SetAutoCopyBytes(tb testing.TB, n int64) {
 // own where they need another; $ULYSSES_TEST_NCCL is for a real NCCL).
 func UseNCCL(tb testing.TB, path string) {
 	tb.Helper()
-	nccltransport.SetTuning(nccltransport.Tuning{})
-	tb.Cleanup(RestoreNCCLTuning)
+	UseNCCLTuning(tb, nccltransport.Tuning{})
 	old := loadNCCL
 	l, err := nccl.LoadLibrary(path)
 	loadNCCL = func() (*nccl.Library, error) { return l, err }

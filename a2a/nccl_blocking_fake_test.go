@@ -18,8 +18,7 @@ import (
 // transports made until the test ends.
 func blockingLaunch(t *testing.T, self bool) {
 	t.Helper()
-	nccltransport.SetTuning(nccltransport.Tuning{Self: self, Launch: nccltransport.LaunchBlocking})
-	t.Cleanup(a2a.RestoreNCCLTuning)
+	a2a.UseNCCLTuning(t, nccltransport.Tuning{Self: self, Launch: nccltransport.LaunchBlocking})
 }
 
 // TestFakeNCCLBlockingLaunch: with LaunchBlocking every rank splits a
@@ -151,9 +150,7 @@ func TestFakeNCCLLaunchAuto(t *testing.T) {
 		version string
 		splits  int64
 	}{{"22809", 2}, {"21703", 0}} {
-		nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000", fakenccl.EnvVersion+"="+tc.version)
-		nccltransport.SetTuning(nccltransport.Tuning{})
-		t.Cleanup(a2a.RestoreNCCLTuning)
+		nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000", fakenccl.EnvVersion+"="+tc.version) // with the zero Tuning
 		cases := ncclCases(2, a2a.BFloat16)[:2]
 		maxTokens, hidden := check.Capacity(cases...)
 		comms := ncclGroup(t, a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: a2a.BFloat16, MaxTensors: 3}, 2)

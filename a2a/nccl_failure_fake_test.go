@@ -44,13 +44,6 @@ var launches = []struct {
 	aborts int64 // per rank that failed
 }{{nccltransport.LaunchAsync, 1}, {nccltransport.LaunchBlocking, 2}}
 
-// withLaunch sets the launch of the transports made until the test ends.
-func withLaunch(t *testing.T, l nccltransport.Launch) {
-	t.Helper()
-	nccltransport.SetTuning(nccltransport.Tuning{Launch: l})
-	t.Cleanup(a2a.RestoreNCCLTuning)
-}
-
 // requireNCCLCounts checks the stub's counts of live communicators and
 // aborts.
 func requireNCCLCounts(t *testing.T, lib string, live, aborts int64) {
@@ -87,7 +80,7 @@ func TestFakeNCCLTimeout(t *testing.T) {
 func timeoutCase(t *testing.T, env []string, ranks int, l nccltransport.Launch, aborts int64) {
 	lib := fakeDriver(t)
 	nlib := fakeNCCL(t, env...)
-	withLaunch(t, l)
+	a2a.UseNCCLTuning(t, nccltransport.Tuning{Launch: l})
 	const timeout = 100 * time.Millisecond
 	comms, xs := ncclPair(t, timeout)
 	// The group cannot be launched while its peer's half never comes
@@ -137,7 +130,7 @@ func TestFakeNCCLCloseDuringLaunch(t *testing.T) {
 func closeDuringLaunch(t *testing.T, l nccltransport.Launch, aborts int64) {
 	lib := fakeDriver(t)
 	nlib := fakeNCCL(t, fakenccl.EnvP2PHang+"=1")
-	withLaunch(t, l)
+	a2a.UseNCCLTuning(t, nccltransport.Tuning{Launch: l})
 	const timeout = 300 * time.Millisecond
 	comms, xs := ncclPair(t, timeout)
 	keep, err := a2a.OpenDevice(comms[0].Device().Info().Ordinal) // holds the context for xs[0] past Close

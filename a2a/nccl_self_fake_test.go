@@ -37,8 +37,7 @@ func TestFakeNCCLSelf(t *testing.T) {
 		for world := 1; world <= 2; world++ {
 			nlib := fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
 			log := &phaseLog{phases: map[int][]nccltransport.Phase{}}
-			nccltransport.SetTuning(nccltransport.Tuning{Self: self, Marker: log})
-			t.Cleanup(a2a.RestoreNCCLTuning)
+			a2a.UseNCCLTuning(t, nccltransport.Tuning{Self: self, Marker: log})
 			cases := ncclCases(world, a2a.BFloat16)
 			maxTokens, hidden := check.Capacity(cases...)
 			comms := ncclGroup(t, a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: a2a.BFloat16, MaxTensors: 3}, world)

@@ -124,21 +124,21 @@ func TestFakeSharingChoice(t *testing.T) {
 		require.ErrorIs(t, err, a2a.ErrNotSupported)
 		requireReleased(t, lib)
 	})
-	for name, env := range map[string][]string{
-		"default":             {fakecuda.EnvDevices + "=1"},
-		"default-unsupported": {fakecuda.EnvDevices + "=1", fakecuda.EnvNoPosixFD + "=1"},
+	for _, tc := range []struct { // the default is SharingAuto
+		name string
+		env  []string
+		want handle.Shared
+	}{
+		{"default", []string{fakecuda.EnvDevices + "=1"}, handle.SharedFD},
+		{"default-unsupported", []string{fakecuda.EnvDevices + "=1", fakecuda.EnvNoPosixFD + "=1"}, handle.SharedLegacyIPC},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			if os.Getenv(a2a.EnvTestSharing) != "" {
 				t.Skipf("%s sets what the default means", a2a.EnvTestSharing)
 			}
-			lib := fakeDriver(t, env...)
+			lib := fakeDriver(t, tc.env...)
 			c, x, dst := fakeComm(t, true, false)
-			want := handle.SharedFD // the default is SharingAuto
-			if len(env) > 1 {
-				want = handle.SharedLegacyIPC
-			}
-			require.Equal(t, want, sharedAs(t, c))
+			require.Equal(t, tc.want, sharedAs(t, c))
 			require.NoError(t, closeFake(t, c, x, dst))
 			requireReleased(t, lib)
 		})
