@@ -67,6 +67,11 @@ suite() { # world (A or B), -test.run or -test.skip, pattern
 	fi
 	cd a2a && "$bin/a2a.test" -test.v -test.short -test.count=1 -test.timeout 560s "$2" "$3"
 }
+# stepname is a step's log name: prefix, then the regex with every
+# character but letters and digits made _, cut to 60.
+stepname() { # prefix, regex
+	echo "$1-$(echo "$2" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)"
+}
 # stalled sends SIGQUIT to every rank process (ULYSSES_RANK in its
 # environment) once log has not grown for quiet seconds, so that each
 # prints its goroutines (and the driver calls they are in) into the log.
@@ -171,7 +176,7 @@ suite1 | suite2)
 dumpA:* | dumpB:*)
 	w=${part%%:*}
 	w=${w#dump}
-	name="dump$w-$(echo "${part#*:}" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)"
+	name=$(stepname "dump$w" "${part#*:}")
 	stalled "$logs/$name.txt" "${DUMP_AFTER:-60}" >/dev/null 2>&1 &
 	watcher=$!
 	step "$name" 580 "suite $w -test.run '${part#*:}'"
@@ -181,7 +186,7 @@ A:* | B:*)
 	w=${part%%:*} sel=${part#*:}
 	case $sel in # the named sets
 	long | quick | rest | other) name="$w-$sel" sel=${!sel} ;;
-	*) name="$w-$(echo "$sel" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)" ;;
+	*) name=$(stepname "$w" "$sel") ;;
 	esac
 	step "$name" 580 "suite $w -test.run '$sel'"
 	;;
