@@ -133,12 +133,17 @@ func plainChunks(op ptx.Op, x Input, rank, world int, ts Tokens, es int64) (Plan
 	return p, c, nil
 }
 
-// ThreadsFor is the block size for a grid of blocks on a device of sms SMs:
-// 256 threads on every SM (GatherHeads 195 us against 199 us with 512 at
-// 128 MiB), 512 on fewer, where each SM needs more stores in flight
-// (SendRecvHeads on 32 SMs at 128 MiB: 236 us with 512, 289 us with 256).
-func ThreadsFor(blocks, sms int) int {
-	if blocks >= sms {
+// ThreadsFor is the block size for a grid of blocks on a device of sms SMs
+// in a group of world ranks: 256 threads on every SM where rows cross a
+// link (2 x H200, GatherHeads at 128 MiB: 195 us against 199 us with 512),
+// 512 on fewer SMs, where each SM needs more stores in flight
+// (SendRecvHeads on 32 SMs at 128 MiB: 236 us with 512, 289 us with 256),
+// and 512 for a rank alone, whose copies are local and bound by the
+// latency of its loads (one H200, 128 MiB: SendRecvHeads 77.3 us against
+// 90.6 with 256, GatherHeads 76.2 against 106.6, AllGather 76.0 against
+// 93.0).
+func ThreadsFor(blocks, sms, world int) int {
+	if blocks >= sms && world > 1 {
 		return 256
 	}
 	return kernelabi.Threads

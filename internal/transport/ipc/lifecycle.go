@@ -80,7 +80,7 @@ func (t *Transport) Connect(hs []handle.Handle) error {
 		t.nblocks = min(t.nblocks, int(h.Blocks))
 		t.oneProcess = t.oneProcess && FromThisProcess(h)
 	}
-	t.threads = plan.ThreadsFor(t.nblocks, t.env.SMs)
+	t.threads = plan.ThreadsFor(t.nblocks, t.env.SMs, len(hs))
 	return nil
 }
 
