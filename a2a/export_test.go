@@ -343,6 +343,19 @@ func SetWireDirectBytes(n int64) (restore func()) {
 	return func() { plan.WireDirectOverride.Store(0) }
 }
 
+// SetWireLanding makes the staged fp8 wire operations of this process
+// decode the peers' rows in the exchange launch as they land (on), or only
+// in the decode launch after it (off), whatever the group; restore puts the
+// library's choice back.
+func SetWireLanding(on bool) (restore func()) {
+	l := ipc.LandingOff
+	if on {
+		l = ipc.LandingOn
+	}
+	ipc.LandingOverride.Store(int32(l))
+	return func() { ipc.LandingOverride.Store(int32(ipc.LandingAuto)) }
+}
+
 // SetEnqueuing marks c as in the middle of enqueuing an operation (or
 // not), as run and Graph.Launch do around their launches.
 func SetEnqueuing(c *Comm, v bool) { c.member.Enqueuing.Store(v) }

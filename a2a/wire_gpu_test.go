@@ -23,15 +23,17 @@ func noWire(info a2a.SystemInfo) string {
 	return ""
 }
 
-// wirePaths are the wire's two ways across, each forced at any size: rows
-// for the peers staged as codes and decoded by a second launch, or every
-// row sent as 16-bit values already rounded (the small operations' path),
-// with the launches an operation takes on each.
-var wirePaths = []wirePath{{"staged", 1, 2}, {"direct", math.MaxInt64, 1}}
+// wirePaths are the wire's ways across, each forced at any size: rows for
+// the peers staged as codes and decoded by a second launch; the same, with
+// the exchange decoding them as they land (the second launch takes what
+// had not); or every row sent as 16-bit values already rounded (the small
+// operations' path). With the launches an operation takes on each.
+var wirePaths = []wirePath{{"staged", 1, false, 2}, {"landing", 1, true, 2}, {"direct", math.MaxInt64, false, 1}}
 
 type wirePath struct {
 	name        string
 	directBytes int64
+	landing     bool
 	launches    int
 }
 
@@ -40,6 +42,7 @@ func eachWirePath(t *testing.T, f func(t *testing.T, path wirePath)) {
 	for _, path := range wirePaths {
 		t.Run(path.name, func(t *testing.T) {
 			t.Cleanup(a2a.SetWireDirectBytes(path.directBytes))
+			t.Cleanup(a2a.SetWireLanding(path.landing))
 			f(t, path)
 		})
 	}
@@ -52,7 +55,7 @@ func eachWirePath(t *testing.T, f func(t *testing.T, path wirePath)) {
 // (views and Into forms, packed, strided, uneven heads and tokens,
 // misaligned inputs) on random bit patterns and on narrow,
 // activation-like values, then the back-to-back race reading each view up
-// to 3 ms late, then graph replays with new data and counts each time on a
+// to 3 ms late, the same for a case of many parcels (parcelCase), then graph replays with new data and counts each time on a
 // caller's stream. Every output must equal the exact output with its rows
 // round-tripped (ref.RoundTripRows) byte for byte.
 func TestWire(t *testing.T) {
@@ -73,13 +76,27 @@ func TestWire(t *testing.T) {
 	})
 }
 
+// parcelCase is large enough that the staged path sends each rank's rows
+// in several parcels per block (hundreds of parcels over about 10 MiB a
+// rank, three strided tensors, uneven tokens and heads), so that rows are
+// decoded as they land, in the exchange launch, as well as by the decode
+// launch after it.
+func parcelCase(world int, dt a2a.DType) check.Case {
+	tokens := make([]int, world)
+	for r := range tokens {
+		tokens[r] = 1500 + 97*r
+	}
+	return check.Case{Name: "parcels", Batch: 2, Tokens: tokens, Heads: 4*world + 1, HeadDim: 128, DType: dt, Tensors: 3, Strided: true, Narrow: true}
+}
+
 // testWire is TestWire's subtests for one format and type.
 func testWire(t *testing.T, devices []int, w a2a.Wire, dt a2a.DType) {
 	world := len(devices)
 	for _, single := range []bool{false, true} {
 		t.Run(fmt.Sprintf("%v/%v/single=%v", w, dt, single), func(t *testing.T) {
 			cases := collectiveCases(world, dt)
-			g := newTestGroup(t, devices, dt, cases, withWire(w), withSingleBuffer(single))
+			big := parcelCase(world, dt)
+			g := newTestGroup(t, devices, dt, append(cases, big), withWire(w), withSingleBuffer(single))
 			for i, cs := range cases {
 				for _, narrow := range []bool{false, true} {
 					cs.Narrow = narrow
@@ -90,6 +107,10 @@ func testWire(t *testing.T, devices []int, w a2a.Wire, dt a2a.DType) {
 			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*world + 1, HeadDim: 64, DType: dt, Narrow: true}
 			err := eachRank(g, func(c *a2a.Comm) error { return check.BackToBack(c, race, backToBackIters(), 3*time.Millisecond, 79) })
 			require.NoError(t, err, "%v", race)
+			err = eachRank(g, func(c *a2a.Comm) error { return check.Run(c, big, 83) })
+			require.NoError(t, err, "%v", big)
+			err = eachRank(g, func(c *a2a.Comm) error { return check.BackToBack(c, big, 8, 3*time.Millisecond, 89) })
+			require.NoError(t, err, "%v back to back", big)
 		})
 	}
 	t.Run(fmt.Sprintf("%v/%v/graph", w, dt), func(t *testing.T) {

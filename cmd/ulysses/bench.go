@@ -16,6 +16,7 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a"
 	wireplan "github.com/ulysses-go/ulysses/internal/plan"
+	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
 
@@ -44,6 +45,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
 	fs.StringVar(&o.wires, "wires", "exact", "wires to time every row over, side by side, e.g. exact,e4m3 (a2a.Config.Wire): exact, or e4m3 or e5m2: fp8 rows with a scale each (lossy, about half the NVLink bytes; compute capability 9.0 or later), for bf16 and fp16 rows only")
 	fs.StringVar(&o.wireDirect, "wire-direct-below", "", "fp8 wires: send every row as rounded 16-bit values in operations whose largest rank reads fewer bytes than this, and stage the peers' rows as codes from it on (1 always stages; K, M, G suffixes); empty: the library's "+formatBytes(float64(wireplan.WireDirectBytes()))+". For finding where staging pays")
+	fs.StringVar(&o.wireLanding, "wire-landing", "auto", "fp8 wires, staged: where the peers' rows are decoded: auto (the library's choice: after the exchange, for now), on (in the exchange, as they land; what had not landed after it) or off (after the exchange)")
 	fs.BoolVar(&o.ncclSelf, "nccl-self", false,
 		"with --transport nccl: send each rank's own share through NCCL too (a send to itself and a receive from itself in the group), so that --world 1 times NCCL's path on one GPU, and time each phase of it (own, pack, group, unpack) with device events")
 	fs.StringVar(&o.ncclLaunch, "nccl-launch", "auto",
@@ -110,6 +112,9 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		if p.wireDirect, err = parseSize(o.wireDirect); err != nil || p.wireDirect < 1 {
 			return p, fmt.Errorf("--wire-direct-below %q: want a positive size", o.wireDirect)
 		}
+	}
+	if p.landing, err = ipc.ParseLanding(o.wireLanding); err != nil {
+		return p, fmt.Errorf("--wire-landing: %w", err)
 	}
 	if o.group.addr != "" && (o.compare != "" || o.singleProcess) {
 		return p, fmt.Errorf("--addr runs one rank here: --compare and --single-process need every rank on this host")

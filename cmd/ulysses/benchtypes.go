@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
 
@@ -15,6 +16,7 @@ type benchOpts struct {
 	json, compare, mover  string
 	wires                 string // --wires: the wires each row is timed over
 	wireDirect            string // --wire-direct-below
+	wireLanding           string // --wire-landing
 	plot                  string // --plot: the SVG of the times against size
 	singleProcess         bool
 	overlap               bool
@@ -37,7 +39,10 @@ type benchPlan struct {
 	// wireDirect replaces plan.WireDirectBytes in every rank's process,
 	// for the process's life (0: the library's own).
 	wireDirect int64
-	launch     nccltransport.Launch // --nccl-launch, in every rank's process
+	// landing replaces the library's choice of where staged wire rows are
+	// decoded (ipc.LandingOverride), in every rank's process.
+	landing ipc.Landing
+	launch  nccltransport.Launch // --nccl-launch, in every rank's process
 }
 
 // benchOp is an operation as bench and nccl_bench.py name it.

@@ -12,6 +12,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	wireplan "github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/timing"
+	"github.com/ulysses-go/ulysses/internal/transport/ipc"
 	nccltransport "github.com/ulysses-go/ulysses/internal/transport/nccl"
 )
 
@@ -80,6 +81,9 @@ func benchRun(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*bench
 		// goroutine sets the same value, and none may reset it while
 		// another still plans operations.
 		wireplan.WireDirectOverride.Store(plan.wireDirect)
+	}
+	if plan.landing != ipc.LandingAuto {
+		ipc.LandingOverride.Store(int32(plan.landing)) // as wireDirect, for the process's life
 	}
 	if lead {
 		// Before any Comm exists; the others wait in the round below.

@@ -13,6 +13,11 @@
 // and phase.
 #define MAX_BLOCKS 1024
 
+// The most parcels a rank's staged fp8 wire operation sends its rows in (all
+// its tensors together): the signal area has one landing word per parcel and
+// peer.
+#define MAX_PARCELS 1024
+
 // The most tensors one general head operation moves (q, k, v and one more).
 #define MAX_TENSORS 4
 
@@ -43,6 +48,17 @@
 #define STATUS_MISMATCH 3u
 #define STATUS_ABORTED 4u
 #define STATUS_HALF_REUSED 5u
+
+// How rows cross over the fp8 wire (Args.wire_mode). STAGED: rows for the peers
+// as codes and scale bytes into their staging areas, decoded by a second
+// launch; this rank's own rows as the 16-bit values their round trip gives,
+// marked by a scale byte 0. DIRECT: every row as those 16-bit values, straight
+// into the outputs (no staging, no decode launch). LANDING: as STAGED, in
+// parcels whose rows the receiver decodes in the exchange launch as they land;
+// the decode launch takes what had not landed.
+#define WIRE_STAGED 0u
+#define WIRE_DIRECT 1u
+#define WIRE_LANDING 2u
 
 // How many blocks an operation activates for the input bytes its largest rank
 // walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per
@@ -79,6 +95,7 @@ struct Live {
 struct Signals {
     u64 flag[FLAG_PHASES][MAX_BLOCKS][MAX_RANKS];  // {epoch | signature << 32} from (block, peer)
     u32 bye[MAX_RANKS];  // nonzero: that peer closed and writes nothing more here
+    u32 landed[MAX_RANKS][MAX_PARCELS];  // the fp8 wire: [peer][g], the epoch of the last operation whose parcel g that peer has stored here
 };
 
 // What the host reads after a failure: pinned host memory mapped into the
@@ -142,7 +159,7 @@ struct Args {
     u32 wire_rows;  // rows one tensor's codes hold: no store goes past them
     u32 out_heads;  // rows per token of the output (and H of AllGather's input)
     u32 out_rank_tokens;  // nonzero: the output holds this rank's tokens (GatherHeads), else all
-    u32 wire_direct;  // nonzero: every row goes to its destinations' outputs as the 16-bit values its round trip gives (no staging, no decode launch); else only this rank's own rows do, marked by a scale byte 0 in its staging area
+    u32 wire_mode;  // WIRE_*: how rows cross over the fp8 wire
 };
 
 // The layout the host uses.
@@ -155,9 +172,10 @@ static_assert(sizeof(Live) == 72, "sizeof(Live)");
 static_assert(offsetof(Live, tokens) == 0, "Live.tokens");
 static_assert(offsetof(Live, prefix) == 32, "Live.prefix");
 static_assert(offsetof(Live, token_hash) == 68, "Live.token_hash");
-static_assert(sizeof(Signals) == 131104, "sizeof(Signals)");
+static_assert(sizeof(Signals) == 163872, "sizeof(Signals)");
 static_assert(offsetof(Signals, flag) == 0, "Signals.flag");
 static_assert(offsetof(Signals, bye) == 131072, "Signals.bye");
+static_assert(offsetof(Signals, landed) == 131104, "Signals.landed");
 static_assert(sizeof(Status) == 36, "sizeof(Status)");
 static_assert(offsetof(Status, code) == 0, "Status.code");
 static_assert(offsetof(Status, phase) == 4, "Status.phase");
@@ -203,4 +221,4 @@ static_assert(offsetof(Args, scale_region) == 416, "Args.scale_region");
 static_assert(offsetof(Args, wire_rows) == 424, "Args.wire_rows");
 static_assert(offsetof(Args, out_heads) == 428, "Args.out_heads");
 static_assert(offsetof(Args, out_rank_tokens) == 432, "Args.out_rank_tokens");
-static_assert(offsetof(Args, wire_direct) == 436, "Args.wire_direct");
+static_assert(offsetof(Args, wire_mode) == 436, "Args.wire_mode");

@@ -20,15 +20,17 @@
 // decode entry (ulysses_wire_decode_*), queued after it, turns this rank's
 // staging area into the 16-bit output in the same half. Stream order makes
 // the decode start after the waiting block saw every peer's signal, so
-// every row has landed; a decode inside the exchange launch would need
-// blocks that wait for the peers, which the protocol never has (a waiting
-// block must not keep a block it depends on out of an SM).
+// every row has landed. With WIRE_LANDING the exchange also decodes the
+// peers' rows that have landed while it runs, parcel by parcel, without
+// ever waiting for one (a waiting block must not keep a block it depends
+// on out of an SM), and the decode launch takes the rest ("the decode as
+// rows land" below).
 //
 // This rank's own rows skip the staging area: the exchange stores the
 // 16-bit values their codes decode to straight into the output (the bits
 // the decode would write), and a scale byte 0 tells the decode to leave
-// them. Small operations (Args.wire_direct) send every row that way, in
-// one launch with the exact operation's bytes. Either way the result is
+// them. Small operations (WIRE_DIRECT) send every row that way, in one
+// launch with the exact operation's bytes. Either way the result is
 // the exact result with every row round-tripped, whichever rank held the
 // row (a2a/ref's reference).
 
@@ -221,11 +223,19 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
 // is read at src (elements from the tensor's input) and lands at row `row`
 // of the output of ranks q0..q1-1 (one rank for the head exchanges, every
 // rank for the gathers). The walks are those of ulysses.cu's maps, one
-// head at a time.
+// head at a time. A walk of n rows holds, in every period rows from a
+// multiple of period on, `run` consecutive rows for rank q, from `off`
+// (picks): the rows of a chunk that land on one rank, without locating
+// the others. Each walk is made for any rank r (the *_rows functions), so
+// that a receiver can walk a peer's rows as the peer does.
 
 struct RowDest {
     u64 src;
     u32 row, q0, q1;
+};
+
+struct Picks {
+    u32 run, off;
 };
 
 // SendRecvHeads: input [B, T_r, H, D], rows in order (b, t, h); head h goes
@@ -233,7 +243,7 @@ struct RowDest {
 struct SendRecvRows {
     const int *heads;
     u64 in_row;
-    u32 D, H, base, extra, rank_tokens, total_tokens, rank_prefix;
+    u32 D, H, base, extra, rank_tokens, total_tokens, rank_prefix, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
         const u32 tok = j / H, h = j - tok * H;
         const u32 b = tok / rank_tokens, t = tok - b * rank_tokens;
@@ -245,7 +255,27 @@ struct SendRecvRows {
         d.q1 = q + 1u;
         return true;
     }
+    __device__ Picks picks(u32 q) const {
+        return Picks{static_cast<u32>(heads[q + 1] - heads[q]), static_cast<u32>(heads[q])};
+    }
 };
+
+// Rank r's SendRecvHeads walk; heads in shared memory.
+__device__ __forceinline__ SendRecvRows send_recv_rows(const Args &a, const Shared &sh, const int *heads, u32 r) {
+    SendRecvRows m;
+    m.heads = heads;
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = static_cast<u32>(heads[a.world]);
+    m.base = m.H / a.world;
+    m.extra = m.H - m.base * a.world;
+    m.rank_tokens = sh.tokens[r];
+    m.total_tokens = sh.prefix[a.world];
+    m.rank_prefix = sh.prefix[r];
+    m.n = a.batch * m.rank_tokens * m.H;
+    m.period = m.H;
+    return m;
+}
 
 // GatherHeads: input [B, T, H_rank, D] walked in chunks of this rank's heads
 // of one token, in the order (b, k, r) (GatherHeadsMap says why); the k-th
@@ -254,7 +284,7 @@ struct SendRecvRows {
 struct GatherRows {
     const int *tokens, *prefix;
     u64 in_row;
-    u32 D, H, mine, first, world, total_tokens, max_tokens;
+    u32 D, H, mine, first, world, total_tokens, max_tokens, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
         const u32 c = j / mine, hh = j - c * mine;
         const GatherIndex g = gather_index(c, 1u, world, max_tokens);
@@ -267,13 +297,14 @@ struct GatherRows {
         d.q1 = g.r + 1u;
         return true;
     }
+    __device__ Picks picks(u32 q) const { return Picks{mine, q * mine}; }
 };
 
 // HeadAllGather: input [B, T, H_rank, D]; row (b, t) goes to heads
 // heads[rank].. of row (b, t) of every rank's [B, T, H, D].
 struct HeadGatherRows {
     u64 in_row;
-    u32 D, H, mine, first, world;
+    u32 D, H, mine, first, world, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
         const u32 tok = j / mine, hh = j - tok * mine;
         d.src = tok * in_row + static_cast<u64>(hh) * D;
@@ -282,13 +313,46 @@ struct HeadGatherRows {
         d.q1 = world;
         return true;
     }
+    __device__ Picks picks(u32) const { return Picks{1u, 0u}; }
 };
+
+// What the walks of rank r's heads share (GatherRows, HeadGatherRows):
+// the input's token stride, the head size, all heads and rank r's.
+template <typename Rows>
+__device__ __forceinline__ void set_heads_of(Rows &m, const Args &a, u32 r) {
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = static_cast<u32>(a.heads[a.world]);
+    m.first = static_cast<u32>(a.heads[r]);
+    m.mine = static_cast<u32>(a.heads[r + 1]) - m.first;
+    m.world = a.world;
+}
+
+__device__ __forceinline__ GatherRows gather_rows(const Args &a, const Shared &sh, u32 r) {
+    GatherRows m;
+    set_heads_of(m, a, r);
+    m.tokens = sh.tokens;
+    m.prefix = sh.prefix;
+    m.total_tokens = sh.prefix[a.world];
+    most_tokens(m.max_tokens, sh, a);
+    m.n = a.batch * m.max_tokens * a.world * m.mine;
+    m.period = a.world * m.mine;
+    return m;
+}
+
+__device__ __forceinline__ HeadGatherRows head_gather_rows(const Args &a, const Shared &sh, u32 r) {
+    HeadGatherRows m;
+    set_heads_of(m, a, r);
+    m.n = a.batch * static_cast<u32>(sh.prefix[a.world]) * m.mine;
+    m.period = 1u;
+    return m;
+}
 
 // AllGather: input [B, T_r, H, D]; token (b, t) goes to token p_r + t of
 // every rank's [B, T, H, D].
 struct AllGatherRows {
     u64 in_row;
-    u32 D, H, world, rank_tokens, total_tokens, rank_prefix;
+    u32 D, H, world, rank_tokens, total_tokens, rank_prefix, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
         const u32 tok = j / H, h = j - tok * H;
         const u32 b = tok / rank_tokens, t = tok - b * rank_tokens;
@@ -298,7 +362,22 @@ struct AllGatherRows {
         d.q1 = world;
         return true;
     }
+    __device__ Picks picks(u32) const { return Picks{1u, 0u}; }
 };
+
+__device__ __forceinline__ AllGatherRows all_gather_rows(const Args &a, const Shared &sh, u32 r) {
+    AllGatherRows m;
+    m.in_row = a.in_row;
+    m.D = a.head_units;
+    m.H = a.out_heads;
+    m.world = a.world;
+    m.rank_tokens = sh.tokens[r];
+    m.total_tokens = sh.prefix[a.world];
+    m.rank_prefix = sh.prefix[r];
+    m.n = a.batch * m.rank_tokens * m.H;
+    m.period = 1u;
+    return m;
+}
 
 // Two float32 to two 16-bit outputs (lo in the low half), rounded to
 // nearest even: float_to_half's result for values that are not NaN and
@@ -346,12 +425,12 @@ __device__ __forceinline__ uint2 decode4(u32 c, float p) {
 // A lane stores N codes of a row at a time (1, 4 or 8; the first in the low
 // byte of c.x, the fifth in c.y's). Rows for the peers go as codes into
 // their staging areas, and the decode launch turns them into outputs;
-// this rank's own rows, and every row when a.wire_direct is set, go as
+// this rank's own rows, and every row with WIRE_DIRECT, go as
 // the 16-bit values their codes decode to, straight into the outputs: the
 // same bits the decode would write, without the staging area's write and
-// read (and, with wire_direct, without the decode launch).
+// read (and, with WIRE_DIRECT, without the decode launch).
 
-__device__ __forceinline__ bool direct_to(const Args &a, u32 q) { return a.wire_direct != 0u || q == a.rank; }
+__device__ __forceinline__ bool direct_to(const Args &a, u32 q) { return a.wire_mode == WIRE_DIRECT || q == a.rank; }
 
 // N codes times p as 16-bit values at out.
 template <int FMT, int OUT, int N>
@@ -396,9 +475,9 @@ __device__ __forceinline__ void store_part(const Args &a, const Shared &sh, cons
 // Stores row d's scale byte (s + 128, from 8 to 248) in every staging area
 // it goes to, and 0 in this rank's own for its own rows: the decode skips
 // a row whose scale byte is 0, which is already in the output. With
-// wire_direct nothing is staged and no decode runs.
+// WIRE_DIRECT nothing is staged and no decode runs.
 __device__ __forceinline__ void store_scale(const Args &a, const Shared &sh, const RowDest &d, u32 k, int s) {
-    if (a.wire_direct != 0u) {
+    if (a.wire_mode == WIRE_DIRECT) {
         return;
     }
     for (u32 q = d.q0; q < d.q1; q++) {
@@ -579,17 +658,19 @@ __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
     return amax;
 }
 
-// quantize_rows on the wide path. Slot t of the warp with global index w
-// holds rows (w + t*W)*per_warp.., W the warps of the active blocks; a
-// warp takes WIDE_ROWS slots at once.
+// quantize_rows on the wide path, for rows j0..j1-1 of the walk shared by
+// `slots` warps, this one being slot0 among them: slot t of warp w holds
+// rows j0 + (w + t*slots)*per_warp.., and a warp takes WIDE_ROWS slots at
+// once. The whole walk over the active blocks' warps is j0 = 0, j1 = n,
+// slot0 the warp's global index, slots all active warps.
 template <int FMT, int OUT, typename Rows>
-__device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, u32 active, const Rows &m, u32 n, u32 k) {
+__device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, const Rows &m, u32 k, u32 j0, u32 j1, u32 slot0, u32 slots) {
     const u32 D = a.head_units, G = wide_lanes(D);
     const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u);
-    const u32 warps = blockDim.x >> 5, per_warp = 32u / G;
-    const u32 stride = active * warps * per_warp;
+    const u32 per_warp = 32u / G;
+    const u32 stride = slots * per_warp;
     const u16 *src = reinterpret_cast<const u16 *>(a.inputs[k]);
-    for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < n; first += WIDE_ROWS * stride) {
+    for (u32 first = j0 + slot0 * per_warp; first < j1; first += WIDE_ROWS * stride) {
         RowDest d[WIDE_ROWS];
         uint4 x[WIDE_ROWS][WIDE_CHUNKS];
         u32 amax[WIDE_ROWS];
@@ -597,7 +678,7 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, u
 #pragma unroll
         for (int r = 0; r < WIDE_ROWS; r++) {
             const u32 j = first + r * stride + lane / G;
-            ok[r] = j < n && m.locate(j, d[r]) && d[r].row < a.wire_rows;
+            ok[r] = j < j1 && m.locate(j, d[r]) && d[r].row < a.wire_rows;
 #pragma unroll
             for (int c = 0; c < WIDE_CHUNKS; c++) {
                 const u32 e = (gl + c * G) * 8u;
@@ -703,12 +784,209 @@ __device__ __forceinline__ void quantize_tensors(const Args &a, const Shared &sh
     const bool held = a.head_units <= 32u * EPL;  // one chunk per lane: quantize_held
     for (u32 k = 0; k < a.tensors; k++) {
         if (EPL == 8) {
-            quantize_wide<FMT, OUT>(a, sh, active, m, n, k);
+            const u32 warps = blockDim.x >> 5;
+            quantize_wide<FMT, OUT>(a, sh, m, k, 0u, n, blockIdx.x * warps + (threadIdx.x >> 5), active * warps);
         } else if (held) {
             quantize_held<FMT, OUT, EPL>(a, sh, active, m, n, k);
         } else {
             quantize_rows<FMT, OUT, EPL>(a, sh, active, m, n, k);
         }
+    }
+}
+
+// ---- the decode as rows land (the wide path, staged) ------------------------
+// A staged operation on the wide path sends its rows in parcels: parcel c of
+// tensor k (item g = k * per_tensor + c of the rank's walk) is rows c*rows..
+// of tensor k's walk, rows a multiple of the walk's period, so that every
+// parcel holds whole periods and its rows for one rank are picks. Active
+// block b sends items b, b + active, ...; after each one it stores the
+// operation's epoch into landed[rank][g] at every peer (a release: the
+// block's stores of the parcel, ordered before it by a barrier, are visible
+// to whoever acquires the word). Then it looks, without waiting, whether
+// the next item of column b of each peer has landed here, and decodes the
+// rows of those that have: it makes the peer's walk as the peer made it,
+// picks the rows that land on this rank, turns their codes into the output
+// and sets their scale bytes to 0. After its last item it looks again until
+// nothing more has landed, then ends as every operation does. No block
+// waits for a parcel (the last block's wait for the peers stays the only
+// wait), so nothing here can keep a block another depends on out of an
+// SM; what has not landed when a block ends is left to the decode launch,
+// which skips every row whose scale byte is 0. The decode therefore runs
+// beside the transfer, behind it by about one parcel.
+
+// A walk's parcels: rows each (the last may hold fewer) and how many of
+// them each tensor's walk of n rows takes.
+struct Parcels {
+    u32 rows, per_tensor;
+};
+
+// The fewest rows of a parcel: below this, the barrier and the landing
+// word of each parcel cost more than the parcel's rows.
+#define PARCEL_MIN_ROWS 128u
+
+// The parcels of tensors walks of n rows with the given period: at most
+// MAX_PARCELS in all. Every rank computes any rank's from values all ranks
+// share.
+__device__ __forceinline__ Parcels parcels_of(u32 n, u32 period, u32 tensors) {
+    if (n == 0u) {
+        return Parcels{1u, 0u};
+    }
+    const u32 most = MAX_PARCELS / tensors;
+    u32 rows = max((n + most - 1u) / most, PARCEL_MIN_ROWS);
+    rows = (rows + period - 1u) / period * period;
+    return Parcels{rows, (n + rows - 1u) / rows};
+}
+
+// Rows of one warp's slots decode_landed holds at once (the decode
+// launch's DECODE_ROWS made the exchange entries spill: 128 registers).
+#define LANDED_ROWS 2
+
+// Decodes the rows j0..j1-1 of tensor k of a peer's walk m that land on this
+// rank (those pk picks), with every warp of the block, the way decode_wide
+// does: from the codes and scale bytes the peer stored here during this
+// launch, so read through L2 (__ldcg), not the non-coherent path. A
+// decoded row's scale byte is set to 0, so that the decode launch leaves it.
+template <int FMT, int OUT, typename Rows>
+__device__ __forceinline__ void decode_landed(const Args &a, const Shared &sh, const Rows &m, u32 k, u32 j0, u32 j1, Picks pk) {
+    const u32 D = a.head_units, G = wide_lanes(D);
+    const u32 lane = threadIdx.x & 31u, gl = lane & (G - 1u), leader = lane & ~(G - 1u);
+    const u32 warps = blockDim.x >> 5, per_warp = 32u / G, stride = warps * per_warp;
+    const u32 count = (j1 - j0) / m.period * pk.run;
+    u8 *half = reinterpret_cast<u8 *>(sh.data[a.rank]);
+    u16 *out = reinterpret_cast<u16 *>(half + k * a.region);
+    const u8 *codes = half + a.stage + k * a.stage_region;
+    u8 *scales = half + a.scales + k * a.scale_region;
+    for (u32 first = (threadIdx.x >> 5) * per_warp; first < count; first += LANDED_ROWS * stride) {
+        u32 row[LANDED_ROWS], sb[LANDED_ROWS];
+        uint2 c[LANDED_ROWS][WIDE_CHUNKS];
+#pragma unroll
+        for (int r = 0; r < LANDED_ROWS; r++) {
+            const u32 i = first + r * stride + lane / G;
+            RowDest d;
+            bool ok = false;
+            if (i < count) {
+                const u32 per = i / pk.run;
+                ok = m.locate(j0 + per * m.period + pk.off + (i - per * pk.run), d) && d.q0 <= a.rank && a.rank < d.q1 &&
+                     d.row < a.wire_rows;
+            }
+            row[r] = ok ? d.row : 0u;
+            // One lane of the row's group reads its scale byte and hands it
+            // to the others (a lane that read it after the leader set it to
+            // 0 would skip its part); the codes are read beside it, not
+            // after it: every row of a landed parcel has its scale.
+            const u32 mine = ok && gl == 0u ? static_cast<u32>(__ldcg(scales + d.row)) : 0u;
+            if (ok) {
+#pragma unroll
+                for (int q = 0; q < WIDE_CHUNKS; q++) {
+                    const u32 e = (gl + q * G) * 8u;
+                    if (e < D) {
+                        c[r][q] = __ldcg(reinterpret_cast<const uint2 *>(codes + static_cast<u64>(d.row) * D + e));
+                    }
+                }
+            }
+            sb[r] = __shfl_sync(0xFFFFFFFFu, mine, leader);
+        }
+#pragma unroll
+        for (int r = 0; r < LANDED_ROWS; r++) {
+            if (sb[r] == 0u) {
+                continue;
+            }
+            const float p = pow2f(static_cast<int>(sb[r]) - 128);
+#pragma unroll
+            for (int q = 0; q < WIDE_CHUNKS; q++) {
+                const u32 e = (gl + q * G) * 8u;
+                if (e < D) {
+                    const uint2 lo = decode4<FMT, OUT>(c[r][q].x, p), hi = decode4<FMT, OUT>(c[r][q].y, p);
+                    *reinterpret_cast<uint4 *>(out + static_cast<u64>(row[r]) * D + e) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+                }
+            }
+            if (gl == 0u) {
+                scales[row[r]] = 0;
+            }
+        }
+    }
+}
+
+#define NO_ITEM 0xFFFFFFFFu
+
+// Looks once, without waiting, whether the next item of column blockIdx.x
+// of each peer's walk has landed here, and decodes those that have. Thread
+// p < world looks for peer p and keeps its place in the column in next;
+// pick holds what each found for the whole block. Returns whether any
+// landed (the same in every thread).
+template <int FMT, int OUT, typename Walk>
+__device__ __forceinline__ bool decode_what_landed(const Args &a, const Shared &sh, u32 active, const Walk &walk_of, u32 *pick,
+                                                   u32 &next) {
+    const u32 p = threadIdx.x;
+    if (p < a.world && p != a.rank) {
+        const auto w = walk_of(p);
+        const Parcels pc = parcels_of(w.n, w.period, a.tensors);
+        const u32 g = blockIdx.x + next * active;
+        u32 got = NO_ITEM;
+        // Wrap-safe, as the flags: landed at this epoch (a peer cannot be
+        // at the next one before this block has signalled its end).
+        if (g < a.tensors * pc.per_tensor &&
+            static_cast<int>(load_acquire_sys32(&signals_of(a, a.rank)->landed[p][g]) - sh.epoch) >= 0) {
+            got = g;
+            next++;
+        }
+        pick[p] = got;
+    }
+    __syncthreads();  // orders each looker's acquire before the block's reads of the parcel
+    bool any = false;
+    for (u32 q = 0; q < a.world; q++) {
+        if (q == a.rank || pick[q] == NO_ITEM) {
+            continue;
+        }
+        any = true;
+        const auto w = walk_of(q);
+        const Parcels pc = parcels_of(w.n, w.period, a.tensors);
+        const u32 k = pick[q] / pc.per_tensor, j0 = (pick[q] - k * pc.per_tensor) * pc.rows;
+        decode_landed<FMT, OUT>(a, sh, w, k, j0, min(w.n, j0 + pc.rows), w.picks(a.rank));
+    }
+    return any;
+}
+
+// The staged exchange on the wide path: this rank's walk sent in parcels,
+// each followed by its landing words and a look for the peers' (above).
+// walk_of(r) makes rank r's walk; this rank's is made again for each
+// parcel rather than kept, so that it holds no registers while a landed
+// parcel is decoded (kept, it made the kernels spill).
+template <int FMT, int OUT, typename Walk>
+__device__ __forceinline__ void exchange_parcels(const Args &a, const Shared &sh, u32 active, const Walk &walk_of) {
+    __shared__ u32 pick[MAX_RANKS];
+    const u32 p = threadIdx.x;
+    u32 next = 0u;  // thread p < world: the items of peer p's column looked at so far
+    for (u32 g = blockIdx.x;; g += active) {
+        {
+            const auto m = walk_of(a.rank);
+            const Parcels pc = parcels_of(m.n, m.period, a.tensors);
+            if (g >= a.tensors * pc.per_tensor) {
+                break;
+            }
+            const u32 k = g / pc.per_tensor, j0 = (g - k * pc.per_tensor) * pc.rows;
+            quantize_wide<FMT, OUT>(a, sh, m, k, j0, min(m.n, j0 + pc.rows), threadIdx.x >> 5, blockDim.x >> 5);
+        }
+        __syncthreads();  // the parcel's stores are issued before its landing words
+        if (p < a.world && p != a.rank) {
+            store_release_sys32(&signals_of(a, p)->landed[a.rank][g], sh.epoch);
+        }
+        decode_what_landed<FMT, OUT>(a, sh, active, walk_of, pick, next);
+    }
+    do {
+        __syncthreads();  // every thread has read pick before it is written again
+    } while (decode_what_landed<FMT, OUT>(a, sh, active, walk_of, pick, next));
+}
+
+// Every row of this rank's walk m sent to its destinations: in parcels,
+// with the peers' rows decoded as they land, where the wide path stages;
+// else in one pass over the walk, every block striding through it.
+template <int FMT, int OUT, int EPL, typename Rows, typename Walk>
+__device__ __forceinline__ void exchange_rows(const Args &a, const Shared &sh, u32 active, const Rows &m, const Walk &walk_of) {
+    if (EPL == 8 && a.wire_mode == WIRE_LANDING && a.world > 1u) {
+        exchange_parcels<FMT, OUT>(a, sh, active, walk_of);
+    } else {
+        quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, m.n);
     }
 }
 
@@ -723,30 +1001,9 @@ __device__ __forceinline__ void send_recv_heads_wire(const Args &a) {
     if (active == 0u) {
         return;
     }
-    SendRecvRows m;
-    m.heads = heads;
-    m.in_row = a.in_row;
-    m.D = a.head_units;
-    m.H = static_cast<u32>(heads[a.world]);
-    m.base = m.H / a.world;
-    m.extra = m.H - m.base * a.world;
-    m.rank_tokens = sh.tokens[a.rank];
-    m.total_tokens = sh.prefix[a.world];
-    m.rank_prefix = sh.prefix[a.rank];
-    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.rank_tokens * m.H);
+    const auto walk_of = [&](u32 r) { return send_recv_rows(a, sh, heads, r); };
+    exchange_rows<FMT, OUT, EPL>(a, sh, active, walk_of(a.rank), walk_of);
     end(a, sh);
-}
-
-// What the walks of this rank's heads share (GatherRows, HeadGatherRows):
-// the input's token stride, the head size, all heads and this rank's.
-template <typename Rows>
-__device__ __forceinline__ void set_own_heads(Rows &m, const Args &a) {
-    m.in_row = a.in_row;
-    m.D = a.head_units;
-    m.H = static_cast<u32>(a.heads[a.world]);
-    m.first = static_cast<u32>(a.heads[a.rank]);
-    m.mine = static_cast<u32>(a.heads[a.rank + 1]) - m.first;
-    m.world = a.world;
 }
 
 template <int FMT, int OUT, int EPL>
@@ -756,13 +1013,8 @@ __device__ __forceinline__ void gather_heads_wire(const Args &a) {
     if (active == 0u) {
         return;
     }
-    GatherRows m;
-    set_own_heads(m, a);
-    m.tokens = sh.tokens;
-    m.prefix = sh.prefix;
-    m.total_tokens = sh.prefix[a.world];
-    most_tokens(m.max_tokens, sh, a);
-    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.max_tokens * a.world * m.mine);
+    const auto walk_of = [&](u32 r) { return gather_rows(a, sh, r); };
+    exchange_rows<FMT, OUT, EPL>(a, sh, active, walk_of(a.rank), walk_of);
     end(a, sh);
 }
 
@@ -773,9 +1025,8 @@ __device__ __forceinline__ void head_all_gather_wire(const Args &a) {
     if (active == 0u) {
         return;
     }
-    HeadGatherRows m;
-    set_own_heads(m, a);
-    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * static_cast<u32>(sh.prefix[a.world]) * m.mine);
+    const auto walk_of = [&](u32 r) { return head_gather_rows(a, sh, r); };
+    exchange_rows<FMT, OUT, EPL>(a, sh, active, walk_of(a.rank), walk_of);
     end(a, sh);
 }
 
@@ -786,15 +1037,8 @@ __device__ __forceinline__ void all_gather_wire(const Args &a) {
     if (active == 0u) {
         return;
     }
-    AllGatherRows m;
-    m.in_row = a.in_row;
-    m.D = a.head_units;
-    m.H = a.out_heads;
-    m.world = a.world;
-    m.rank_tokens = sh.tokens[a.rank];
-    m.total_tokens = sh.prefix[a.world];
-    m.rank_prefix = sh.prefix[a.rank];
-    quantize_tensors<FMT, OUT, EPL>(a, sh, active, m, a.batch * m.rank_tokens * m.H);
+    const auto walk_of = [&](u32 r) { return all_gather_rows(a, sh, r); };
+    exchange_rows<FMT, OUT, EPL>(a, sh, active, walk_of(a.rank), walk_of);
     end(a, sh);
 }
 

@@ -11,6 +11,11 @@ const (
 	// peer and phase.
 	MaxBlocks = 1024 // MAX_BLOCKS
 
+	// The most parcels a rank's staged fp8 wire operation sends its rows in (all
+	// its tensors together): the signal area has one landing word per parcel and
+	// peer.
+	MaxParcels = 1024 // MAX_PARCELS
+
 	// The most tensors one general head operation moves (q, k, v and one more).
 	MaxTensors = 4 // MAX_TENSORS
 
@@ -37,6 +42,17 @@ const (
 	StatusMismatch   = 3 // STATUS_MISMATCH
 	StatusAborted    = 4 // STATUS_ABORTED
 	StatusHalfReused = 5 // STATUS_HALF_REUSED
+
+	// How rows cross over the fp8 wire (Args.wire_mode). STAGED: rows for the
+	// peers as codes and scale bytes into their staging areas, decoded by a second
+	// launch; this rank's own rows as the 16-bit values their round trip gives,
+	// marked by a scale byte 0. DIRECT: every row as those 16-bit values, straight
+	// into the outputs (no staging, no decode launch). LANDING: as STAGED, in
+	// parcels whose rows the receiver decodes in the exchange launch as they land;
+	// the decode launch takes what had not landed.
+	WireStaged  = 0 // WIRE_STAGED
+	WireDirect  = 1 // WIRE_DIRECT
+	WireLanding = 2 // WIRE_LANDING
 
 	// How many blocks an operation activates for the input bytes its largest rank
 	// walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per
@@ -71,8 +87,9 @@ type Live struct {
 // Signals mirrors struct Signals of the kernels. The signal area of each rank's
 // buffer: written only by its peers.
 type Signals struct {
-	Flag [FlagPhases][MaxBlocks][MaxRanks]uint64 // {epoch | signature << 32} from (block, peer)
-	Bye  [MaxRanks]uint32                        // nonzero: that peer closed and writes nothing more here
+	Flag   [FlagPhases][MaxBlocks][MaxRanks]uint64 // {epoch | signature << 32} from (block, peer)
+	Bye    [MaxRanks]uint32                        // nonzero: that peer closed and writes nothing more here
+	Landed [MaxRanks][MaxParcels]uint32            // the fp8 wire: [peer][g], the epoch of the last operation whose parcel g that peer has stored here
 }
 
 // Status mirrors struct Status of the kernels. What the host reads after a
@@ -137,5 +154,5 @@ type Args struct {
 	WireRows      uint32 // rows one tensor's codes hold: no store goes past them
 	OutHeads      uint32 // rows per token of the output (and H of AllGather's input)
 	OutRankTokens uint32 // nonzero: the output holds this rank's tokens (GatherHeads), else all
-	WireDirect    uint32 // nonzero: every row goes to its destinations' outputs as the 16-bit values its round trip gives (no staging, no decode launch); else only this rank's own rows do, marked by a scale byte 0 in its staging area
+	WireMode      uint32 // WIRE_*: how rows cross over the fp8 wire
 }

@@ -62,7 +62,8 @@ func TestLayoutFigures(t *testing.T) {
 	assert.Equal(t, uintptr(284), unsafe.Offsetof(a.Half))
 	var sig kernelabi.Signals
 	assert.Equal(t, uintptr(131072), unsafe.Offsetof(sig.Bye))
-	assert.Equal(t, uintptr(131104), unsafe.Sizeof(sig))
+	assert.Equal(t, uintptr(131104), unsafe.Offsetof(sig.Landed))
+	assert.Equal(t, uintptr(131104+8*1024*4), unsafe.Sizeof(sig))
 	assert.Equal(t, uintptr(16), unsafe.Sizeof(kernelabi.State{}))
 	assert.Equal(t, uintptr(36), unsafe.Sizeof(kernelabi.Status{}))
 	assert.Equal(t, uintptr(72), unsafe.Sizeof(kernelabi.Live{}))

@@ -44,15 +44,15 @@ func TestBufferLayout(t *testing.T) {
 		}
 	}
 
-	assert.Equal(t, Layout{DataBytes: 0, SignalOff: 0, StateOff: 131328, Total: 131584}, NewLayout(0, 1))
-	assert.Equal(t, Layout{DataBytes: 1, SignalOff: 256, StateOff: 131584, Total: 131840}, NewLayout(1, 1))
-	assert.Equal(t, Layout{DataBytes: 256, SignalOff: 256, StateOff: 131584, Total: 131840}, NewLayout(256, 1))
-	assert.Equal(t, Layout{DataBytes: 257, SignalOff: 512, StateOff: 131840, Total: 132096}, NewLayout(257, 1))
+	assert.Equal(t, Layout{DataBytes: 0, SignalOff: 0, StateOff: 164096, Total: 164352}, NewLayout(0, 1))
+	assert.Equal(t, Layout{DataBytes: 1, SignalOff: 256, StateOff: 164352, Total: 164608}, NewLayout(1, 1))
+	assert.Equal(t, Layout{DataBytes: 256, SignalOff: 256, StateOff: 164352, Total: 164608}, NewLayout(256, 1))
+	assert.Equal(t, Layout{DataBytes: 257, SignalOff: 512, StateOff: 164608, Total: 164864}, NewLayout(257, 1))
 
-	assert.Equal(t, Layout{DataBytes: 0, HalfBytes: 0, SignalOff: 0, StateOff: 131328, Total: 131584}, NewLayout(0, 2))
-	assert.Equal(t, Layout{DataBytes: 1, HalfBytes: 256, SignalOff: 512, StateOff: 131840, Total: 132096}, NewLayout(1, 2))
-	assert.Equal(t, Layout{DataBytes: 256, HalfBytes: 256, SignalOff: 512, StateOff: 131840, Total: 132096}, NewLayout(256, 2))
-	assert.Equal(t, Layout{DataBytes: 257, HalfBytes: 512, SignalOff: 1024, StateOff: 132352, Total: 132608}, NewLayout(257, 2))
+	assert.Equal(t, Layout{DataBytes: 0, HalfBytes: 0, SignalOff: 0, StateOff: 164096, Total: 164352}, NewLayout(0, 2))
+	assert.Equal(t, Layout{DataBytes: 1, HalfBytes: 256, SignalOff: 512, StateOff: 164608, Total: 164864}, NewLayout(1, 2))
+	assert.Equal(t, Layout{DataBytes: 256, HalfBytes: 256, SignalOff: 512, StateOff: 164608, Total: 164864}, NewLayout(256, 2))
+	assert.Equal(t, Layout{DataBytes: 257, HalfBytes: 512, SignalOff: 1024, StateOff: 165120, Total: 165376}, NewLayout(257, 2))
 }
 
 func TestOverlaps(t *testing.T) {
@@ -447,6 +447,6 @@ func TestCheckTokenCounts(t *testing.T) {
 // them out (internal/kernelabi tests the ABI itself).
 func TestLayoutOffsets(t *testing.T) {
 	assert.Equal(t, int64(131072), SignalByeOff)
-	assert.Equal(t, int64(131104), SignalAreaBytes)
+	assert.Equal(t, int64(131104+32768), SignalAreaBytes) // the bye words, then the wire's landing words
 	assert.Equal(t, int64(16), StateBytes)
 }

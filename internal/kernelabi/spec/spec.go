@@ -61,6 +61,7 @@ type Struct struct {
 var Consts = []Const{
 	{C: "MAX_RANKS", Go: "MaxRanks", Value: 8, Doc: "The most ranks of a group."},
 	{C: "MAX_BLOCKS", Go: "MaxBlocks", Value: 1024, Doc: "The most blocks of an operation: the signal area has one flag per block, peer and phase."},
+	{C: "MAX_PARCELS", Go: "MaxParcels", Value: 1024, Doc: "The most parcels a rank's staged fp8 wire operation sends its rows in (all its tensors together): the signal area has one landing word per parcel and peer."},
 	{C: "MAX_TENSORS", Go: "MaxTensors", Value: 4, Doc: "The most tensors one general head operation moves (q, k, v and one more)."},
 	{C: "THREADS", Go: "Threads", Value: 512, Overridable: true, Doc: "The largest block the host launches (kernels loop over blockDim, not THREADS)."},
 	{C: "UNROLL", Go: "Unroll", Value: 8, Overridable: true, Doc: "Vectors each thread keeps in flight."},
@@ -74,6 +75,9 @@ var Consts = []Const{
 	{C: "STATUS_MISMATCH", Go: "StatusMismatch", Value: 3, Suffix: "u"},
 	{C: "STATUS_ABORTED", Go: "StatusAborted", Value: 4, Suffix: "u"},
 	{C: "STATUS_HALF_REUSED", Go: "StatusHalfReused", Value: 5, Suffix: "u"},
+	{C: "WIRE_STAGED", Go: "WireStaged", Value: 0, Suffix: "u", Doc: "How rows cross over the fp8 wire (Args.wire_mode). STAGED: rows for the peers as codes and scale bytes into their staging areas, decoded by a second launch; this rank's own rows as the 16-bit values their round trip gives, marked by a scale byte 0. DIRECT: every row as those 16-bit values, straight into the outputs (no staging, no decode launch). LANDING: as STAGED, in parcels whose rows the receiver decodes in the exchange launch as they land; the decode launch takes what had not landed."},
+	{C: "WIRE_DIRECT", Go: "WireDirect", Value: 1, Suffix: "u"},
+	{C: "WIRE_LANDING", Go: "WireLanding", Value: 2, Suffix: "u"},
 	{C: "SMALL_GRANULE", Go: "SmallGranule", Value: 4096, Doc: "How many blocks an operation activates for the input bytes its largest rank walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per LARGE_GRANULE bytes beyond, when that is more. From 128 KiB to 4 MiB, 64 blocks or fewer beat 128 by 0.7-1.0 us on 2 x H200; at 8 MiB every count above 64 ran level."},
 	{C: "FEW_BLOCKS", Go: "FewBlocks", Value: 64},
 	{C: "LARGE_GRANULE", Go: "LargeGranule", Value: 65536},
@@ -95,6 +99,7 @@ var Structs = []Struct{
 	{Name: "Signals", Doc: "The signal area of each rank's buffer: written only by its peers.", Fields: []Field{
 		{C: "flag", Type: U64, Dims: []Dim{{Const: "FLAG_PHASES"}, {Const: "MAX_BLOCKS"}, {Const: "MAX_RANKS"}}, Doc: "{epoch | signature << 32} from (block, peer)"},
 		{C: "bye", Type: U32, Dims: []Dim{{Const: "MAX_RANKS"}}, Doc: "nonzero: that peer closed and writes nothing more here"},
+		{C: "landed", Type: U32, Dims: []Dim{{Const: "MAX_RANKS"}, {Const: "MAX_PARCELS"}}, Doc: "the fp8 wire: [peer][g], the epoch of the last operation whose parcel g that peer has stored here"},
 	}},
 	{Name: "Status", Doc: "What the host reads after a failure: pinned host memory mapped into the device. Written once, by the block that claimed it; code is written last. abort is the one word the host writes: Close sets it to end the waits of operations a blocked Sync is waiting for.", Fields: []Field{
 		{C: "code", Type: U32, Doc: "STATUS_*"},
@@ -142,6 +147,6 @@ var Structs = []Struct{
 		{C: "wire_rows", Type: U32, Doc: "rows one tensor's codes hold: no store goes past them"},
 		{C: "out_heads", Type: U32, Doc: "rows per token of the output (and H of AllGather's input)"},
 		{C: "out_rank_tokens", Type: U32, Doc: "nonzero: the output holds this rank's tokens (GatherHeads), else all"},
-		{C: "wire_direct", Type: U32, Doc: "nonzero: every row goes to its destinations' outputs as the 16-bit values its round trip gives (no staging, no decode launch); else only this rank's own rows do, marked by a scale byte 0 in its staging area"},
+		{C: "wire_mode", Type: U32, Doc: "WIRE_*: how rows cross over the fp8 wire"},
 	}},
 }

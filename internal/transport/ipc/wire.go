@@ -19,7 +19,8 @@ const decodeBytesPerBlock = 16 << 10
 // at its destinations and waits for the peers like any operation, then,
 // unless p.WireDirect sent every row as 16-bit values, the decode, which
 // turns the rows the peers staged as codes and scale bytes here into the
-// 16-bit output in the same half. Allocation-free.
+// 16-bit output in the same half (those the exchange did not decode as
+// they landed: wireMode). Allocation-free.
 func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 	t.setGeneral(p)
 	t.args.Stage = uint64(p.StageOff)
@@ -32,10 +33,7 @@ func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 	if p.Op == ptx.OpGatherHeads {
 		t.args.OutRankTokens = 1
 	}
-	t.args.WireDirect = 0
-	if p.WireDirect {
-		t.args.WireDirect = 1
-	}
+	t.args.WireMode = t.wireMode(p)
 	threads := t.wireThreads()
 	if err := t.launchSized(t.wire.Op(p.Op, p.WireWidth), threads, ls.Stream); err != nil || p.WireDirect {
 		return err
