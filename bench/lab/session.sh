@@ -23,6 +23,11 @@
 #           wireprobe: bench/lab/wireprobe.cu built there and run;
 #           nccl-tests: the NCCL tests with every byte through NCCL (self),
 #           the default launch and the async one
+#   threads: bench at world one with .gpu-bin/ulysses and ulysses-t512
+#   parcels: the staged wire, two ranks in one process: ulysses-old, and
+#           ulysses with the decode after the exchange and as rows land
+#   landing-variants: lab builds that split where landing's time goes
+#   sms32: the wire on 32 SMs, two ranks on the GPU, ulysses-old and ulysses
 #   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B;
 #           REGEX may be long, quick, rest or other (the sets below, which
 #           together are the whole a2a GPU suite)
@@ -161,6 +166,55 @@ nccl-launch)
 		step "nccl-self-$l" 150 "\"\$bin/ulysses\" bench --world 1 --transport nccl --nccl-self --nccl-launch $l --dtypes bf16 \
 			--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --compare nccl --json $logs/nccl-self-$l.json"
 	done
+	;;
+threads)
+	# The exact kernels' block size for a rank alone: the default binary
+	# against one built with 512 threads where a rank has its GPU alone
+	# (.gpu-bin/ulysses-t512, built here for the run), twice, alternating.
+	for i in 1 2; do
+		for b in ulysses ulysses-t512; do
+			step "threads-$b-$i" 120 "\"\$bin/$b\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+				--ops send_recv_heads,gather_heads,all_gather --iters 200 --json $logs/threads-$b-$i.json"
+		done
+	done
+	;;
+parcels)
+	# The staged fp8 wire with two ranks on the GPU in one process: the
+	# decode as rows land (--wire-landing on) against after the exchange
+	# (off), and the binary from before parcels (.gpu-bin/ulysses-old, built
+	# here for the run), on all SMs and on 32.
+	for i in 1 2; do
+		for v in ulysses-old: "ulysses:--wire-landing off" "ulysses:--wire-landing on"; do
+			b=${v%%:*} f=${v#*:}
+			name=$(echo "$v" | tr -c 'A-Za-z0-9\n' _ | tr -s _)
+			step "parcels-$name-$i" 150 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
+				--wire-direct-below 1 --bytes 8M,128M --sms 0,32 --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/parcels-$name-$i.json"
+		done
+	done
+	;;
+landing-variants)
+	# Where the decode as rows land loses on one GPU: this binary with it
+	# off and on, one whose landing words are released at GPU scope
+	# (ulysses-gpu: not enough across GPUs; a lab build), one that looks
+	# for landed parcels but decodes none in the exchange (ulysses-nodecode)
+	for v in "ulysses:--wire-landing off" "ulysses:--wire-landing on" "ulysses-gpu:--wire-landing on" "ulysses-nodecode:--wire-landing on"; do
+		b=${v%%:*} f=${v#*:}
+		name=$(echo "$v" | tr -c 'A-Za-z0-9\n' _ | tr -s _)
+		step "variant-$name" 100 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
+			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,all_gather --iters 100 --json $logs/variant-$name.json"
+	done
+	;;
+sms32)
+	# The wire's block size where two ranks share the GPU on 32 SMs each:
+	# 256 threads (.gpu-bin/ulysses-old, built here for the run) against 512
+	# (this binary), twice, alternating; then the check at that size.
+	for i in 1 2; do
+		for b in ulysses-old ulysses; do
+			step "sms32-$b-$i" 100 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
+				--wire-direct-below 1 --bytes 8M,128M --sms 32 --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/sms32-$b-$i.json"
+		done
+	done
+	step check-wire-sms32 90 '"$bin/ulysses" check --world 2 --wire e4m3 --dtypes bf16,fp16 --sms 32'
 	;;
 rest | rest-A | rest-B)
 	[ "$part" != rest-B ] && step rest-A 580 "suite A -test.run '$rest'"
