@@ -48,16 +48,17 @@ func eachWirePath(t *testing.T, f func(t *testing.T, path wirePath)) {
 	}
 }
 
-// TestWire runs every operation over the fp8 wire, on both of its paths, in
-// both formats (the direct path in E4M3 only: it differs from the staged
-// one in where rows go, not in the format), both 16-bit types and both
-// buffer modes, on a group of two ranks: every case of collectiveCases
-// (views and Into forms, packed, strided, uneven heads and tokens,
-// misaligned inputs) on random bit patterns and on narrow,
-// activation-like values, then the back-to-back race reading each view up
-// to 3 ms late, the same for a case of many parcels (parcelCase), then graph replays with new data and counts each time on a
-// caller's stream. Every output must equal the exact output with its rows
-// round-tripped (ref.RoundTripRows) byte for byte.
+// TestWire runs every operation over the fp8 wire, on each of its paths
+// (staged, staged with the decode as rows land, direct), in both formats
+// (the direct path in E4M3 only: it differs from the staged one in where
+// rows go, not in the format), both 16-bit types and both buffer modes, on
+// a group of two ranks: every case of collectiveCases (views and Into
+// forms, packed, strided, uneven heads and tokens, misaligned inputs) on
+// random bit patterns and on narrow, activation-like values, then the
+// back-to-back race reading each view up to 3 ms late, the same for a case
+// of many parcels (parcelCase), then graph replays with new data and
+// counts each time on a caller's stream. Every output must equal the exact
+// output with its rows round-tripped (ref.RoundTripRows) byte for byte.
 func TestWire(t *testing.T) {
 	info := requireGPU(t)
 	if why := noWire(info); why != "" {
