@@ -32,7 +32,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.IntVar(&o.headDim, "head-dim", 128, "head size D")
 	fs.StringVar(&o.bytes, "bytes", "128K,1M,8M,32M,128M", "per-rank input sizes, with K, M, G suffixes (binary)")
 	fs.StringVar(&o.dtypes, "dtypes", "bf16,fp8", "element types (bf16, fp16, fp8, fp8e5m2)")
-	fs.StringVar(&o.ops, "ops", "send_recv_heads,gather_heads,all_gather", "operations to time")
+	fs.StringVar(&o.ops, "ops", "send_recv_heads,gather_heads,all_gather", "operations to time: send_recv_heads, gather_heads, all_gather, head_all_gather (of gather_heads' input), qkv_packed, qkv_separate")
 	fs.IntVar(&o.warmup, "warmup", 20, "untimed operations before each timed run")
 	fs.IntVar(&o.iters, "iters", 200, "timed operations per row")
 	fs.IntVar(&o.graphOps, "graph-ops", 2, "operations in each timed CUDA graph (even; a model step's graph holds many, where replay costs less per operation)")
@@ -187,9 +187,9 @@ func parseOps(s string) ([]benchOp, error) {
 	for _, f := range splitList(s) {
 		op := benchOp(f)
 		switch op {
-		case opSendRecvHeads, opGatherHeads, opAllGather, opQKVPacked, opQKVSeparate:
+		case opSendRecvHeads, opGatherHeads, opAllGather, opHeadAllGather, opQKVPacked, opQKVSeparate:
 		default:
-			return nil, fmt.Errorf("unknown operation %q (want send_recv_heads, gather_heads, all_gather, qkv_packed, qkv_separate)", f)
+			return nil, fmt.Errorf("unknown operation %q (want send_recv_heads, gather_heads, all_gather, head_all_gather, qkv_packed, qkv_separate)", f)
 		}
 		if !slices.Contains(out, op) {
 			out = append(out, op)
@@ -236,10 +236,10 @@ func sizePlans(sizes []int64, batch, heads, headDim int, dt a2a.DType) ([]sizePl
 
 // nvlinkBytes is what one rank must send over NVLink: all but its own
 // 1/P of its input for the head exchanges, its whole input to P-1 peers
-// for AllGather.
+// for the gathers.
 func nvlinkBytes(op benchOp, bytes int64, world int) float64 {
 	switch op {
-	case opAllGather:
+	case opAllGather, opHeadAllGather:
 		return float64(bytes) * float64(world-1)
 	case opQKVPacked, opQKVSeparate:
 		return qkvTensors * float64(bytes) * float64(world-1) / float64(world)

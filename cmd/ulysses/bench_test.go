@@ -33,6 +33,7 @@ func TestNVLinkFloor(t *testing.T) {
 	assert.Equal(t, float64(112*mib), nvlinkBytes(opGatherHeads, 128*mib, 8))
 	assert.Equal(t, float64(128*mib), nvlinkBytes(opAllGather, 128*mib, 2))
 	assert.Equal(t, float64(7*128*mib), nvlinkBytes(opAllGather, 128*mib, 8))
+	assert.Equal(t, float64(3*128*mib), nvlinkBytes(opHeadAllGather, 128*mib, 4))
 	assert.Zero(t, nvlinkBytes(opSendRecvHeads, mib, 1))
 
 	// DESIGN.md: 64 MiB over NVLink at 392 GB/s is about 171 us.
@@ -68,12 +69,12 @@ func TestNVLinkFloor(t *testing.T) {
 
 func TestBenchPlan(t *testing.T) {
 	fs, o := newBenchFlags(false)
-	require.NoError(t, fs.Parse([]string{"--bytes", "1M,2M", "--dtypes", "bf16,fp8,bf16", "--ops", "all_gather,gather_heads", "--sms", "8,16,0"}))
+	require.NoError(t, fs.Parse([]string{"--bytes", "1M,2M", "--dtypes", "bf16,fp8,bf16", "--ops", "all_gather,gather_heads,head_all_gather", "--sms", "8,16,0"}))
 	p, err := o.plan()
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1 << 20, 2 << 20}, p.sizes)
 	assert.Equal(t, []a2a.DType{a2a.BFloat16, a2a.Float8E4M3}, p.dtypes)
-	assert.Equal(t, []benchOp{opAllGather, opGatherHeads}, p.ops)
+	assert.Equal(t, []benchOp{opAllGather, opGatherHeads, opHeadAllGather}, p.ops)
 	assert.Equal(t, []int{8, 16, 0}, p.sms)
 
 	fs, o = newBenchFlags(false)

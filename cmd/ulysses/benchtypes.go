@@ -52,6 +52,10 @@ const (
 	opSendRecvHeads benchOp = "send_recv_heads"
 	opGatherHeads   benchOp = "gather_heads"
 	opAllGather     benchOp = "all_gather"
+	// HeadAllGather of GatherHeads' input, [B, T, H_rank, D]: every rank's
+	// heads of every token to every rank. PyTorch + NCCL has no
+	// counterpart in the comparison.
+	opHeadAllGather benchOp = "head_all_gather"
 	// q, k and v (3 tensors of --bytes each) exchanged by one
 	// SendRecvHeadsPacked, and by three SendRecvHeads: one timed operation
 	// each. PyTorch + NCCL has no counterpart in the comparison.
@@ -162,6 +166,7 @@ type enqueuer interface {
 	SendRecvHeads(x a2a.Tensor) (a2a.Tensor, error)
 	GatherHeadsPacked(heads int, views, xs []a2a.Tensor) error
 	AllGather(x a2a.Tensor) (a2a.Tensor, error)
+	HeadAllGather(heads int, x a2a.Tensor) (a2a.Tensor, error)
 	SendRecvHeadsPacked(views, xs []a2a.Tensor) error
 }
 
@@ -193,6 +198,8 @@ func opFunc(e enqueuer, op benchOp, in benchInputs) func(int) error {
 		return func(i int) error { _, err := e.SendRecvHeads(in.xs[i%n]); return err }
 	case opGatherHeads:
 		return func(i int) error { return e.GatherHeadsPacked(in.heads, views[:1], in.ys[i%n:i%n+1]) }
+	case opHeadAllGather:
+		return func(i int) error { _, err := e.HeadAllGather(in.heads, in.ys[i%n]); return err }
 	case opQKVPacked:
 		return func(i int) error { return e.SendRecvHeadsPacked(views, qkv[i%n]) }
 	case opQKVSeparate:
