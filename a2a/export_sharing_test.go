@@ -33,10 +33,15 @@ func SetDefaultSharingFromEnv() error {
 	return nil
 }
 
-// KillAfterGive makes the process kill itself (SIGKILL) as soon as its
-// buffer's socket has sent a descriptor, which is then in flight.
-func KillAfterGive() {
-	fdshare.AfterGive = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+// KillAfterGive makes the process kill itself (SIGKILL) once its buffer's
+// socket has sent a descriptor, which is then in flight, and ready is
+// closed (the process's own part of the handle exchange done: a peer whose
+// exchange ends first may fetch before it).
+func KillAfterGive(ready <-chan struct{}) {
+	fdshare.AfterGive = func() {
+		<-ready
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
 }
 
 // LiveVMMMappings is the number of VMM mappings (own buffers and

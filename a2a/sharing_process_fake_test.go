@@ -112,9 +112,16 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 	if err != nil {
 		return err
 	}
+	exchanged := make(chan struct{})
+	if victim && when == "in-flight" {
+		// Before the handles go out: a peer whose exchange ends first may
+		// fetch the descriptor before this rank's own exchange returns.
+		a2a.KillAfterGive(exchanged)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	handles, err := ex.AllGather(ctx, c.Handle())
+	close(exchanged)
 	if err != nil {
 		return errors.Join(err, c.Close())
 	}
@@ -122,7 +129,6 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 		return syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 	if victim && when == "in-flight" {
-		a2a.KillAfterGive()
 		time.Sleep(time.Minute) // until a peer's fetch kills it
 		return errors.New("no peer fetched the victim's descriptor")
 	}
