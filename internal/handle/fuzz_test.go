@@ -38,7 +38,7 @@ func handleSeeds() [][]byte {
 		valid,
 		minimal.Encode(),
 		mod(func(b []byte) { copy(b, "XLYH") }), // wrong magic
-		mod(func(b []byte) { b[4] = 4 }),        // wrong version
+		mod(func(b []byte) { b[4] = 3 }),        // wrong version
 		mod(func(b []byte) { b[7] = 8 }),        // unknown flag
 		valid[:Size/2],                          // truncated
 		rankTooBig.Encode(),                     // rank >= world

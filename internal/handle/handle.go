@@ -18,7 +18,7 @@ const Size = 224
 
 const (
 	handleMagic   = "ULYH"
-	handleVersion = 3 // 2: the host, transport and reach after the IPC handle; 3: the buffer's ID
+	handleVersion = 4 // 2: the host, transport and reach after the IPC handle; 3: the buffer's ID; 4: the signal area's landing words (a larger buffer, the same data half)
 )
 
 // MaxReach is the most GPUs a handle lists as reachable from its own.

@@ -84,7 +84,7 @@ func TestHandleWireFormat(t *testing.T) {
 	b := h.Encode()
 	le := binary.LittleEndian
 	assert.Equal(t, "ULYH", string(b[0:4]))
-	assert.Equal(t, uint16(3), le.Uint16(b[4:]))
+	assert.Equal(t, uint16(4), le.Uint16(b[4:]))
 	assert.Equal(t, byte(2), b[6])
 	assert.Equal(t, byte(1), b[7], "flags: bit 0 is SingleBuffer")
 	h.SingleBuffer = false
@@ -178,7 +178,8 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"version 0", patch(func(b []byte) { le.PutUint16(b[4:], 0) })},
 		{"version 1", patch(func(b []byte) { le.PutUint16(b[4:], 1) })},
 		{"version 2", patch(func(b []byte) { le.PutUint16(b[4:], 2) })},
-		{"version 4", patch(func(b []byte) { le.PutUint16(b[4:], 4) })},
+		{"version 3", patch(func(b []byte) { le.PutUint16(b[4:], 3) })},
+		{"version 5", patch(func(b []byte) { le.PutUint16(b[4:], 5) })},
 		{"version 256", patch(func(b []byte) { le.PutUint16(b[4:], 256) })},
 		{"unknown flag 2", patch(func(b []byte) { b[7] = 2 })},
 		{"unknown flag 0x80", patch(func(b []byte) { b[7] = 0x80 })},
