@@ -225,7 +225,7 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
 // rank for the gathers). The walks are those of ulysses.cu's maps, one
 // head at a time. A walk of n rows holds, in every period rows from a
 // multiple of period on, `run` consecutive rows for rank q, from `off`
-// (picks): the rows of a chunk that land on one rank, without locating
+// (picks): the rows of a parcel that land on one rank, without locating
 // the others. Each walk is made for any rank r (the *_rows functions), so
 // that a receiver can walk a peer's rows as the peer does.
 
