@@ -56,19 +56,15 @@ func ParseLanding(s string) (Landing, error) {
 // any group.
 var LandingOverride atomic.Int32
 
-// wireMode is kernelabi's WIRE_* for plan p on this group.
-func (t *Transport) wireMode(p plan.Plan) uint32 {
+// wireMode is kernelabi's WIRE_* for plan p: staged operations decode as
+// rows land only where LandingOverride says so (LandingAuto decodes after
+// the exchange).
+func wireMode(p plan.Plan) uint32 {
 	switch {
 	case p.WireDirect:
 		return kernelabi.WireDirect
-	case t.decodesAsRowsLand():
+	case Landing(LandingOverride.Load()) == LandingOn:
 		return kernelabi.WireLanding
 	}
 	return kernelabi.WireStaged
-}
-
-// decodesAsRowsLand is whether staged operations take WireLanding:
-// LandingOverride's choice, else LandingAuto's.
-func (t *Transport) decodesAsRowsLand() bool {
-	return Landing(LandingOverride.Load()) == LandingOn
 }

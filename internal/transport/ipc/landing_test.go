@@ -11,25 +11,23 @@ import (
 )
 
 // wireMode: the direct path wherever the plan takes it; staged rows decoded
-// after the exchange by default, on any group, and as they land where the
-// override says so.
+// after the exchange by default, and as they land where the override says
+// so.
 func TestWireMode(t *testing.T) {
 	for _, c := range []struct {
 		override Landing
-		sharers  int
 		direct   bool
 		want     uint32
 	}{
-		{LandingAuto, 1, false, kernelabi.WireStaged},
-		{LandingAuto, 2, false, kernelabi.WireStaged},
-		{LandingAuto, 1, true, kernelabi.WireDirect},
-		{LandingOn, 2, false, kernelabi.WireLanding},
-		{LandingOn, 2, true, kernelabi.WireDirect},
-		{LandingOff, 1, false, kernelabi.WireStaged},
+		{LandingAuto, false, kernelabi.WireStaged},
+		{LandingAuto, true, kernelabi.WireDirect},
+		{LandingOn, false, kernelabi.WireLanding},
+		{LandingOn, true, kernelabi.WireDirect},
+		{LandingOff, false, kernelabi.WireStaged},
+		{LandingOff, true, kernelabi.WireDirect},
 	} {
 		LandingOverride.Store(int32(c.override))
-		tr := &Transport{sharers: c.sharers}
-		assert.Equal(t, c.want, tr.wireMode(plan.Plan{WireDirect: c.direct}), "%v, %d ranks on a GPU, direct %v", c.override, c.sharers, c.direct)
+		assert.Equal(t, c.want, wireMode(plan.Plan{WireDirect: c.direct}), "%v, direct %v", c.override, c.direct)
 	}
 	LandingOverride.Store(int32(LandingAuto))
 }

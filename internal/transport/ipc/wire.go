@@ -33,7 +33,7 @@ func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 	if p.Op == ptx.OpGatherHeads {
 		t.args.OutRankTokens = 1
 	}
-	t.args.WireMode = t.wireMode(p)
+	t.args.WireMode = wireMode(p)
 	threads := t.wireThreads()
 	if err := t.launchSized(t.wire.Op(p.Op, p.WireWidth), threads, ls.Stream); err != nil || p.WireDirect {
 		return err
