@@ -72,9 +72,10 @@ suite() { # world (A or B), -test.run or -test.skip, pattern
 	fi
 	cd a2a && "$bin/a2a.test" -test.v -test.short -test.count=1 -test.timeout 560s "$2" "$3"
 }
-# stepname is a step's log name: prefix, then the regex with every
-# character but letters and digits made _, cut to 60.
-stepname() { # prefix, regex
+# stepname is a step's log name: prefix, then the text (a test regex, a
+# binary and its flags) with every character but letters and digits made
+# _, cut to 60.
+stepname() { # prefix, text
 	echo "$1-$(echo "$2" | tr -c 'A-Za-z0-9\n' _ | cut -c1-60)"
 }
 # stalled sends SIGQUIT to every rank process (ULYSSES_RANK in its
@@ -185,10 +186,9 @@ parcels)
 	# here for the run), on all SMs and on 32.
 	for i in 1 2; do
 		for v in ulysses-old: "ulysses:--wire-landing off" "ulysses:--wire-landing on"; do
-			b=${v%%:*} f=${v#*:}
-			name=$(echo "$v" | tr -c 'A-Za-z0-9\n' _ | tr -s _)
-			step "parcels-$name-$i" 150 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
-				--wire-direct-below 1 --bytes 8M,128M --sms 0,32 --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/parcels-$name-$i.json"
+			b=${v%%:*} f=${v#*:} name=$(stepname parcels "$v")
+			step "$name-$i" 150 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
+				--wire-direct-below 1 --bytes 8M,128M --sms 0,32 --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/$name-$i.json"
 		done
 	done
 	;;
@@ -198,10 +198,9 @@ landing-variants)
 	# (ulysses-gpu: not enough across GPUs; a lab build), one that looks
 	# for landed parcels but decodes none in the exchange (ulysses-nodecode)
 	for v in "ulysses:--wire-landing off" "ulysses:--wire-landing on" "ulysses-gpu:--wire-landing on" "ulysses-nodecode:--wire-landing on"; do
-		b=${v%%:*} f=${v#*:}
-		name=$(echo "$v" | tr -c 'A-Za-z0-9\n' _ | tr -s _)
-		step "variant-$name" 100 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
-			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,all_gather --iters 100 --json $logs/variant-$name.json"
+		b=${v%%:*} f=${v#*:} name=$(stepname variant "$v")
+		step "$name" 100 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
+			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,all_gather --iters 100 --json $logs/$name.json"
 	done
 	;;
 sms32)
