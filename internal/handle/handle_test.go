@@ -217,3 +217,17 @@ func TestProcessNonce(t *testing.T) {
 	assert.Equal(t, uint64(1), n&1, "the nonce is never zero: its low bit is set")
 	assert.Equal(t, n, ProcessNonce(), "one value per process")
 }
+
+// The handle's version names the signal area peers write after the data
+// half it carries (Connect compares only DataBytes; the local state past
+// the signal area is no peer's business): a build whose signal area
+// differs must not pass as a peer. A change to it needs a new
+// handleVersion and its line here.
+func TestVersionNamesTheSignalArea(t *testing.T) {
+	byVersion := map[uint16]int64{
+		4: 131104 + 8*1024*4, // the fp8 wire's landing words after the bye words
+	}
+	want, ok := byVersion[handleVersion]
+	require.True(t, ok, "handle version %d has no signal area here", handleVersion)
+	assert.Equal(t, want, plan.SignalAreaBytes, "the signal area changed: bump handleVersion")
+}
