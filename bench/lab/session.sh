@@ -28,6 +28,7 @@
 #           ulysses with the decode after the exchange and as rows land
 #   landing-variants: lab builds that split where landing's time goes
 #   sms32: the wire on 32 SMs, two ranks on the GPU, ulysses-old and ulysses
+#   world1: a rank alone, the four operations, exact and e4m3, twice
 #   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B;
 #           REGEX may be long, quick, rest or other (the sets below, which
 #           together are the whole a2a GPU suite)
@@ -201,6 +202,13 @@ landing-variants)
 		b=${v%%:*} f=${v#*:} name=$(stepname variant "$v")
 		step "$name" 100 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
 			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,all_gather --iters 100 --json $logs/$name.json"
+	done
+	;;
+world1)
+	# A rank alone, all four operations (the fp8 wire's target 2), twice.
+	for i in 1 2; do
+		step "world1-$i" 120 "\"\$bin/ulysses\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+			--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$i.json"
 	done
 	;;
 sms32)
