@@ -149,6 +149,23 @@ func ThreadsFor(blocks, sms, world int) int {
 	return kernelabi.Threads
 }
 
+// WireThreadsFor is the block size of both fp8 wire launches for a grid
+// of blocks per rank, sharers ranks on a device of sms SMs. The wire's
+// warps wait on each row's loads before its arithmetic, one block per SM,
+// so its time follows the warps in flight: 512 threads wherever the
+// sharers' grids together fit the SMs one block each (one H200, a rank
+// alone, 128 MiB SendRecvHeads over E4M3: 120 us against 188 with 256;
+// two ranks on 32 SMs each: 585 us against 938, GatherHeads 704 against
+// 1161, AllGather 804 against 1291), and 256 where they do not, so that
+// the blocks fit beside each other in the registers (two ranks on one
+// H200, all SMs, the direct path: 236 us against 324 with 512).
+func WireThreadsFor(blocks, sharers, sms int) int {
+	if sharers > 1 && blocks*sharers > sms {
+		return kernelabi.Threads / 2
+	}
+	return kernelabi.Threads
+}
+
 // ActiveBlocks is how many of the launched blocks take part in an
 // operation that walks up to groupBytes of input on a rank: one per 4 KiB
 // (kernelabi.SmallGranule) up to 64 (kernelabi.FewBlocks), one per 64 KiB

@@ -34,7 +34,7 @@ type Transport struct {
 	liveFresh bool // liveDev holds the current counts
 	nblocks   int  // this rank's wish until connect, the group's after
 	sharers   int  // the most ranks of the group on one GPU (from connect)
-	threads   int  // per block of the exact kernels: plan.ThreadsFor (the wire's: wireThreads)
+	threads   int  // per block of the exact kernels: plan.ThreadsFor (the wire's: plan.WireThreadsFor)
 	args      kernelArgs
 	params    [1]unsafe.Pointer // &args, reused by every launch
 	fan       *copyFan          // the copy-engine mode's side streams, or nil

@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -34,7 +33,7 @@ func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 		t.args.OutRankTokens = 1
 	}
 	t.args.WireMode = wireMode(p)
-	threads := t.wireThreads()
+	threads := plan.WireThreadsFor(t.nblocks, t.sharers, t.env.SMs)
 	if err := t.launchSized(t.wire.Op(p.Op, p.WireWidth), threads, ls.Stream); err != nil || p.WireDirect {
 		return err
 	}
@@ -43,18 +42,4 @@ func (t *Transport) enqueueWire(p plan.Plan, ls transport.LaunchSpec) error {
 		grid = int(min(max(p.OutBytes*int64(p.Tensors)/decodeBytesPerBlock, 1), int64(t.nblocks)))
 	}
 	return t.launch(t.wire.Decode(p.DecodeWidth), grid, threads, ls.Stream)
-}
-
-// wireThreads is the block size of both wire launches. Their warps wait on
-// each row's loads before its arithmetic, one block per SM, so the time
-// follows the warps in flight: with its GPU to itself a rank takes the
-// most the kernels are built for (one H200, one rank, 128 MiB
-// SendRecvHeads over E4M3: 120 us with 512 threads, 188 with 256); ranks
-// that share a GPU take half, so that their blocks fit beside each other
-// in the registers (two ranks on one H200: 236 us with 256, 324 with 512).
-func (t *Transport) wireThreads() int {
-	if t.sharers > 1 {
-		return kernelabi.Threads / 2
-	}
-	return kernelabi.Threads
 }
