@@ -29,6 +29,8 @@
 #   landing-variants: lab builds that split where landing's time goes
 #   sms32: the wire on 32 SMs, two ranks on the GPU, ulysses-old and ulysses
 #   world1: a rank alone, the four operations, exact and e4m3, twice
+#   world1-cmp: the same with ulysses-old and ulysses, then both staged
+#   ncu1: Nsight Compute on a rank alone, exact and e4m3
 #   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B;
 #           REGEX may be long, quick, rest or other (the sets below, which
 #           together are the whole a2a GPU suite)
@@ -209,6 +211,30 @@ world1)
 	for i in 1 2; do
 		step "world1-$i" 120 "\"\$bin/ulysses\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
 			--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$i.json"
+	done
+	;;
+world1-cmp)
+	# A rank alone, the four operations: .gpu-bin/ulysses-old (built here
+	# from main for the run) against this binary, twice, alternating.
+	for i in 1 2; do
+		for b in ulysses-old ulysses; do
+			step "world1-$b-$i" 120 "\"\$bin/$b\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+				--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$b-$i.json"
+		done
+	done
+	for b in ulysses-old ulysses; do
+		step "staged-$b" 120 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
+			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
+	done
+	;;
+ncu1)
+	# Nsight Compute on a rank alone, 128 MiB SendRecvHeads and GatherHeads,
+	# exact and e4m3 (clocks as they are).
+	for w in exact e4m3; do
+		step "ncu-$w" 150 "ncu --clock-control none --kernel-name regex:'ulysses_(send_recv|gather)_heads' --launch-skip 4 --launch-count 2 \
+			--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
+			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --world 1 --dtypes bf16 --wires $w --bytes 128M \
+			--ops send_recv_heads,gather_heads --iters 4"
 	done
 	;;
 sms32)

@@ -229,6 +229,27 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
 // the others. Each walk is made for any rank r (the *_rows functions), so
 // that a receiver can walk a peer's rows as the peer does.
 
+// Division by a divisor fixed for a walk, in a multiplication and a shift
+// (Granlund and Montgomery, "Division by invariant integers using
+// multiplication", 1994): with l = ceil(log2 d) and
+// mul = floor(2^32 * (2^l - d) / d) + 1, n / d = (umulhi(n, mul) + n) >> l
+// for every 32-bit n and every d >= 1 (the sum taken in 64 bits). A walk
+// divides each row's index two or three times; the hardware's division is
+// a dozen instructions a quotient, this one four. divisor_of(0) divides by
+// 1: a walk of no rows never divides.
+struct Divisor {
+    u32 d, mul, shift;
+    __device__ u32 div(u32 n) const { return static_cast<u32>((static_cast<u64>(__umulhi(n, mul)) + n) >> shift); }
+};
+
+__device__ __forceinline__ Divisor divisor_of(u32 d) {
+    Divisor v;
+    v.d = max(d, 1u);
+    v.shift = 32u - static_cast<u32>(__clz(v.d - 1u));
+    v.mul = static_cast<u32>((((1ull << v.shift) - v.d) << 32) / v.d + 1ull);
+    return v;
+}
+
 struct RowDest {
     u64 src;
     u32 row, q0, q1;
@@ -243,11 +264,13 @@ struct Picks {
 struct SendRecvRows {
     const int *heads;
     u64 in_row;
-    u32 D, H, base, extra, rank_tokens, total_tokens, rank_prefix, n, period;
+    Divisor H, rank_tokens, base, base1;  // base1: base + 1
+    u32 D, extra, total_tokens, rank_prefix, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
-        const u32 tok = j / H, h = j - tok * H;
-        const u32 b = tok / rank_tokens, t = tok - b * rank_tokens;
-        const u32 q = head_owner(h, base, extra);
+        const u32 tok = H.div(j), h = j - tok * H.d;
+        const u32 b = rank_tokens.div(tok), t = tok - b * rank_tokens.d;
+        const u32 boundary = extra * base1.d;  // head_owner's, with the divisors
+        const u32 q = h < boundary ? base1.div(h) : extra + base.div(h - boundary);
         const u32 first = static_cast<u32>(heads[q]), count = static_cast<u32>(heads[q + 1]) - first;
         d.src = tok * in_row + static_cast<u64>(h) * D;
         d.row = (b * total_tokens + rank_prefix + t) * count + h - first;
@@ -266,14 +289,16 @@ __device__ __forceinline__ SendRecvRows send_recv_rows(const Args &a, const Shar
     m.heads = heads;
     m.in_row = a.in_row;
     m.D = a.head_units;
-    m.H = static_cast<u32>(heads[a.world]);
-    m.base = m.H / a.world;
-    m.extra = m.H - m.base * a.world;
-    m.rank_tokens = sh.tokens[r];
+    const u32 H = static_cast<u32>(heads[a.world]), base = H / a.world, rank_tokens = sh.tokens[r];
+    m.H = divisor_of(H);
+    m.base = divisor_of(base);
+    m.base1 = divisor_of(base + 1u);
+    m.extra = H - base * a.world;
+    m.rank_tokens = divisor_of(rank_tokens);
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[r];
-    m.n = a.batch * m.rank_tokens * m.H;
-    m.period = m.H;
+    m.n = a.batch * rank_tokens * H;
+    m.period = H;
     return m;
 }
 
@@ -284,29 +309,32 @@ __device__ __forceinline__ SendRecvRows send_recv_rows(const Args &a, const Shar
 struct GatherRows {
     const int *tokens, *prefix;
     u64 in_row;
-    u32 D, H, mine, first, world, total_tokens, max_tokens, n, period;
+    Divisor mine, world, max_tokens;
+    u32 D, H, first, total_tokens, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
-        const u32 c = j / mine, hh = j - c * mine;
-        const GatherIndex g = gather_index(c, 1u, world, max_tokens);
-        if (g.k >= static_cast<u32>(tokens[g.r])) {
+        const u32 c = mine.div(j), hh = j - c * mine.d;  // gather_index's, with the divisors
+        const u32 bk = world.div(c), r = c - bk * world.d;
+        const u32 b = max_tokens.div(bk), k = bk - b * max_tokens.d;
+        if (k >= static_cast<u32>(tokens[r])) {
             return false;
         }
-        d.src = (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * in_row + static_cast<u64>(hh) * D;
-        d.row = (g.b * static_cast<u32>(tokens[g.r]) + g.k) * H + first + hh;
-        d.q0 = g.r;
-        d.q1 = g.r + 1u;
+        d.src = (static_cast<u64>(b) * total_tokens + prefix[r] + k) * in_row + static_cast<u64>(hh) * D;
+        d.row = (b * static_cast<u32>(tokens[r]) + k) * H + first + hh;
+        d.q0 = r;
+        d.q1 = r + 1u;
         return true;
     }
-    __device__ Picks picks(u32 q) const { return Picks{mine, q * mine}; }
+    __device__ Picks picks(u32 q) const { return Picks{mine.d, q * mine.d}; }
 };
 
 // HeadAllGather: input [B, T, H_rank, D]; row (b, t) goes to heads
 // heads[rank].. of row (b, t) of every rank's [B, T, H, D].
 struct HeadGatherRows {
     u64 in_row;
-    u32 D, H, mine, first, world, n, period;
+    Divisor mine;
+    u32 D, H, first, world, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
-        const u32 tok = j / mine, hh = j - tok * mine;
+        const u32 tok = mine.div(j), hh = j - tok * mine.d;
         d.src = tok * in_row + static_cast<u64>(hh) * D;
         d.row = tok * H + first + hh;
         d.q0 = 0u;
@@ -317,33 +345,39 @@ struct HeadGatherRows {
 };
 
 // What the walks of rank r's heads share (GatherRows, HeadGatherRows):
-// the input's token stride, the head size, all heads and rank r's.
+// the input's token stride, the head size, all heads and rank r's; mine
+// is rank r's count of heads.
 template <typename Rows>
-__device__ __forceinline__ void set_heads_of(Rows &m, const Args &a, u32 r) {
+__device__ __forceinline__ u32 set_heads_of(Rows &m, const Args &a, u32 r) {
     m.in_row = a.in_row;
     m.D = a.head_units;
     m.H = static_cast<u32>(a.heads[a.world]);
     m.first = static_cast<u32>(a.heads[r]);
-    m.mine = static_cast<u32>(a.heads[r + 1]) - m.first;
-    m.world = a.world;
+    const u32 mine = static_cast<u32>(a.heads[r + 1]) - m.first;
+    m.mine = divisor_of(mine);
+    return mine;
 }
 
 __device__ __forceinline__ GatherRows gather_rows(const Args &a, const Shared &sh, u32 r) {
     GatherRows m;
-    set_heads_of(m, a, r);
+    const u32 mine = set_heads_of(m, a, r);
+    m.world = divisor_of(a.world);
     m.tokens = sh.tokens;
     m.prefix = sh.prefix;
     m.total_tokens = sh.prefix[a.world];
-    most_tokens(m.max_tokens, sh, a);
-    m.n = a.batch * m.max_tokens * a.world * m.mine;
-    m.period = a.world * m.mine;
+    u32 most;
+    most_tokens(most, sh, a);
+    m.max_tokens = divisor_of(most);
+    m.n = a.batch * most * a.world * mine;
+    m.period = a.world * mine;
     return m;
 }
 
 __device__ __forceinline__ HeadGatherRows head_gather_rows(const Args &a, const Shared &sh, u32 r) {
     HeadGatherRows m;
-    set_heads_of(m, a, r);
-    m.n = a.batch * static_cast<u32>(sh.prefix[a.world]) * m.mine;
+    const u32 mine = set_heads_of(m, a, r);
+    m.world = a.world;
+    m.n = a.batch * static_cast<u32>(sh.prefix[a.world]) * mine;
     m.period = 1u;
     return m;
 }
@@ -352,12 +386,13 @@ __device__ __forceinline__ HeadGatherRows head_gather_rows(const Args &a, const 
 // every rank's [B, T, H, D].
 struct AllGatherRows {
     u64 in_row;
-    u32 D, H, world, rank_tokens, total_tokens, rank_prefix, n, period;
+    Divisor H, rank_tokens;
+    u32 D, world, total_tokens, rank_prefix, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
-        const u32 tok = j / H, h = j - tok * H;
-        const u32 b = tok / rank_tokens, t = tok - b * rank_tokens;
+        const u32 tok = H.div(j), h = j - tok * H.d;
+        const u32 b = rank_tokens.div(tok), t = tok - b * rank_tokens.d;
         d.src = tok * in_row + static_cast<u64>(h) * D;
-        d.row = (b * total_tokens + rank_prefix + t) * H + h;
+        d.row = (b * total_tokens + rank_prefix + t) * H.d + h;
         d.q0 = 0u;
         d.q1 = world;
         return true;
@@ -369,12 +404,12 @@ __device__ __forceinline__ AllGatherRows all_gather_rows(const Args &a, const Sh
     AllGatherRows m;
     m.in_row = a.in_row;
     m.D = a.head_units;
-    m.H = a.out_heads;
+    m.H = divisor_of(a.out_heads);
     m.world = a.world;
-    m.rank_tokens = sh.tokens[r];
+    m.rank_tokens = divisor_of(sh.tokens[r]);
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[r];
-    m.n = a.batch * m.rank_tokens * m.H;
+    m.n = a.batch * static_cast<u32>(sh.tokens[r]) * a.out_heads;
     m.period = 1u;
     return m;
 }
