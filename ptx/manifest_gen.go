@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "9a0d58bca9a55f2cc9e12dcac0fef6255c828749acdadb20d044aebabf1f0d2e"
+const SourceHash = "964dcd0c961f8b6f78f839e8c49b6d7f1e5f95cc3769463ef8c393c03704114f"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, SHA256: "efa800520f855f9c467643e422ebbb7339233b44c88a15940969644d1645e6f2", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, SHA256: "cdd16b9779c40e0d747e0645163b2232b00ae23ffe24658a9478ecf96bc880fd", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, SHA256: "b5d93098af974aca7ae35e845a3799ce701971c2a70fd786e4647f2209211b10", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 440, SHA256: "17ec53edf49e969d7f562450c5cfc62e7bd4667f179bd83b85c7c261c6225c61", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 440, SHA256: "2aea7c4495656e87a0142f31eb17b7c54d4004320076638d2105ea817c65b35b", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 440, SHA256: "73e7fdb6902efc7eac94a410e735170b238d7e68343f3535d4c8cc73b3254eeb", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -156,9 +156,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "efa800520f855f9c467643e422ebbb7339233b44c88a15940969644d1645e6f2", SHA256: "b3138ad26ff44e90ceeb6e92f1d760357823b1c1f8c984c499400808eaa66a88", Bytes: 1299088},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "efa800520f855f9c467643e422ebbb7339233b44c88a15940969644d1645e6f2", SHA256: "3c5e24cb8d71821cb79aa82b7b385a9b38bd1e7ecf4099b30f60014ff0f27f43", Bytes: 1225952},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "b5d93098af974aca7ae35e845a3799ce701971c2a70fd786e4647f2209211b10", SHA256: "10d246a00fe0c3b20b2d639ad5606bcc3ddd1dbceb92bf9108bf30ac7786abc2", Bytes: 1291152},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "b5d93098af974aca7ae35e845a3799ce701971c2a70fd786e4647f2209211b10", SHA256: "6efc2143756ea436ff639f0761a00e0c8458b609b3811124d736e6df1a1a7040", Bytes: 1218272},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "2aea7c4495656e87a0142f31eb17b7c54d4004320076638d2105ea817c65b35b", SHA256: "0baa7b50a6551768940c58ea4c25fd05208d0e831d83aac2dc07151e11c73d27", Bytes: 4688184},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "cdd16b9779c40e0d747e0645163b2232b00ae23ffe24658a9478ecf96bc880fd", SHA256: "b3138ad26ff44e90ceeb6e92f1d760357823b1c1f8c984c499400808eaa66a88", Bytes: 1299088},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "cdd16b9779c40e0d747e0645163b2232b00ae23ffe24658a9478ecf96bc880fd", SHA256: "3c5e24cb8d71821cb79aa82b7b385a9b38bd1e7ecf4099b30f60014ff0f27f43", Bytes: 1225952},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "17ec53edf49e969d7f562450c5cfc62e7bd4667f179bd83b85c7c261c6225c61", SHA256: "10d246a00fe0c3b20b2d639ad5606bcc3ddd1dbceb92bf9108bf30ac7786abc2", Bytes: 1291152},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "17ec53edf49e969d7f562450c5cfc62e7bd4667f179bd83b85c7c261c6225c61", SHA256: "6efc2143756ea436ff639f0761a00e0c8458b609b3811124d736e6df1a1a7040", Bytes: 1218272},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "73e7fdb6902efc7eac94a410e735170b238d7e68343f3535d4c8cc73b3254eeb", SHA256: "0baa7b50a6551768940c58ea4c25fd05208d0e831d83aac2dc07151e11c73d27", Bytes: 4688184},
 }

@@ -461,15 +461,29 @@ struct GatherIndex {
     u32 b, k, r, u;
 };
 
-__device__ __forceinline__ GatherIndex gather_index(u32 j, u32 units, u32 world, u32 max_tokens) {
+// A divisor as the hardware divides: the face the index functions below
+// take, which the wire's walks give with a faster division of their own
+// (Divisor, wire.cuh).
+struct Plain {
+    u32 d;
+    __device__ u32 div(u32 n) const { return n / d; }
+    __device__ u32 rem(u32 n) const { return n % d; }
+};
+
+template <typename Div>
+__device__ __forceinline__ GatherIndex gather_index_by(u32 j, const Div &units, const Div &world, const Div &max_tokens) {
     GatherIndex g;
-    const u32 c = j / units;
-    g.u = j - c * units;
-    g.r = c % world;
-    const u32 bk = c / world;
-    g.b = bk / max_tokens;
-    g.k = bk - g.b * max_tokens;
+    const u32 c = units.div(j);
+    g.u = j - c * units.d;
+    g.r = world.rem(c);
+    const u32 bk = world.div(c);
+    g.b = max_tokens.div(bk);
+    g.k = bk - g.b * max_tokens.d;
     return g;
+}
+
+__device__ __forceinline__ GatherIndex gather_index(u32 j, u32 units, u32 world, u32 max_tokens) {
+    return gather_index_by(j, Plain{units}, Plain{world}, Plain{max_tokens});
 }
 
 // GatherHeads. Input [B, T, Hp, D]: token t holds this rank's heads of a
@@ -530,10 +544,16 @@ struct AllGatherMap {
 // in_row vectors apart, and several tensors of one shape, tensor k's
 // output region vectors after tensor k-1's. One head is head_units vectors.
 
-// The rank holding head h: the first `extra` ranks hold base+1 heads.
+// The rank holding head h: the first `extra` ranks hold base+1 heads
+// (base1), the others base.
+template <typename Div>
+__device__ __forceinline__ u32 head_owner_by(u32 h, const Div &base1, const Div &base, u32 extra) {
+    const u32 boundary = extra * base1.d;
+    return h < boundary ? base1.div(h) : extra + base.div(h - boundary);
+}
+
 __device__ __forceinline__ u32 head_owner(u32 h, u32 base, u32 extra) {
-    const u32 boundary = extra * (base + 1u);
-    return h < boundary ? h / (base + 1u) : extra + (h - boundary) / base;
+    return head_owner_by(h, Plain{base + 1u}, Plain{base}, extra);
 }
 
 // SendRecvHeads, general. Input [B, T_r, H, D] (tokens in_row apart) read

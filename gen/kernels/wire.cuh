@@ -240,6 +240,7 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
 struct Divisor {
     u32 d, mul, shift;
     __device__ u32 div(u32 n) const { return static_cast<u32>((static_cast<u64>(__umulhi(n, mul)) + n) >> shift); }
+    __device__ u32 rem(u32 n) const { return n - div(n) * d; }
 };
 
 __device__ __forceinline__ Divisor divisor_of(u32 d) {
@@ -269,8 +270,7 @@ struct SendRecvRows {
     __device__ bool locate(u32 j, RowDest &d) const {
         const u32 tok = H.div(j), h = j - tok * H.d;
         const u32 b = rank_tokens.div(tok), t = tok - b * rank_tokens.d;
-        const u32 boundary = extra * base1.d;  // head_owner's, with the divisors
-        const u32 q = h < boundary ? base1.div(h) : extra + base.div(h - boundary);
+        const u32 q = head_owner_by(h, base1, base, extra);
         const u32 first = static_cast<u32>(heads[q]), count = static_cast<u32>(heads[q + 1]) - first;
         d.src = tok * in_row + static_cast<u64>(h) * D;
         d.row = (b * total_tokens + rank_prefix + t) * count + h - first;
@@ -312,16 +312,14 @@ struct GatherRows {
     Divisor mine, world, max_tokens;
     u32 D, H, first, total_tokens, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
-        const u32 c = mine.div(j), hh = j - c * mine.d;  // gather_index's, with the divisors
-        const u32 bk = world.div(c), r = c - bk * world.d;
-        const u32 b = max_tokens.div(bk), k = bk - b * max_tokens.d;
-        if (k >= static_cast<u32>(tokens[r])) {
+        const GatherIndex g = gather_index_by(j, mine, world, max_tokens);  // g.u: the head among mine
+        if (g.k >= static_cast<u32>(tokens[g.r])) {
             return false;
         }
-        d.src = (static_cast<u64>(b) * total_tokens + prefix[r] + k) * in_row + static_cast<u64>(hh) * D;
-        d.row = (b * static_cast<u32>(tokens[r]) + k) * H + first + hh;
-        d.q0 = r;
-        d.q1 = r + 1u;
+        d.src = (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * in_row + static_cast<u64>(g.u) * D;
+        d.row = (g.b * static_cast<u32>(tokens[g.r]) + g.k) * H + first + g.u;
+        d.q0 = g.r;
+        d.q1 = g.r + 1u;
         return true;
     }
     __device__ Picks picks(u32 q) const { return Picks{mine.d, q * mine.d}; }
