@@ -75,6 +75,12 @@ suite() { # world (A or B), -test.run or -test.skip, pattern
 	fi
 	cd a2a && "$bin/a2a.test" -test.v -test.short -test.count=1 -test.timeout 560s "$2" "$3"
 }
+# world1 times a rank alone at the four operations, exact and e4m3, with
+# a binary of .gpu-bin, as the step NAME (and NAME.json).
+world1() { # name, binary
+	step "$1" 120 "\"\$bin/$2\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+		--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/$1.json"
+}
 # stepname is a step's log name: prefix, then the text (a test regex, a
 # binary and its flags) with every character but letters and digits made
 # _, cut to 60.
@@ -209,8 +215,7 @@ landing-variants)
 world1)
 	# A rank alone, all four operations (the fp8 wire's target 2), twice.
 	for i in 1 2; do
-		step "world1-$i" 120 "\"\$bin/ulysses\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
-			--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$i.json"
+		world1 "world1-$i" ulysses
 	done
 	;;
 world1-cmp)
@@ -218,8 +223,7 @@ world1-cmp)
 	# from main for the run) against this binary, twice, alternating.
 	for i in 1 2; do
 		for b in ulysses-old ulysses; do
-			step "world1-$b-$i" 120 "\"\$bin/$b\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
-				--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$b-$i.json"
+			world1 "world1-$b-$i" "$b"
 		done
 	done
 	for b in ulysses-old ulysses; do
