@@ -81,3 +81,17 @@ func WireEntryFor(op Op, format, out string, width int) Entry {
 func WireDecodeFor(format, out string, width int) Entry {
 	return Entry(fmt.Sprintf("ulysses_wire_decode_%s_%s_v%d", format, out, width))
 }
+
+// WirePackFor names the entry that quantizes a Comm's inputs, row by row in
+// their own order, into codes and scale bytes in a local area, for a
+// transport that sends them itself (NCCL); width as WireEntryFor's.
+func WirePackFor(format, out string, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_wire_pack_%s_%s_v%d", format, out, width))
+}
+
+// WireUnpackFor names the entry that turns the codes and scale bytes such a
+// transport delivered into a data half into its 16-bit outputs; width as
+// WireDecodeFor's.
+func WireUnpackFor(format, out string, width int) Entry {
+	return Entry(fmt.Sprintf("ulysses_wire_unpack_%s_%s_v%d", format, out, width))
+}

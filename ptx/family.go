@@ -13,7 +13,9 @@ import (
 // and one per operation (all its widths, plain, captured and general:
 // every rank of a group running that operation needs the same family,
 // whatever its width); the wire's are one per operation, format and
-// 16-bit type, and one per format and type for the decode.
+// 16-bit type, one per format and type for the decode, and one per format
+// and type for the packs and unpacks of a transport that sends the codes
+// itself.
 type Family string
 
 // FamilyBase holds the entries every Comm may launch whatever it runs:
@@ -38,6 +40,12 @@ func WireFamily(op Op, format, out string) Family {
 // type out.
 func WireDecodeFamily(format, out string) Family {
 	return Family(fmt.Sprintf("wire_%s_%s_decode", format, out))
+}
+
+// WirePackFamily is the family of the wire's packs and unpacks for format
+// and type out: what a transport that sends the codes itself loads.
+func WirePackFamily(format, out string) Family {
+	return Family(fmt.Sprintf("wire_%s_%s_pack", format, out))
 }
 
 var familyMaps sync.Map // by familyKey: func() map[Entry]Family, built once
@@ -65,6 +73,8 @@ func familyMap(elemBytes int, wire bool) map[Entry]Family {
 						m[WireEntryFor(op, format, out, w)] = WireFamily(op, format, out)
 					}
 					m[WireDecodeFor(format, out, w)] = WireDecodeFamily(format, out)
+					m[WirePackFor(format, out, w)] = WirePackFamily(format, out)
+					m[WireUnpackFor(format, out, w)] = WirePackFamily(format, out)
 				}
 			}
 		}

@@ -63,11 +63,11 @@ func TestFamiliesCoverEveryEntry(t *testing.T) {
 // The families are what the loading code expects: a base per exact file
 // with the barriers and the padding AllGather, one per operation with all
 // its widths and kinds; for the wire one per operation, format and type,
-// and the decodes apart.
+// the decodes apart, and the packs and unpacks apart.
 func TestFamilyShapes(t *testing.T) {
 	for _, f := range Files() {
 		if f.Wire {
-			assert.Len(t, f.Families(), 20, f.Name)
+			assert.Len(t, f.Families(), 24, f.Name)
 			assert.ElementsMatch(t, []Entry{
 				WireEntryFor(OpGatherHeads, "e5m2", "fp16", 16), WireEntryFor(OpGatherHeads, "e5m2", "fp16", 8),
 				WireEntryFor(OpGatherHeads, "e5m2", "fp16", 2),
@@ -75,6 +75,10 @@ func TestFamilyShapes(t *testing.T) {
 			assert.ElementsMatch(t, []Entry{
 				WireDecodeFor("e4m3", "bf16", 16), WireDecodeFor("e4m3", "bf16", 8), WireDecodeFor("e4m3", "bf16", 2),
 			}, f.FamilyEntries(WireDecodeFamily("e4m3", "bf16")))
+			assert.ElementsMatch(t, []Entry{
+				WirePackFor("e5m2", "bf16", 16), WirePackFor("e5m2", "bf16", 8), WirePackFor("e5m2", "bf16", 2),
+				WireUnpackFor("e5m2", "bf16", 16), WireUnpackFor("e5m2", "bf16", 8), WireUnpackFor("e5m2", "bf16", 2),
+			}, f.FamilyEntries(WirePackFamily("e5m2", "bf16")))
 			continue
 		}
 		assert.Equal(t, []Family{"send_recv_heads", "gather_heads", "all_gather", "head_all_gather", FamilyBase}, f.Families(), f.Name)

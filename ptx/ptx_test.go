@@ -48,7 +48,7 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 		assert.Regexp(t, regexp.MustCompile(`(?m)^\.address_size 64$`), text, f.Name)
 		// Every listed entry is in the text, and nothing else is.
 		assert.Equal(t, len(f.Entries), strings.Count(text, ".visible .entry "), f.Name)
-		assert.Equal(t, 440, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
+		assert.Equal(t, 448, f.ArgsBytes, "%s: kernel parameter size changed: update a2a's launch arguments", f.Name)
 		if f.Wire {
 			checkWireEntries(t, f, text)
 			continue
@@ -77,8 +77,9 @@ func TestEveryFileHasItsEntriesAndHeaders(t *testing.T) {
 }
 
 // checkWireEntries: the wire's file has an entry per operation, format,
-// output type and width, and a decode per format, type and width; it
-// targets sm_90: ISA 7.8 (nvcc 11.8) has the fp8 conversions for sm_90 only.
+// output type and width, and a decode, a pack and an unpack per format,
+// type and width; it targets sm_90: ISA 7.8 (nvcc 11.8) has the fp8
+// conversions for sm_90 only.
 func checkWireEntries(t *testing.T, f File, text string) {
 	t.Helper()
 	assert.Equal(t, "sm_90", f.Target, f.Name)
@@ -92,7 +93,9 @@ func checkWireEntries(t *testing.T, f File, text string) {
 					n++
 				}
 				assert.True(t, f.HasEntry(WireDecodeFor(format, out, w)), "%s lacks a decode", f.Name)
-				n++
+				assert.True(t, f.HasEntry(WirePackFor(format, out, w)), "%s lacks a pack", f.Name)
+				assert.True(t, f.HasEntry(WireUnpackFor(format, out, w)), "%s lacks an unpack", f.Name)
+				n += 3
 			}
 		}
 	}

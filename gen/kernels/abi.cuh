@@ -60,6 +60,11 @@
 #define WIRE_DIRECT 1u
 #define WIRE_LANDING 2u
 
+// PACK (ulysses_wire_pack_*, for a transport that sends the codes itself):
+// every row of this rank's inputs, in their own order, as codes and a scale
+// byte into a local area (data[0]); no row goes to the outputs.
+#define WIRE_PACK 3u
+
 // How many blocks an operation activates for the input bytes its largest rank
 // walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per
 // LARGE_GRANULE bytes beyond, when that is more. From 128 KiB to 4 MiB, 64
@@ -149,9 +154,10 @@ struct Args {
     u32 in_row;  // vectors between consecutive tokens of an input
     u32 walk_total;  // captured: the walk grows with all tokens (HeadAllGather), not one rank's
 
-    // Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W> and
-    // ulysses_wire_decode_*) read what follows: where each row's codes and
-    // scale byte land in a data half, and what the decode walks.
+    // Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W>,
+    // ulysses_wire_decode_*, ulysses_wire_pack_* and ulysses_wire_unpack_*)
+    // read what follows: where each row's codes and scale byte land in a data
+    // half, and what the decode walks.
     u64 stage;  // bytes from a data half's start to tensor 0's fp8 codes
     u64 scales;  // bytes from a data half's start to tensor 0's scale bytes
     u64 stage_region;  // bytes between tensor k's codes and k+1's
@@ -160,6 +166,7 @@ struct Args {
     u32 out_heads;  // rows per token of the output (and H of AllGather's input)
     u32 out_rank_tokens;  // nonzero: the output holds this rank's tokens (GatherHeads), else all
     u32 wire_mode;  // WIRE_*: how rows cross over the fp8 wire
+    u32 in_heads;  // ulysses_wire_pack_*: rows per token of the inputs
 };
 
 // The layout the host uses.
@@ -186,7 +193,7 @@ static_assert(offsetof(Status, rank) == 20, "Status.rank");
 static_assert(offsetof(Status, sig) == 24, "Status.sig");
 static_assert(offsetof(Status, peer_sig) == 28, "Status.peer_sig");
 static_assert(offsetof(Status, abort) == 32, "Status.abort");
-static_assert(sizeof(Args) == 440, "sizeof(Args)");
+static_assert(sizeof(Args) == 448, "sizeof(Args)");
 static_assert(offsetof(Args, data) == 0, "Args.data");
 static_assert(offsetof(Args, signal) == 64, "Args.signal");
 static_assert(offsetof(Args, input) == 128, "Args.input");
@@ -222,3 +229,4 @@ static_assert(offsetof(Args, wire_rows) == 424, "Args.wire_rows");
 static_assert(offsetof(Args, out_heads) == 428, "Args.out_heads");
 static_assert(offsetof(Args, out_rank_tokens) == 432, "Args.out_rank_tokens");
 static_assert(offsetof(Args, wire_mode) == 436, "Args.wire_mode");
+static_assert(offsetof(Args, in_heads) == 440, "Args.in_heads");

@@ -412,6 +412,32 @@ __device__ __forceinline__ AllGatherRows all_gather_rows(const Args &a, const Sh
     return m;
 }
 
+// Pack (WIRE_PACK): tensor k's input [B, T_in, in_heads, D], with a token
+// stride, row j in its own order, to row j of the local area (data[0] of
+// the walk's one destination, 0). n is wire_rows, the rows of one tensor.
+struct PackRows {
+    u64 in_row;
+    Divisor heads;
+    u32 D, n;
+    __device__ bool locate(u32 j, RowDest &d) const {
+        const u32 tok = heads.div(j), h = j - tok * heads.d;
+        d.src = tok * in_row + static_cast<u64>(h) * D;
+        d.row = j;
+        d.q0 = 0u;
+        d.q1 = 1u;
+        return true;
+    }
+};
+
+__device__ __forceinline__ PackRows pack_rows(const Args &a) {
+    PackRows m;
+    m.in_row = a.in_row;
+    m.heads = divisor_of(a.in_heads);
+    m.D = a.head_units;
+    m.n = a.wire_rows;
+    return m;
+}
+
 // Two float32 to two 16-bit outputs (lo in the low half), rounded to
 // nearest even: float_to_half's result for values that are not NaN and
 // not beyond the output's largest finite value, in one instruction.
@@ -463,7 +489,13 @@ __device__ __forceinline__ uint2 decode4(u32 c, float p) {
 // same bits the decode would write, without the staging area's write and
 // read (and, with WIRE_DIRECT, without the decode launch).
 
-__device__ __forceinline__ bool direct_to(const Args &a, u32 q) { return a.wire_mode == WIRE_DIRECT || q == a.rank; }
+// Whether a row for rank q is this rank's own, which goes to the output as
+// values: never with WIRE_PACK, where every row goes to the local area as
+// codes for a transport to send (this rank's own rows included: they
+// must be round-tripped like the others, and the transport moves them).
+__device__ __forceinline__ bool own_row(const Args &a, u32 q) { return q == a.rank && a.wire_mode != WIRE_PACK; }
+
+__device__ __forceinline__ bool direct_to(const Args &a, u32 q) { return a.wire_mode == WIRE_DIRECT || own_row(a, q); }
 
 // N codes times p as 16-bit values at out.
 template <int FMT, int OUT, int N>
@@ -514,7 +546,7 @@ __device__ __forceinline__ void store_scale(const Args &a, const Shared &sh, con
         return;
     }
     for (u32 q = d.q0; q < d.q1; q++) {
-        reinterpret_cast<u8 *>(sh.data[q] + a.scales + k * a.scale_region)[d.row] = q == a.rank ? 0 : static_cast<u8>(s + 128);
+        reinterpret_cast<u8 *>(sh.data[q] + a.scales + k * a.scale_region)[d.row] = own_row(a, q) ? 0 : static_cast<u8>(s + 128);
     }
 }
 
@@ -1117,28 +1149,13 @@ __device__ __forceinline__ void decode_narrow(u16 *out, const u8 *codes, const u
     }
 }
 
-// Turns the staging area of the half the exchange just wrote into the
-// 16-bit output: element i of tensor k from code i and the scale byte of
-// its row. Queued after the exchange entry: that launch has finished, its
-// last block having seen every peer's signal, and it advanced the epoch to
-// the operation's own, whose parity names the half. A failed exchange
-// claimed the Comm; the decode then writes nothing. The token counts come
-// from the Live table when the operation was captured.
+// Turns the staging area of the data half at half into the 16-bit outputs:
+// element i of tensor k from code i and the scale byte of its row, for the
+// rows of tokens tokens (this rank's, or all).
 template <int FMT, int OUT, int EPL>
-__device__ __forceinline__ void wire_decode(const Args &a) {
-    const State *st = reinterpret_cast<const State *>(a.state);
-    if (*reinterpret_cast<const volatile u32 *>(&st->claimed) != 0u) {
-        return;
-    }
-    const u32 e = st->epoch;
-    const Live *live = reinterpret_cast<const Live *>(a.live);
-    int tokens = a.out_rank_tokens != 0u ? a.tokens[a.rank] : a.prefix[a.world];
-    if (live != nullptr) {
-        tokens = a.out_rank_tokens != 0u ? live->tokens[a.rank] : live->prefix[a.world];
-    }
+__device__ __forceinline__ void decode_half(const Args &a, u64 half, int tokens) {
     const u32 D = a.head_units;
     const u32 n = a.batch * static_cast<u32>(tokens) * a.out_heads * D;  // the host checks it fits
-    const u64 half = a.data[a.rank] + ((e & 1u) ? a.half_bytes : 0ull);
     for (u32 k = 0; k < a.tensors; k++) {
         u16 *out = reinterpret_cast<u16 *>(half + k * a.region);
         const u8 *codes = reinterpret_cast<const u8 *>(half + a.stage + k * a.stage_region);
@@ -1151,12 +1168,64 @@ __device__ __forceinline__ void wire_decode(const Args &a) {
     }
 }
 
+// The output's tokens: this rank's (GatherHeads) or all.
+__device__ __forceinline__ int out_tokens(const Args &a, const int *tokens, const int *prefix) {
+    return a.out_rank_tokens != 0u ? tokens[a.rank] : prefix[a.world];
+}
+
+// Turns the staging area of the half the exchange just wrote into the
+// 16-bit output (decode_half). Queued after the exchange entry: that launch
+// has finished, its last block having seen every peer's signal, and it
+// advanced the epoch to the operation's own, whose parity names the half. A
+// failed exchange claimed the Comm; the decode then writes nothing. The
+// token counts come from the Live table when the operation was captured.
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void wire_decode(const Args &a) {
+    const State *st = reinterpret_cast<const State *>(a.state);
+    if (*reinterpret_cast<const volatile u32 *>(&st->claimed) != 0u) {
+        return;
+    }
+    const u32 e = st->epoch;
+    const Live *live = reinterpret_cast<const Live *>(a.live);
+    const int tokens = live != nullptr ? out_tokens(a, live->tokens, live->prefix) : out_tokens(a, a.tokens, a.prefix);
+    decode_half<FMT, OUT, EPL>(a, a.data[a.rank] + ((e & 1u) ? a.half_bytes : 0ull), tokens);
+}
+
+// ---- a transport that sends the codes itself (NCCL) -------------------------
+// No protocol here: the transport orders these launches around its own
+// sends and receives on the stream. The pack quantizes every row of this
+// rank's inputs, in their own order, into codes and scale bytes in a local
+// area (data[0]: tensor k's codes at stage + k * stage_region, its scale
+// bytes at scales + k * scale_region), which the transport sends as bytes
+// to where the rows belong: the same places in each receiver's data half
+// as the IPC exchange stores them. The unpack then decodes the data half
+// at data[rank] as the decode launch does; every row there came as codes
+// (this rank's own too), so every scale byte is set.
+
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void wire_pack(const Args &a) {
+    __shared__ Shared sh;  // store_part and store_scale write through sh.data
+    if (threadIdx.x == 0u) {
+        sh.data[0] = a.data[0];
+    }
+    __syncthreads();
+    const PackRows m = pack_rows(a);
+    quantize_tensors<FMT, OUT, EPL>(a, sh, gridDim.x, m, m.n);
+}
+
+template <int FMT, int OUT, int EPL>
+__device__ __forceinline__ void wire_unpack(const Args &a) {
+    decode_half<FMT, OUT, EPL>(a, a.data[a.rank], out_tokens(a, a.tokens, a.prefix));
+}
+
 // ---- entry points -----------------------------------------------------------
 // ulysses_<op>_wire_<fmt>_<out>_v<W>: W = 16 is the wide path (D a multiple
 // of 8, at most 1024; inputs and token strides 16-byte aligned), W = 8 reads
 // 8-byte groups of 4 elements (D a multiple of 4, 8-byte alignment), W = 2
-// one element at a time. ulysses_wire_decode_<fmt>_<out>_v<W> likewise
-// (W = 16: D a multiple of 8, at most 1024; W = 8: a multiple of 4).
+// one element at a time; ulysses_wire_pack_<fmt>_<out>_v<W> likewise.
+// ulysses_wire_decode_<fmt>_<out>_v<W> and ulysses_wire_unpack_* by the head
+// size alone (W = 16: D a multiple of 8, at most 1024; W = 8: a multiple
+// of 4).
 
 #define WIRE_ENTRY(OP, FMT, OUT, EPL, NAME) \
     extern "C" __global__ void __launch_bounds__(THREADS) NAME(const Args a) { OP<FMT, OUT, EPL>(a); }
@@ -1166,7 +1235,9 @@ __device__ __forceinline__ void wire_decode(const Args &a) {
     WIRE_ENTRY(gather_heads_wire, FMT, OUT, EPL, ulysses_gather_heads_wire_##F##_##O##_v##W)       \
     WIRE_ENTRY(all_gather_wire, FMT, OUT, EPL, ulysses_all_gather_wire_##F##_##O##_v##W)           \
     WIRE_ENTRY(head_all_gather_wire, FMT, OUT, EPL, ulysses_head_all_gather_wire_##F##_##O##_v##W) \
-    WIRE_ENTRY(wire_decode, FMT, OUT, EPL, ulysses_wire_decode_##F##_##O##_v##W)
+    WIRE_ENTRY(wire_decode, FMT, OUT, EPL, ulysses_wire_decode_##F##_##O##_v##W)                   \
+    WIRE_ENTRY(wire_pack, FMT, OUT, EPL, ulysses_wire_pack_##F##_##O##_v##W)                       \
+    WIRE_ENTRY(wire_unpack, FMT, OUT, EPL, ulysses_wire_unpack_##F##_##O##_v##W)
 
 #define WIRE_WIDTHS(FMT, OUT, F, O)         \
     WIRE_ENTRIES(FMT, OUT, F, O, 8, 16)     \

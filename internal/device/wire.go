@@ -16,6 +16,9 @@ type WireKernels struct {
 	set    *moduleSet
 	ops    entryTable
 	decode map[int]int
+	// For a transport that sends the codes itself: the pack and unpack by
+	// width.
+	pack, unpack map[int]int
 }
 
 // Wire returns the fp8 wire's kernels of w for 16-bit type dt: where the
@@ -33,9 +36,15 @@ func (s *Share) Wire(w api.Wire, dt api.DType) (*WireKernels, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &WireKernels{set: s.wire, ops: ops, decode: map[int]int{}}
+	k := &WireKernels{set: s.wire, ops: ops, decode: map[int]int{}, pack: map[int]int{}, unpack: map[int]int{}}
 	for _, w := range ptx.WireWidths {
 		if k.decode[w], err = s.wire.entry(ptx.WireDecodeFor(format, out, w)); err != nil {
+			return nil, err
+		}
+		if k.pack[w], err = s.wire.entry(ptx.WirePackFor(format, out, w)); err != nil {
+			return nil, err
+		}
+		if k.unpack[w], err = s.wire.entry(ptx.WireUnpackFor(format, out, w)); err != nil {
 			return nil, err
 		}
 	}
@@ -70,8 +79,37 @@ func (k *WireKernels) Op(op ptx.Op, width int) driver.Function {
 }
 
 // Decode returns the decode at width, 0 unless loaded. Allocation-free.
-func (k *WireKernels) Decode(width int) driver.Function {
-	i, ok := k.decode[width]
+func (k *WireKernels) Decode(width int) driver.Function { return k.loaded(k.decode, width) }
+
+// LoadPacks makes sure the pack at width and the unpack at unpackWidth are
+// loaded, as Load does.
+func (k *WireKernels) LoadPacks(width, unpackWidth int, timeout time.Duration) error {
+	for _, e := range [2]struct {
+		m     map[int]int
+		width int
+		what  string
+	}{{k.pack, width, "pack"}, {k.unpack, unpackWidth, "unpack"}} {
+		i, ok := e.m[e.width]
+		if !ok {
+			return fmt.Errorf("a2a: no fp8 wire %s for %d-byte vectors: %w", e.what, e.width, api.ErrNotSupported)
+		}
+		if err := k.set.ensure(i, timeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pack returns the pack at width, 0 unless loaded. Allocation-free.
+func (k *WireKernels) Pack(width int) driver.Function { return k.loaded(k.pack, width) }
+
+// Unpack returns the unpack at width, 0 unless loaded. Allocation-free.
+func (k *WireKernels) Unpack(width int) driver.Function { return k.loaded(k.unpack, width) }
+
+// loaded returns entry m[width]'s function, 0 where there is none or it is
+// not loaded.
+func (k *WireKernels) loaded(m map[int]int, width int) driver.Function {
+	i, ok := m[width]
 	if !ok {
 		return 0
 	}

@@ -80,6 +80,9 @@
 //     while it is set, every launch must have at least N parameters.
 //   - FAKECUDA_NO_POSIX_FD=1: devices report POSIX file descriptor
 //     handles unsupported (attribute 103 is 0); the calls work all the same.
+//   - FAKECUDA_KERNELS_DONE=1: launches are done at once, as copies are:
+//     nothing is queued, so cuStreamQuery finds the stream idle (for code
+//     that polls, as the NCCL transport's waits do, rather than waits).
 //   - FAKECUDA_HANG=A,W,C,V: kernels wait for their host, as a2a's wait for
 //     a peer that never comes until Close sets their abort word: a launch
 //     reads the address p at byte A of its first parameter (a2a's status
@@ -128,6 +131,7 @@ const (
 	EnvCC              = "FAKECUDA_CC"
 	EnvCubinError      = "FAKECUDA_CUBIN_ERROR"
 	EnvNoPosixFD       = "FAKECUDA_NO_POSIX_FD"
+	EnvKernelsDone     = "FAKECUDA_KERNELS_DONE"
 )
 
 // MaxRecordedParams is the most kernel parameters FAKECUDA_RECORD_PARAMS

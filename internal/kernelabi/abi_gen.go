@@ -54,6 +54,11 @@ const (
 	WireDirect  = 1 // WIRE_DIRECT
 	WireLanding = 2 // WIRE_LANDING
 
+	// PACK (ulysses_wire_pack_*, for a transport that sends the codes itself):
+	// every row of this rank's inputs, in their own order, as codes and a scale
+	// byte into a local area (data[0]); no row goes to the outputs.
+	WirePack = 3 // WIRE_PACK
+
 	// How many blocks an operation activates for the input bytes its largest rank
 	// walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per
 	// LARGE_GRANULE bytes beyond, when that is more. From 128 KiB to 4 MiB, 64
@@ -144,9 +149,10 @@ type Args struct {
 	InRow     uint32              // vectors between consecutive tokens of an input
 	WalkTotal uint32              // captured: the walk grows with all tokens (HeadAllGather), not one rank's
 
-	// Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W> and
-	// ulysses_wire_decode_*) read what follows: where each row's codes and scale
-	// byte land in a data half, and what the decode walks.
+	// Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W>,
+	// ulysses_wire_decode_*, ulysses_wire_pack_* and ulysses_wire_unpack_*) read
+	// what follows: where each row's codes and scale byte land in a data half, and
+	// what the decode walks.
 	Stage         uint64 // bytes from a data half's start to tensor 0's fp8 codes
 	Scales        uint64 // bytes from a data half's start to tensor 0's scale bytes
 	StageRegion   uint64 // bytes between tensor k's codes and k+1's
@@ -155,4 +161,5 @@ type Args struct {
 	OutHeads      uint32 // rows per token of the output (and H of AllGather's input)
 	OutRankTokens uint32 // nonzero: the output holds this rank's tokens (GatherHeads), else all
 	WireMode      uint32 // WIRE_*: how rows cross over the fp8 wire
+	InHeads       uint32 // ulysses_wire_pack_*: rows per token of the inputs
 }

@@ -54,7 +54,7 @@ func TestGoLayoutIsTheSpecs(t *testing.T) {
 // the kernels' tests and the buffer layout name.
 func TestLayoutFigures(t *testing.T) {
 	var a kernelabi.Args
-	assert.Equal(t, uintptr(440), unsafe.Sizeof(a))
+	assert.Equal(t, uintptr(448), unsafe.Sizeof(a))
 	for _, f := range ptx.Files() {
 		assert.Equal(t, int(unsafe.Sizeof(a)), f.ArgsBytes, f.Name)
 	}

@@ -30,6 +30,9 @@
 //                                 CUDA_ERROR_NO_BINARY_FOR_GPU)
 //   FAKECUDA_RECORD_PARAMS=N      cuLaunchKernel records its first N (at
 //                                 most 4) kernel parameters, 8 bytes each
+//   FAKECUDA_KERNELS_DONE=1       launches are done at once, as copies are:
+//                                 nothing is queued, so cuStreamQuery finds
+//                                 the stream idle (for code that polls)
 //   FAKECUDA_HANG=A,W,C,V         kernels wait for their host, as a2a's do
 //                                 for a peer that never comes: a launch
 //                                 reads the address p at byte A of its first
@@ -108,7 +111,7 @@ enum {
 
 #define MAX_DEVICES 16
 #define MAX_ALLOCS 4096
-#define MAX_FUNCTIONS 64
+#define MAX_FUNCTIONS 128 // per module: the wire's cubin holds 84 entries
 #define TOTAL_MEM ((size_t)141 << 30)
 #define POISON 0xA5
 #define IPC_LAZY_ENABLE_PEER_ACCESS 1u // CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
@@ -1443,7 +1446,8 @@ static void wait_hang(uintptr_t p) {
 }
 
 // cuLaunchKernel checks its arguments, counts the launch and runs nothing;
-// the launch is queued work on its stream until the host waits for it.
+// the launch is queued work on its stream until the host waits for it
+// (unless FAKECUDA_KERNELS_DONE: then it is done at once).
 CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 			unsigned bz, unsigned shared, uintptr_t stream, void **params, void **extra) {
 	long long n;
@@ -1476,7 +1480,8 @@ CUresult cuLaunchKernel(struct function *f, unsigned gx, unsigned gy, unsigned g
 	}
 	__atomic_fetch_add(&n_launches, 1, __ATOMIC_SEQ_CST);
 	st->launched = 1;
-	st->queued++;
+	if (env_long("FAKECUDA_KERNELS_DONE", 0) == 0)
+		st->queued++;
 	if (hang != 0)
 		st->hang = hang;
 	unlock();

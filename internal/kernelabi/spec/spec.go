@@ -78,6 +78,7 @@ var Consts = []Const{
 	{C: "WIRE_STAGED", Go: "WireStaged", Value: 0, Suffix: "u", Doc: "How rows cross over the fp8 wire (Args.wire_mode). STAGED: rows for the peers as codes and scale bytes into their staging areas, decoded by a second launch; this rank's own rows as the 16-bit values their round trip gives, marked by a scale byte 0. DIRECT: every row as those 16-bit values, straight into the outputs (no staging, no decode launch). LANDING: as STAGED, in parcels whose rows the receiver decodes in the exchange launch as they land; the decode launch takes what had not landed."},
 	{C: "WIRE_DIRECT", Go: "WireDirect", Value: 1, Suffix: "u"},
 	{C: "WIRE_LANDING", Go: "WireLanding", Value: 2, Suffix: "u"},
+	{C: "WIRE_PACK", Go: "WirePack", Value: 3, Suffix: "u", Doc: "PACK (ulysses_wire_pack_*, for a transport that sends the codes itself): every row of this rank's inputs, in their own order, as codes and a scale byte into a local area (data[0]); no row goes to the outputs."},
 	{C: "SMALL_GRANULE", Go: "SmallGranule", Value: 4096, Doc: "How many blocks an operation activates for the input bytes its largest rank walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per LARGE_GRANULE bytes beyond, when that is more. From 128 KiB to 4 MiB, 64 blocks or fewer beat 128 by 0.7-1.0 us on 2 x H200; at 8 MiB every count above 64 ran level."},
 	{C: "FEW_BLOCKS", Go: "FewBlocks", Value: 64},
 	{C: "LARGE_GRANULE", Go: "LargeGranule", Value: 65536},
@@ -140,7 +141,7 @@ var Structs = []Struct{
 		{C: "head_units", Type: U32, Doc: "vectors per head"},
 		{C: "in_row", Type: U32, Doc: "vectors between consecutive tokens of an input"},
 		{C: "walk_total", Type: U32, Doc: "captured: the walk grows with all tokens (HeadAllGather), not one rank's"},
-		{C: "stage", Type: U64, Lead: "Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W> and ulysses_wire_decode_*) read what follows: where each row's codes and scale byte land in a data half, and what the decode walks.", Doc: "bytes from a data half's start to tensor 0's fp8 codes"},
+		{C: "stage", Type: U64, Lead: "Only the fp8 wire's entries (ulysses_<op>_wire_<fmt>_<out>_v<W>, ulysses_wire_decode_*, ulysses_wire_pack_* and ulysses_wire_unpack_*) read what follows: where each row's codes and scale byte land in a data half, and what the decode walks.", Doc: "bytes from a data half's start to tensor 0's fp8 codes"},
 		{C: "scales", Type: U64, Doc: "bytes from a data half's start to tensor 0's scale bytes"},
 		{C: "stage_region", Type: U64, Doc: "bytes between tensor k's codes and k+1's"},
 		{C: "scale_region", Type: U64, Doc: "bytes between tensor k's scale bytes and k+1's"},
@@ -148,5 +149,6 @@ var Structs = []Struct{
 		{C: "out_heads", Type: U32, Doc: "rows per token of the output (and H of AllGather's input)"},
 		{C: "out_rank_tokens", Type: U32, Doc: "nonzero: the output holds this rank's tokens (GatherHeads), else all"},
 		{C: "wire_mode", Type: U32, Doc: "WIRE_*: how rows cross over the fp8 wire"},
+		{C: "in_heads", Type: U32, Doc: "ulysses_wire_pack_*: rows per token of the inputs"},
 	}},
 }
