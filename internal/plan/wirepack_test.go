@@ -1,0 +1,165 @@
+package plan_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/a2a/ref"
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/plan"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// rowCodes is a stand-in for the fp8 pack of one row of 16-bit elements on
+// the host: a code per element (its low byte) and a scale byte that
+// depends on every byte of the row, so that a row moved whole to the wrong
+// place, or split, shows in either.
+func rowCodes(row []byte) (codes []byte, scale byte) {
+	codes = make([]byte, len(row)/2)
+	scale = 0x5A
+	for i := range codes {
+		codes[i] = row[2*i]
+		scale = scale*31 + row[2*i] ^ row[2*i+1]
+	}
+	return codes, scale
+}
+
+// packArea lays rows (dense [rows, 2*d] bytes per tensor, in the input's
+// order) out as the pack entry would: tensor k's codes at k*CodeRegion,
+// its scale bytes at ScaleOff + k*ScaleRegion.
+func packArea(w plan.WirePack, tensors [][]byte, d int) []byte {
+	area := make([]byte, w.Bytes)
+	for k, b := range tensors {
+		for i := range int(w.Rows) {
+			codes, scale := rowCodes(b[i*2*d : (i+1)*2*d])
+			copy(area[int64(k)*w.CodeRegion+int64(i*d):], codes)
+			area[w.ScaleOff+int64(k)*w.ScaleRegion+int64(i)] = scale
+		}
+	}
+	return area
+}
+
+// TestWireBoxes moves packed rows with WireBoxes on the host and checks
+// that every rank's staging area holds, at each output row, the codes and
+// scale byte of the row the reference puts there: every operation, uneven
+// and zero token counts, uneven heads, strided inputs (the pack area is
+// dense whatever the stride), packed tensors.
+func TestWireBoxes(t *testing.T) {
+	cases := []struct {
+		tokens       []int
+		b, h, d      int
+		pad, tensors int
+	}{
+		{[]int{3, 5}, 2, 4, 8, 0, 1},
+		{[]int{4, 0, 7}, 1, 40, 4, 0, 1},
+		{[]int{2, 3, 1, 0, 5}, 3, 7, 2, 3, 2},
+		{[]int{6, 6, 6, 6}, 1, 8, 16, 8, 3},
+		{[]int{5}, 2, 3, 8, 1, 1},
+	}
+	for _, c := range cases {
+		P := len(c.tokens)
+		s := ref.Shape{Batch: c.b, Heads: c.h, HeadDim: c.d, ElemSize: 2, Tokens: c.tokens}
+		require.NoError(t, s.Validate())
+		ts := plan.NewTokens(c.tokens)
+		for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather, ptx.OpHeadAllGather} {
+			if op == ptx.OpAllGather && c.tensors > 1 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%v/h%d/pad%d/x%d", op, c.tokens, c.h, c.pad, c.tensors), func(t *testing.T) {
+				halves := make([][]byte, P)
+				for q := range halves {
+					halves[q] = make([]byte, 1<<20)
+				}
+				wants := make([][][]byte, c.tensors) // [tensor][rank]
+				var plans []plan.Plan
+				packs := make([][]plan.WirePack, P) // [on rank][of rank]
+				for rank := range P {
+					packs[rank] = make([]plan.WirePack, P)
+					var r plan.Request
+					r.Op, r.N, r.Heads = op, c.tensors, c.h
+					dense := make([][]byte, c.tensors) // this rank's input rows, in order
+					for k := range c.tensors {
+						local, shape, want := opData(t, s, op, rank, uint64(31*k+3))
+						wants[k] = want
+						stride := 0
+						if c.pad > 0 {
+							stride = shape[2]*shape[3] + c.pad
+						}
+						var err error
+						r.Xs[k], err = plan.NewInput(0x10000, shape, stride, 2)
+						require.NoError(t, err)
+						dense[k] = local
+					}
+					env := plan.Env{DType: api.BFloat16, Wire: api.WireE4M3, Rank: rank, World: P,
+						Layout: plan.Layout{DataBytes: 1 << 20}, Buf: 1 << 40, Widths: []int{2}}
+					p, err := plan.Make(r, env, ts, 0)
+					require.NoError(t, err)
+					plans = append(plans, p)
+					w := plan.NewWirePack(&r, rank, P, ts)
+					require.Equal(t, int(w.Rows), rowsOf(dense[0], c.d), "the pack holds every input row")
+					for q := range P {
+						packs[rank][q] = plan.NewWirePack(&r, q, P, ts)
+					}
+					area := packArea(w, dense, c.d)
+					cs := plan.WireBoxes(nil, &r, &p, w, rank, P, ts)
+					applyCopies(cs, [][]byte{area, area, area, area}, halves)
+				}
+				for on := range P { // every rank lays out every rank's area alike
+					require.Equal(t, packs[on], packs[(on+1)%P])
+				}
+				for q := range P {
+					p := plans[q]
+					for k := range c.tensors {
+						want := wants[k][q]
+						rows := len(want) / (2 * c.d)
+						for i := range rows {
+							codes, scale := rowCodes(want[i*2*c.d : (i+1)*2*c.d])
+							at := p.StageOff + int64(k)*p.StageRegion + int64(i*c.d)
+							require.Equal(t, codes, halves[q][at:at+int64(c.d)], "rank %d tensor %d row %d: codes", q, k, i)
+							require.Equal(t, scale, halves[q][p.ScaleOff+int64(k)*p.ScaleRegion+int64(i)], "rank %d tensor %d row %d: scale", q, k, i)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// rowsOf is the rows of d 16-bit elements in b.
+func rowsOf(b []byte, d int) int { return len(b) / (2 * d) }
+
+// opData is rank's input of op under s (dense, in its own row order), its
+// shape, and the reference's outputs of every rank, from inputs seeded by
+// seed.
+func opData(t *testing.T, s ref.Shape, op ptx.Op, rank int, seed uint64) (local []byte, shape [4]int, want [][]byte) {
+	t.Helper()
+	P := len(s.Tokens)
+	in := make([][]byte, P)
+	for q := range P {
+		in[q] = make([]byte, s.RankInputBytes(q))
+		ref.FillRandom(in[q], seed, q)
+	}
+	var err error
+	switch op {
+	case ptx.OpSendRecvHeads:
+		want, err = ref.SendRecvHeads(s, in)
+		local, shape = in[rank], [4]int{s.Batch, s.Tokens[rank], s.Heads, s.HeadDim}
+	case ptx.OpAllGather:
+		want, err = ref.AllGather(s, in)
+		local, shape = in[rank], [4]int{s.Batch, s.Tokens[rank], s.Heads, s.HeadDim}
+	default: // the head shards SendRecvHeads makes are the input
+		shards, e := ref.SendRecvHeads(s, in)
+		require.NoError(t, e)
+		_, mine := plan.HeadRange(s.Heads, P, rank)
+		local, shape = shards[rank], [4]int{s.Batch, plan.NewTokens(s.Tokens).Total(), mine, s.HeadDim}
+		if op == ptx.OpGatherHeads {
+			want = in
+		} else {
+			want, err = ref.AllGather(s, in)
+		}
+	}
+	require.NoError(t, err)
+	return local, shape, want
+}
