@@ -75,10 +75,14 @@ type Config struct {
 	// elements) rounded through fp8 and back, on every rank alike
 	// (a2a/ref.RoundTripRows; docs/DESIGN.md, "The fp8 wire", bounds the
 	// error). Every operation and form takes it. It needs the SM kernels
-	// over CUDA IPC (ErrConfig with the copy engines or NCCL), compute
-	// capability 9.0 or later (ErrNotSupported), and about 1.56 times the
-	// buffer. Operations whose largest rank reads 4 MiB or more cost a
-	// second launch, which decodes the peers' rows; smaller ones are one.
+	// (ErrConfig with the copy engines), compute capability 9.0 or later
+	// (ErrNotSupported), and about 1.56 times the buffer. Over CUDA IPC,
+	// operations whose largest rank reads 4 MiB or more cost a second
+	// launch, which decodes the peers' rows; smaller ones are one. Over
+	// NCCL every operation is a launch that quantizes this rank's rows,
+	// NCCL's sends of the codes and scale bytes, and a launch that decodes
+	// what arrived; the transport then holds a third staging region (one
+	// more buffer half) for the codes it sends.
 	// The conversion costs SM time, the more so on fewer SMs
 	// (docs/BENCHMARKS.md, "the fp8 wire"). Its kernels load like the
 	// others (package doc, "Kernels"): with the process's first Comm on an
@@ -147,8 +151,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: the %v wire moves bf16 or fp16, not %v: %w", c.Wire, c.DType, ErrConfig)
 	case c.Wire.Lossy() && c.Mover == MoverCopyEngines:
 		return fmt.Errorf("a2a: the %v wire converts in the kernels; the copy engines cannot (MoverAuto takes the kernels): %w", c.Wire, ErrConfig)
-	case c.Wire.Lossy() && c.Transport == TransportNCCL:
-		return fmt.Errorf("a2a: the %v wire converts in the IPC kernels; NCCL cannot: %w", c.Wire, ErrConfig)
 	case c.Timeout < 0:
 		return fmt.Errorf("a2a: negative timeout %v: %w", c.Timeout, ErrConfig)
 	case int64(c.MaxTokens) > plan.MaxDataBytes/int64(c.HiddenDim)/int64(c.DType.Size()):

@@ -48,6 +48,7 @@ func TestConfigValidateGood(t *testing.T) {
 		func(c *Config) { c.SingleBuffer = true },
 		func(c *Config) { c.Wire = WireE4M3 },
 		func(c *Config) { c.Wire, c.DType, c.Mover, c.Transport = WireE5M2, Float16, MoverAuto, TransportAuto },
+		func(c *Config) { c.Wire, c.Transport = WireE4M3, TransportNCCL },
 		func(c *Config) { c.MaxTokens, c.HiddenDim, c.DType = 1<<20, 1<<20, Float8E4M3 }, // exactly maxDataBytes
 	}
 	for i, mod := range ok {
@@ -85,7 +86,6 @@ func TestConfigValidateBad(t *testing.T) {
 		{"wire 3", func(c *Config) { c.Wire = 3 }, ErrConfig},
 		{"fp8 over the fp8 wire", func(c *Config) { c.Wire, c.DType = WireE4M3, Float8E4M3 }, ErrConfig},
 		{"the wire by copy engines", func(c *Config) { c.Wire, c.Mover = WireE4M3, MoverCopyEngines }, ErrConfig},
-		{"the wire over NCCL", func(c *Config) { c.Wire, c.Transport = WireE5M2, TransportNCCL }, ErrConfig},
 		{"over plan.MaxDataBytes", func(c *Config) { c.MaxTokens, c.HiddenDim, c.DType = 1<<20, 1<<20+1, Float8E4M3 }, ErrConfig},
 	}
 	for _, tc := range cases {

@@ -51,8 +51,9 @@ func requireTwoGPUs(t *testing.T, gpus int) {
 }
 
 // TestNCCLTransport runs every collective case and the back-to-back race
-// over NCCL: one rank alone, two ranks with NCCL's own choice of path
-// (peer to peer over NVLink here), and two ranks over its network path.
+// over NCCL, exactly and over the fp8 wire (workerNCCLCollectives): one
+// rank alone, two ranks with NCCL's own choice of path (peer to peer over
+// NVLink here), and two ranks over its network path.
 func TestNCCLTransport(t *testing.T) {
 	gpus := requireNCCL(t)
 	t.Run("world1", func(t *testing.T) { runGroup(t, "nccl-collectives", 1, nil) })
@@ -86,7 +87,9 @@ func TestNCCLGroup(t *testing.T) {
 // workerNCCLCollectives: every case of collectiveCases, views and Into
 // forms, packed and general, compared with the CPU reference, then the
 // back-to-back race with late reads, in both element widths and both
-// buffer modes.
+// buffer modes, and over the fp8 wire in both formats and 16-bit types
+// (outputs compared with the reference's rows round-tripped, on random
+// bit patterns and on narrow values).
 func workerNCCLCollectives(rk launch.Rank) error {
 	ex, err := exchangerFor(rk)
 	if err != nil {
@@ -96,10 +99,12 @@ func workerNCCLCollectives(rk launch.Rank) error {
 	for _, mode := range []struct {
 		dt     a2a.DType
 		single bool
-	}{{a2a.BFloat16, false}, {a2a.Float8E4M3, false}, {a2a.BFloat16, true}} {
-		fmt.Printf("mode nccl %v single-buffer=%v\n", mode.dt, mode.single)
+		wire   a2a.Wire
+	}{{a2a.BFloat16, false, a2a.WireExact}, {a2a.Float8E4M3, false, a2a.WireExact}, {a2a.BFloat16, true, a2a.WireExact},
+		{a2a.BFloat16, false, a2a.WireE4M3}, {a2a.Float16, true, a2a.WireE5M2}} {
+		fmt.Printf("mode nccl %v single-buffer=%v wire=%v\n", mode.dt, mode.single, mode.wire)
 		cases := collectiveCases(rk.World, mode.dt)
-		comm, err := joinFor(rk, ex, mode.dt, cases, mode.single, withTransport(a2a.TransportNCCL))
+		comm, err := joinFor(rk, ex, mode.dt, cases, mode.single, withTransport(a2a.TransportNCCL), withWire(mode.wire))
 		if err != nil {
 			return err
 		}
@@ -119,15 +124,22 @@ func workerNCCLCollectives(rk launch.Rank) error {
 }
 
 func runNCCLCases(comm *a2a.Comm, cases []check.Case, dt a2a.DType) error {
+	lossy := comm.Config().Wire.Lossy()
 	for i, c := range cases {
-		start := time.Now()
-		if err := check.Run(comm, c, uint64(2000+i)); err != nil {
-			return fmt.Errorf("%v: %w", c, err)
+		for _, narrow := range []bool{false, true} {
+			if narrow && !lossy {
+				continue
+			}
+			c.Narrow = narrow
+			start := time.Now()
+			if err := check.Run(comm, c, uint64(2000+i)); err != nil {
+				return fmt.Errorf("%v: %w", c, err)
+			}
+			fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
 		}
-		fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
 	}
 	iters := backToBackIters()
-	race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*comm.WorldSize() + 1, HeadDim: 64, DType: dt}
+	race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: 3*comm.WorldSize() + 1, HeadDim: 64, DType: dt, Narrow: lossy}
 	start := time.Now()
 	if err := check.BackToBack(comm, race, iters, 3*time.Millisecond, 78); err != nil {
 		return fmt.Errorf("%v: %w", race, err)

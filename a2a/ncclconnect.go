@@ -20,9 +20,6 @@ func (c *Comm) newTransport(kind Transport, id *NCCLID) (tp.Transport, error) {
 	if kind == TransportIPC {
 		return ipc.New(env)
 	}
-	if c.cfg.Wire.Lossy() {
-		return nil, fmt.Errorf("a2a: the group's GPUs need NCCL, and the %v wire converts in the IPC kernels only: %w", c.cfg.Wire, ErrConfig)
-	}
 	if id == nil {
 		return nil, fmt.Errorf("a2a: rank %d's group uses NCCL: pass rank 0's NewNCCLID to ConnectNCCL, or use Join: %w", c.cfg.Rank, ErrConfig)
 	}

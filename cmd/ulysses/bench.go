@@ -150,7 +150,7 @@ func (p *benchPlan) checkWires(s string) error {
 		if !slices.ContainsFunc(p.dtypes, func(dt a2a.DType) bool { return w.Carries(dt) }) {
 			return fmt.Errorf("--wires %v moves bf16 and fp16 only, and --dtypes has neither", w)
 		}
-		if err := wireConflict(w, p.mover, p.transport); err != nil {
+		if err := wireConflict(w, p.mover); err != nil {
 			return err
 		}
 	}

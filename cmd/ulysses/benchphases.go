@@ -14,7 +14,8 @@ import (
 
 // phaseNames are the phases --nccl-self times, as the table and the JSON
 // name them (nccltransport.PhaseOwn onwards).
-var phaseNames = [...]string{nccltransport.PhaseOwn: "own", nccltransport.PhasePack: "pack", nccltransport.PhaseGroup: "group", nccltransport.PhaseUnpack: "unpack"}
+var phaseNames = [...]string{nccltransport.PhaseOwn: "own", nccltransport.PhasePack: "pack", nccltransport.PhaseGroup: "group", nccltransport.PhaseUnpack: "unpack",
+	nccltransport.PhaseEncode: "encode", nccltransport.PhaseDecode: "decode"}
 
 // phaseTimes are the medians over --iters operations of each phase's
 // device time, summed over an operation's rounds, in microseconds.
@@ -23,6 +24,9 @@ type phaseTimes struct {
 	Pack   float64 `json:"pack_us"`
 	Group  float64 `json:"group_us"`
 	Unpack float64 `json:"unpack_us"`
+	// The fp8 wire's quantization before and decode after (0 without it).
+	Encode float64 `json:"encode_us"`
+	Decode float64 `json:"decode_us"`
 }
 
 // phaseMarker is the bench's nccltransport.PhaseMarker: while armed, it
@@ -133,7 +137,8 @@ func timePhases(comm *a2a.Comm, m *phaseMarker, iters int, fn func(int) error) (
 		return median(per[p])
 	}
 	return phaseTimes{Own: med(nccltransport.PhaseOwn), Pack: med(nccltransport.PhasePack),
-		Group: med(nccltransport.PhaseGroup), Unpack: med(nccltransport.PhaseUnpack)}, nil
+		Group: med(nccltransport.PhaseGroup), Unpack: med(nccltransport.PhaseUnpack),
+		Encode: med(nccltransport.PhaseEncode), Decode: med(nccltransport.PhaseDecode)}, nil
 }
 
 // bind gives the marker the primary context of comm's device, once: the

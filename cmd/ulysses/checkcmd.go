@@ -188,7 +188,7 @@ func checkWirePlan(p checkPlan) error {
 			return fmt.Errorf("--wire %v moves bf16 and fp16 only, and --dtypes has %v: give --dtypes bf16,fp16 (or some of them)", w, dt)
 		}
 	}
-	return wireConflict(w, p.cfg.Mover, p.cfg.Transport)
+	return wireConflict(w, p.cfg.Mover)
 }
 
 // wireNote is what check's first line says of a lossy wire: "" for the

@@ -148,10 +148,15 @@ func TestCheckPlanWire(t *testing.T) {
 	assert.Equal(t, a2a.MoverAuto, p.cfg.Mover)
 	assert.Contains(t, wireNote(p.cfg.Wire), "over the e5m2 wire")
 
+	fs, o = newCheckFlags()
+	require.NoError(t, fs.Parse([]string{"--wire", "e4m3", "--dtypes", "bf16", "--transport", "nccl"}))
+	p, err = o.plan()
+	require.NoError(t, err, "NCCL carries the wire")
+	assert.Equal(t, a2a.TransportNCCL, p.cfg.Transport)
+
 	for _, args := range [][]string{
 		{"--wire", "e4m3", "--dtypes", "bf16,fp8e5m2"},
 		{"--wire", "e4m3", "--dtypes", "bf16", "--mover", "copy-engines"},
-		{"--wire", "e4m3", "--dtypes", "bf16", "--transport", "nccl"},
 		{"--wire", "bf16"},
 	} {
 		fs, o = newCheckFlags()

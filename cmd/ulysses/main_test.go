@@ -38,12 +38,10 @@ func TestFlagsCheckedBeforeTheDriver(t *testing.T) {
 		{[]string{"check", "--wire", "fp4"}, `unknown --wire "fp4" (want exact, e4m3 or e5m2)`},
 		{[]string{"check", "--wire", "e4m3"}, "--wire e4m3 moves bf16 and fp16 only, and --dtypes has fp8e4m3"},
 		{[]string{"check", "--wire", "e5m2", "--dtypes", "bf16", "--mover", "copy-engines"}, "--mover copy-engines cannot carry it"},
-		{[]string{"check", "--wire", "e4m3", "--dtypes", "fp16", "--transport", "nccl"}, "--transport nccl cannot carry it"},
 		{[]string{"bench", "--wires", "exact,fp4"}, `unknown --wires "fp4"`},
 		{[]string{"bench", "--wires", ","}, "no wires"},
 		{[]string{"bench", "--wires", "exact,e4m3", "--dtypes", "fp8,fp8e5m2"}, "--wires e4m3 moves bf16 and fp16 only, and --dtypes has neither"},
 		{[]string{"bench", "--wires", "e5m2", "--mover", "copy-engines"}, "--mover copy-engines cannot carry it"},
-		{[]string{"bench", "--wires", "exact,e4m3", "--transport", "nccl"}, "--transport nccl cannot carry it"},
 		{[]string{"check", "--sharing", "cuda-ipc"}, `unknown --sharing "cuda-ipc" (want default, legacy-ipc, fd or auto)`},
 		{[]string{"bench", "--sharing", "fabric"}, `unknown --sharing "fabric"`},
 	} {

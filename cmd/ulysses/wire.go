@@ -36,15 +36,10 @@ func parseWires(s string) ([]a2a.Wire, error) {
 }
 
 // wireConflict refuses a lossy wire with what cannot carry it: the copy
-// engines (the kernels convert the rows) and NCCL (the IPC kernels do).
-func wireConflict(w a2a.Wire, mover a2a.Mover, transport a2a.Transport) error {
-	switch {
-	case !w.Lossy():
-		return nil
-	case mover == a2a.MoverCopyEngines:
+// engines (the kernels convert the rows).
+func wireConflict(w a2a.Wire, mover a2a.Mover) error {
+	if w.Lossy() && mover == a2a.MoverCopyEngines {
 		return fmt.Errorf("the %v wire converts rows in the kernels: --mover copy-engines cannot carry it (kernels or auto can)", w)
-	case transport == a2a.TransportNCCL:
-		return fmt.Errorf("the %v wire converts rows in the IPC kernels: --transport nccl cannot carry it (ipc or auto can)", w)
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/handle"
-	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
 	"github.com/ulysses-go/ulysses/ptx"
@@ -109,14 +108,7 @@ func (t *Transport) Blocks() int { return t.nblocks }
 // SetTokens puts the counts in the argument of later launches and stages
 // them for the live table (refreshCaptured).
 func (t *Transport) SetTokens(ts plan.Tokens) {
-	t.args.Tokens = [kernelabi.MaxRanks]int32{}
-	t.args.Prefix = [kernelabi.MaxRanks + 1]int32{}
-	for i, n := range ts.Counts {
-		t.args.Tokens[i] = int32(n)
-	}
-	for i, n := range ts.Prefix {
-		t.args.Prefix[i] = int32(n)
-	}
+	transport.SetArgsTokens(&t.args, ts)
 	live := (*liveTable)(t.liveHost)
 	live.Tokens, live.Prefix, live.TokenHash = t.args.Tokens, t.args.Prefix, ts.Hash
 	t.liveFresh = false

@@ -18,7 +18,8 @@ import (
 // are per thread): the copies of this rank's own boxes, then per round
 // the packs of staged sends, one NCCL group of sends and receives, and
 // the unpacks of staged receives (Tuning.Marker is told where each phase
-// ends). It waits only for NCCL to have set up
+// ends); with the fp8 wire, the rows' pack before it all and their
+// decode after. It waits only for NCCL to have set up
 // the previous group (settle), never for a peer's data.
 func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 	if ls.Captured {
@@ -32,6 +33,12 @@ func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 			return err
 		}
 		t.mark(PhaseStart, ls.Stream)
+		if t.plan.wire.on {
+			if err := t.pack(p, ls.Stream); err != nil {
+				return err
+			}
+			t.mark(PhaseEncode, ls.Stream)
+		}
 		for _, o := range t.plan.own {
 			if err := transport.CopyBox(t.env.Ctx, half+driver.DevicePtr(o.box.Dst.Off), o.box.Dst, driver.DevicePtr(o.input+uint64(o.box.Src.Off)), o.box.Src, o.box, ls.Stream); err != nil {
 				return api.WrapDriver("copying rank "+strconv.Itoa(t.env.Rank)+"'s own part", err)
@@ -43,7 +50,12 @@ func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 				return err
 			}
 		}
-		return nil
+		if !t.plan.wire.on {
+			return nil
+		}
+		err := t.unpack(p, half, ls.Stream)
+		t.mark(PhaseDecode, ls.Stream)
+		return err
 	})
 	t.ops.Add(1)
 	t.lastEnqueue.Store(time.Now().UnixNano())

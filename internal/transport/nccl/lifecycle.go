@@ -3,6 +3,7 @@ package nccl
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/device"
@@ -20,7 +21,34 @@ func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transpo
 		stageBytes: env.Layout.DataBytes, tuning: currentTuning()}
 	t.tuning.Launch = t.tuning.Launch.resolve(lib)
 	t.timeout.Store(int64(env.Timeout))
+	t.args.Rank, t.args.World = uint32(env.Rank), uint32(env.World)
+	t.params[0] = unsafe.Pointer(&t.args)
 	return t
+}
+
+// allocStage allocates the staging area where there is one: the send and
+// receive regions where anything goes through NCCL (a peer, or Self), and
+// the fp8 wire's pack area, each of stageBytes.
+func (t *Transport) allocStage() error {
+	regions := int64(0)
+	if t.env.World > 1 || t.tuning.Self {
+		regions = 2
+	}
+	if t.wire != nil {
+		regions++
+	}
+	if regions == 0 || t.stageBytes == 0 {
+		return nil
+	}
+	p, err := t.env.Ctx.MemAlloc(uint64(regions * t.stageBytes))
+	if err != nil {
+		return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", regions*t.stageBytes), err)
+	}
+	t.stage = p
+	if t.wire != nil {
+		t.packArea = p + driver.DevicePtr((regions-1)*t.stageBytes)
+	}
+	return nil
 }
 
 // Connect allocates the staging area (cuMemAlloc, which waits for
@@ -29,15 +57,18 @@ func New(env *transport.Env, lib *binding.Library, id binding.UniqueID) *Transpo
 // a wait, finds it ready, bounded by the timeout. The ranks of one process
 // may so Connect one after another from one goroutine.
 func (t *Transport) Connect(hs []handle.Handle) error {
+	if t.env.Wire.Lossy() {
+		w, err := t.env.Share.Wire(t.env.Wire, t.env.DType)
+		if err != nil {
+			return err
+		}
+		t.wire = w
+	}
 	if err := t.allocProbe(); err != nil {
 		return err
 	}
-	if (t.env.World > 1 || t.tuning.Self) && t.stageBytes > 0 {
-		p, err := t.env.Ctx.MemAlloc(uint64(2 * t.stageBytes))
-		if err != nil {
-			return api.WrapDriver(fmt.Sprintf("allocating %d bytes of NCCL staging", 2*t.stageBytes), err)
-		}
-		t.stage = p
+	if err := t.allocStage(); err != nil {
+		return err
 	}
 	var comm *binding.Comm
 	err := t.env.Ctx.Do(func() error {
@@ -55,9 +86,9 @@ func (t *Transport) Connect(hs []handle.Handle) error {
 	return nil
 }
 
-// SetTokens has nothing to carry: planBoxes plans each operation with the
-// Comm's counts.
-func (t *Transport) SetTokens(plan.Tokens) {}
+// SetTokens puts the counts in the argument of the fp8 wire's later
+// launches; planBoxes plans each operation with the Comm's counts.
+func (t *Transport) SetTokens(ts plan.Tokens) { transport.SetArgsTokens(&t.args, ts) }
 
 // SetTimeout bounds the waits of later operations.
 func (t *Transport) SetTimeout(d time.Duration) { t.timeout.Store(int64(d)) }
@@ -116,6 +147,7 @@ func (t *Transport) Release() {
 	}
 	t.mu.Unlock()
 	t.bury(&t.stage, "freeing the NCCL staging")
+	t.packArea = 0
 	t.bury(&t.probe, "freeing the NCCL connecting bytes")
 }
 

@@ -7,10 +7,37 @@ import (
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
-// PlanMover plans the boxes every rank sends and receives (planBoxes).
+// PlanMover plans the boxes every rank sends and receives (planBoxes),
+// and with the fp8 wire the pack area and kernels around them (planWire).
 func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan.Plan, error) {
+	t.plan.wire = wirePlan{}
+	if p.Wire.Lossy() {
+		if err := t.planWire(&p, &r, ts); err != nil {
+			return p, err
+		}
+	}
 	err := t.planBoxes(r, &p, ts)
 	return p, err
+}
+
+// boxes appends to cs the boxes rank q moves for r: plan.Boxes of its
+// elements, or with the fp8 wire plan.WireBoxes of its codes and scale
+// bytes (whose sources, read only where q is this rank, are in this
+// rank's pack area).
+func (t *Transport) boxes(cs []plan.Box, r *plan.Request, p *plan.Plan, q int, ts plan.Tokens) []plan.Box {
+	if t.plan.wire.on {
+		return plan.WireBoxes(cs, r, p, t.plan.wire.pack, q, t.env.World, ts)
+	}
+	return plan.Boxes(cs, r, p, q, t.env.World, ts, int64(t.env.DType.Size()))
+}
+
+// source is where box c of this rank is read from: its tensor's input, or
+// with the fp8 wire the pack area.
+func (t *Transport) source(p *plan.Plan, c plan.Box) uint64 {
+	if t.plan.wire.on {
+		return uint64(t.packArea)
+	}
+	return p.Inputs[c.Tensor]
 }
 
 // planBoxes plans r's transfers (planMover calls it instead of making the
@@ -31,16 +58,15 @@ func (t *Transport) PlanMover(p plan.Plan, r plan.Request, ts plan.Tokens) (plan
 func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
 	pl.own, pl.sends, pl.recvs, pl.rounds = pl.own[:0], pl.sends[:0], pl.recvs[:0], 1
-	elem := int64(t.env.DType.Size())
 	var recvUsed int64
 	for q := range t.env.World {
-		pl.scratch = plan.Boxes(pl.scratch[:0], &r, p, q, t.env.World, ts, elem)
+		pl.scratch = t.boxes(pl.scratch[:0], &r, p, q, ts)
 		round, used := 0, int64(0)
 		for _, c := range pl.scratch {
 			self := q == t.env.Rank && c.Peer == q // this rank's own box
 			if c.Peer == q && !(self && t.tuning.Self) {
 				if self {
-					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: p.Inputs[c.Tensor]})
+					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: t.source(p, c)})
 				}
 				continue
 			}
@@ -54,7 +80,7 @@ func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) erro
 			x := ncclXfer{box: c, round: round, stage: -1}
 			if q == t.env.Rank { // a send, to a peer or (Tuning.Self) to itself
 				s := x
-				s.peer, s.input = c.Peer, p.Inputs[c.Tensor]
+				s.peer, s.input = c.Peer, t.source(p, c)
 				if !c.Contiguous(c.Src) {
 					s.stage = used
 				}

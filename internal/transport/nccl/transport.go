@@ -3,8 +3,11 @@ package nccl
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	binding "github.com/ulysses-go/ulysses/internal/nccl"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
@@ -18,6 +21,8 @@ import (
 // area with one pitched device copy (plan.go, enqueue.go). NCCL
 // has no timeout: the Comm's waits poll the stream and the communicator
 // against a deadline and abort the communicator past it (wait.go).
+// With the fp8 wire, a pack kernel quantizes the rows before the sends
+// and an unpack kernel decodes them after the receives (wire.go).
 // Operations cannot be captured into CUDA graphs.
 type Transport struct {
 	env     *transport.Env // the Comm's share, stream, buffer, layout, rank and world
@@ -28,10 +33,18 @@ type Transport struct {
 	tuning  Tuning       // the process's at New
 
 	// stage is 2*stageBytes of device memory: the send region, then the
-	// receive region (plan.go says why one data half each is enough).
+	// receive region (plan.go says why one data half each is enough);
+	// with the fp8 wire, then the pack area of stageBytes more (packArea).
 	stage      driver.DevicePtr
+	packArea   driver.DevicePtr
 	stageBytes int64
 	plan       ncclPlan // the next enqueue's, from planBoxes
+
+	// The fp8 wire's kernels (nil without it) and their launches'
+	// argument, which params points at.
+	wire   *device.WireKernels
+	args   kernelabi.Args
+	params [1]unsafe.Pointer
 
 	// mu guards comm and every NCCL call on it: the Comm's waits poll
 	// without the Comm's lock while operations may be enqueued.
@@ -72,4 +85,5 @@ type ncclPlan struct {
 	sends, recvs []ncclXfer
 	rounds       int
 	scratch      []plan.Box
+	wire         wirePlan // with the fp8 wire: the pack and unpack around it all
 }

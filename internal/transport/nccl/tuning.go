@@ -89,8 +89,9 @@ func (l Launch) resolve(lib *binding.Library) Launch {
 }
 
 // Phase is a part of an operation over NCCL, in the order Enqueue puts
-// them on the stream: the own boxes, then per round the packs, the group
-// and the unpacks.
+// them on the stream: with the fp8 wire the encode, the own boxes, then
+// per round the packs, the group and the unpacks, and with the wire the
+// decode.
 type Phase int
 
 // The phases, PhaseStart marking where an operation begins.
@@ -100,6 +101,10 @@ const (
 	PhasePack
 	PhaseGroup
 	PhaseUnpack
+	// The fp8 wire's: the rows quantized into the pack area (before the
+	// own boxes), and the data half's staging area decoded (last).
+	PhaseEncode
+	PhaseDecode
 )
 
 // PhaseMarker is told where the phases of an operation end on its
