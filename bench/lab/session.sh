@@ -31,6 +31,12 @@
 #   world1: a rank alone, the four operations, exact and e4m3, twice
 #   world1-cmp: the same with ulysses-old and ulysses, then both staged
 #   ncu1: Nsight Compute on a rank alone, exact and e4m3
+#   nccl-wire: the fp8 wire over NCCL at world one: the NCCL tests with it
+#           (every byte through NCCL, then the own box copied), check in
+#           both formats, and the bench's phases beside the exact wire
+#   world1-d128: a rank alone, this binary against ulysses-d128 (a lab
+#           build whose wide wire path knows head sizes 64 and 128 at
+#           compile time), twice, alternating, then both staged
 #   A:REGEX, B:REGEX: the tests REGEX names (-test.run) in world A or B;
 #           REGEX may be long, quick, rest or other (the sets below, which
 #           together are the whole a2a GPU suite)
@@ -231,13 +237,33 @@ world1-cmp)
 			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
 	done
 	;;
+nccl-wire)
+	step nccl-wire-tests-self 240 "ULYSSES_TEST_NCCL=self suite A -test.run '^TestNCCLTransport$'"
+	step nccl-wire-tests-own 240 "suite A -test.run '^TestNCCLTransport$'"
+	for w in e4m3 e5m2; do
+		step "check-nccl-wire-$w" 90 "\"\$bin/ulysses\" check --world 1 --transport nccl --wire $w --dtypes bf16,fp16"
+	done
+	step nccl-wire-bench 200 '"$bin/ulysses" bench --world 1 --transport nccl --nccl-self --wires exact,e4m3 --dtypes bf16 \
+		--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --compare nccl --json '"$logs/nccl-wire.json"
+	;;
+world1-d128)
+	for i in 1 2; do
+		for b in ulysses ulysses-d128; do
+			world1 "world1-$b-$i" "$b"
+		done
+	done
+	for b in ulysses ulysses-d128; do
+		step "staged-$b" 120 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
+			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
+	done
+	;;
 ncu1)
 	# Nsight Compute on a rank alone, 128 MiB SendRecvHeads and GatherHeads,
 	# exact and e4m3 (clocks as they are).
 	for w in exact e4m3; do
-		step "ncu-$w" 150 "ncu --clock-control none --kernel-name regex:'ulysses_(send_recv|gather)_heads' --launch-skip 4 --launch-count 2 \
+		step "ncu-$w" 150 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_(send_recv|gather)_heads' --launch-skip 4 --launch-count 2 \
 			--section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats \
-			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --world 1 --dtypes bf16 --wires $w --bytes 128M \
+			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --dtypes bf16 --wires $w --bytes 128M \
 			--ops send_recv_heads,gather_heads --iters 4"
 	done
 	;;
