@@ -171,15 +171,20 @@ func writePhaseTable(w io.Writer, rows []benchRow) {
 			continue
 		}
 		if !head {
-			fmt.Fprintf(w, "NCCL transport phases (--nccl-self), median device time per operation, us; NCCL's own send to itself and ncclAlltoAll of the bytes (world one):\n%-16s %-6s %10s %8s %8s %8s %8s %8s %8s %9s %9s\n",
-				"op", "dtype", "bytes", "own", "pack", "group", "unpack", "sum", "median", "nccl-self", "alltoall")
+			fmt.Fprintf(w, "NCCL transport phases (--nccl-self), median device time per operation, us (encode and decode: the fp8 wire's); NCCL's own send to itself and ncclAlltoAll of the bytes (world one):\n%-16s %-6s %-5s %10s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s\n",
+				"op", "dtype", "wire", "bytes", "encode", "own", "pack", "group", "unpack", "decode", "sum", "median", "nccl-self", "alltoall")
 			head = true
 		}
 		var self, a2a float64
 		if ref := r.NCCLReference; ref != nil {
 			self, a2a = ref.SendSelfUS, ref.AlltoAllUS
 		}
-		fmt.Fprintf(w, "%-16s %-6s %10s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %9.1f\n", r.Op, r.DType, formatBytes(float64(r.BytesPerRank)),
-			p.Own, p.Pack, p.Group, p.Unpack, p.Own+p.Pack+p.Group+p.Unpack, r.MedianUS, self, a2a)
+		wire := r.Wire
+		if wire == "" {
+			wire = "exact"
+		}
+		sum := p.Encode + p.Own + p.Pack + p.Group + p.Unpack + p.Decode
+		fmt.Fprintf(w, "%-16s %-6s %-5s %10s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %9.1f\n", r.Op, r.DType, wire, formatBytes(float64(r.BytesPerRank)),
+			p.Encode, p.Own, p.Pack, p.Group, p.Unpack, p.Decode, sum, r.MedianUS, self, a2a)
 	}
 }

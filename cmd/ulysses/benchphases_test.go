@@ -31,8 +31,8 @@ func TestNCCLSelfFlag(t *testing.T) {
 	}
 }
 
-// TestPhaseTable: rows with phases print one line each, with the sum;
-// rows without print nothing.
+// TestPhaseTable: rows with phases print one line each, with the sum (the
+// fp8 wire's encode and decode included); rows without print nothing.
 func TestPhaseTable(t *testing.T) {
 	var b bytes.Buffer
 	writePhaseTable(&b, []benchRow{{Op: "all_gather", DType: "bf16", BytesPerRank: 1 << 20}})
@@ -40,7 +40,11 @@ func TestPhaseTable(t *testing.T) {
 	writePhaseTable(&b, []benchRow{{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 128 << 10,
 		MedianUS: 30, Phases: &phaseTimes{Own: 0.5, Pack: 1.25, Group: 20, Unpack: 2}, NCCLReference: &ncclReference{SendSelfUS: 9.5}}})
 	require.Contains(t, b.String(), "NCCL transport phases (--nccl-self)")
-	require.Regexp(t, `send_recv_heads\s+bf16\s+128 KiB\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
+	require.Regexp(t, `send_recv_heads\s+bf16\s+exact\s+128 KiB\s+0\.0\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+0\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
+	b.Reset()
+	writePhaseTable(&b, []benchRow{{Op: "all_gather", DType: "bf16", Wire: "e4m3", BytesPerRank: 8 << 20,
+		MedianUS: 50, Phases: &phaseTimes{Encode: 7, Own: 0.5, Pack: 1, Group: 20, Unpack: 2, Decode: 9.5}}})
+	require.Regexp(t, `all_gather\s+bf16\s+e4m3\s+8 MiB\s+7\.0\s+0\.5\s+1\.0\s+20\.0\s+2\.0\s+9\.5\s+40\.0\s+50\.0`, b.String(), "the wire's phases in the sum")
 }
 
 // TestNCCLLaunchFlag: --nccl-launch is auto (the default), async or
