@@ -153,14 +153,7 @@ func TestFakeNCCLRounds(t *testing.T) {
 	cfg := a2a.Config{MaxTokens: 6, HiddenDim: 2 * 8 * 2, DType: cs.DType}
 	comms := ncclGroup(t, cfg, world)
 	err := runRanks(comms, func(c *a2a.Comm) error {
-		d, err := check.MakeData(cs, 5, c.Rank())
-		if err != nil {
-			return err
-		}
-		if err := c.SetRankTokens(cs.Tokens); err != nil {
-			return err
-		}
-		x, err := uploadNew(c.Device(), [4]int{cs.Batch, cs.Tokens[c.Rank()], cs.Heads, cs.HeadDim}, cs.DType, d.X)
+		d, x, err := uploadInput(c, cs, 5)
 		if err != nil {
 			return err
 		}
@@ -183,6 +176,20 @@ func TestFakeNCCLRounds(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.NoError(t, runRanks(comms, (*a2a.Comm).Close))
+}
+
+// uploadInput sets c's token counts to cs's and uploads this rank's input
+// of cs drawn from seed (d.X), which the caller frees.
+func uploadInput(c *a2a.Comm, cs check.Case, seed uint64) (check.Data, a2a.Tensor, error) {
+	d, err := check.MakeData(cs, seed, c.Rank())
+	if err != nil {
+		return d, a2a.Tensor{}, err
+	}
+	if err := c.SetRankTokens(cs.Tokens); err != nil {
+		return d, a2a.Tensor{}, err
+	}
+	x, err := uploadNew(c.Device(), [4]int{cs.Batch, cs.Tokens[c.Rank()], cs.Heads, cs.HeadDim}, cs.DType, d.X)
+	return d, x, err
 }
 
 // recordingRank is an Exchanger that keeps what each of its rounds

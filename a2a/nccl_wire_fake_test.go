@@ -18,14 +18,7 @@ import (
 // wireOps runs the four operations on c, each after the last, for case cs
 // (random input of this rank's tokens), and waits for them.
 func wireOps(c *a2a.Comm, cs check.Case) error {
-	d, err := check.MakeData(cs, 11, c.Rank())
-	if err != nil {
-		return err
-	}
-	if err := c.SetRankTokens(cs.Tokens); err != nil {
-		return err
-	}
-	x, err := uploadNew(c.Device(), [4]int{cs.Batch, cs.Tokens[c.Rank()], cs.Heads, cs.HeadDim}, cs.DType, d.X)
+	_, x, err := uploadInput(c, cs, 11)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package plan_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,83 +46,50 @@ func packArea(w plan.WirePack, tensors [][]byte, d int) []byte {
 // and zero token counts, uneven heads, strided inputs (the pack area is
 // dense whatever the stride), packed tensors.
 func TestWireBoxes(t *testing.T) {
-	cases := []struct {
-		tokens       []int
-		b, h, d      int
-		pad, tensors int
-	}{
-		{[]int{3, 5}, 2, 4, 8, 0, 1},
-		{[]int{4, 0, 7}, 1, 40, 4, 0, 1},
-		{[]int{2, 3, 1, 0, 5}, 3, 7, 2, 3, 2},
-		{[]int{6, 6, 6, 6}, 1, 8, 16, 8, 3},
-		{[]int{5}, 2, 3, 8, 1, 1},
-	}
-	for _, c := range cases {
+	for _, c := range []opCase{
+		{[]int{3, 5}, 2, 4, 8, 2, 0, 1},
+		{[]int{4, 0, 7}, 1, 40, 4, 2, 0, 1},
+		{[]int{2, 3, 1, 0, 5}, 3, 7, 2, 2, 3, 2},
+		{[]int{6, 6, 6, 6}, 1, 8, 16, 2, 8, 3},
+		{[]int{5}, 2, 3, 8, 2, 1, 1},
+	} {
 		P := len(c.tokens)
-		s := ref.Shape{Batch: c.b, Heads: c.h, HeadDim: c.d, ElemSize: 2, Tokens: c.tokens}
-		require.NoError(t, s.Validate())
 		ts := plan.NewTokens(c.tokens)
-		for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather, ptx.OpHeadAllGather} {
-			if op == ptx.OpAllGather && c.tensors > 1 {
-				continue
-			}
-			t.Run(fmt.Sprintf("%s/%v/h%d/pad%d/x%d", op, c.tokens, c.h, c.pad, c.tensors), func(t *testing.T) {
-				halves := make([][]byte, P)
-				for q := range halves {
-					halves[q] = make([]byte, 1<<20)
-				}
-				wants := make([][][]byte, c.tensors) // [tensor][rank]
-				var plans []plan.Plan
-				packs := make([][]plan.WirePack, P) // [on rank][of rank]
-				for rank := range P {
-					packs[rank] = make([]plan.WirePack, P)
-					var r plan.Request
-					r.Op, r.N, r.Heads = op, c.tensors, c.h
-					dense := make([][]byte, c.tensors) // this rank's input rows, in order
-					for k := range c.tensors {
-						local, shape, want := opData(t, s, op, rank, uint64(31*k+3))
-						wants[k] = want
-						stride := 0
-						if c.pad > 0 {
-							stride = shape[2]*shape[3] + c.pad
-						}
-						var err error
-						r.Xs[k], err = plan.NewInput(0x10000, shape, stride, 2)
-						require.NoError(t, err)
-						dense[k] = local
-					}
-					env := plan.Env{DType: api.BFloat16, Wire: api.WireE4M3, Rank: rank, World: P,
-						Layout: plan.Layout{DataBytes: 1 << 20}, Buf: 1 << 40, Widths: []int{2}}
-					p, err := plan.Make(r, env, ts, 0)
-					require.NoError(t, err)
-					plans = append(plans, p)
-					w := plan.NewWirePack(&r, rank, P, ts)
-					require.Equal(t, int(w.Rows), rowsOf(dense[0], c.d), "the pack holds every input row")
-					for q := range P {
-						packs[rank][q] = plan.NewWirePack(&r, q, P, ts)
-					}
-					area := packArea(w, dense, c.d)
-					cs := plan.WireBoxes(nil, &r, &p, w, rank, P, ts)
-					applyCopies(cs, [][]byte{area, area, area, area}, halves)
-				}
-				for on := range P { // every rank lays out every rank's area alike
-					require.Equal(t, packs[on], packs[(on+1)%P])
-				}
+		eachOp(t, c, func(t *testing.T, op ptx.Op, rs []plan.Request, dense, wants [][][]byte) {
+			halves := newHalves(P)
+			plans := make([]plan.Plan, P)
+			packs := make([][]plan.WirePack, P) // [on rank][of rank]
+			for rank, r := range rs {
+				env := plan.Env{DType: api.BFloat16, Wire: api.WireE4M3, Rank: rank, World: P,
+					Layout: plan.Layout{DataBytes: 1 << 20}, Buf: 1 << 40, Widths: []int{2}}
+				var err error
+				plans[rank], err = plan.Make(r, env, ts, 0)
+				require.NoError(t, err)
+				packs[rank] = make([]plan.WirePack, P)
 				for q := range P {
-					p := plans[q]
-					for k := range c.tensors {
-						want := wants[k][q]
-						rows := len(want) / (2 * c.d)
-						for i := range rows {
-							codes, scale := rowCodes(want[i*2*c.d : (i+1)*2*c.d])
-							at := p.StageOff + int64(k)*p.StageRegion + int64(i*c.d)
-							require.Equal(t, codes, halves[q][at:at+int64(c.d)], "rank %d tensor %d row %d: codes", q, k, i)
-							require.Equal(t, scale, halves[q][p.ScaleOff+int64(k)*p.ScaleRegion+int64(i)], "rank %d tensor %d row %d: scale", q, k, i)
-						}
+					packs[rank][q] = plan.NewWirePack(&r, q, P, ts)
+				}
+				w := packs[rank][rank]
+				require.Equal(t, int(w.Rows), rowsOf(dense[rank][0], c.d), "the pack holds every input row")
+				area := packArea(w, dense[rank], c.d)
+				cs := plan.WireBoxes(nil, &r, &plans[rank], w, rank, P, ts)
+				applyCopies(cs, [][]byte{area, area, area, area}, halves)
+			}
+			for on := range P { // every rank lays out every rank's area alike
+				require.Equal(t, packs[on], packs[(on+1)%P])
+			}
+			for q, p := range plans {
+				for k := range c.tensors {
+					want := wants[k][q]
+					for i := range rowsOf(want, c.d) {
+						codes, scale := rowCodes(want[i*2*c.d : (i+1)*2*c.d])
+						at := p.StageOff + int64(k)*p.StageRegion + int64(i*c.d)
+						require.Equal(t, codes, halves[q][at:at+int64(c.d)], "rank %d tensor %d row %d: codes", q, k, i)
+						require.Equal(t, scale, halves[q][p.ScaleOff+int64(k)*p.ScaleRegion+int64(i)], "rank %d tensor %d row %d: scale", q, k, i)
 					}
 				}
-			})
-		}
+			}
+		})
 	}
 }
 
