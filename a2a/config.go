@@ -61,8 +61,9 @@ type Config struct {
 	Mover Mover
 
 	// NumSMs is the number of thread blocks each kernel runs (one per SM);
-	// 0 uses every SM. Fewer leave room for kernels running beside the
-	// copy. All ranks use the smallest value any of them asks for.
+	// 0, or more than the device has, uses every SM. Fewer leave room for
+	// kernels running beside the copy. All ranks use the smallest value
+	// any of them asks for.
 	NumSMs int
 
 	// Timeout bounds every barrier wait; 0 means DefaultTimeout.
@@ -163,10 +164,12 @@ func (c Config) validate() error {
 }
 
 // blocks is how many thread blocks this rank wishes its kernels to run on
-// a device of sms SMs: one per SM it may use.
+// a device of sms SMs: one per SM it may use, never more than the SMs (the
+// protocol's waits rely on a block an SM: with 264 blocks on an H200's
+// 132, a graph's replay found a data half written twice in a row).
 func (c Config) blocks(sms int) int {
 	n := c.NumSMs
-	if n == 0 {
+	if n == 0 || n > sms {
 		n = sms
 	}
 	return min(n, maxBlocks)

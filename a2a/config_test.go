@@ -104,6 +104,18 @@ func TestConfigValidateBad(t *testing.T) {
 	}
 }
 
+// A rank's blocks: every SM by default, fewer when asked, never more than
+// the device's SMs nor maxBlocks.
+func TestConfigBlocks(t *testing.T) {
+	for _, c := range []struct{ numSMs, sms, want int }{
+		{0, 132, 132}, {32, 132, 32}, {132, 132, 132}, {264, 132, 132}, {maxBlocks, 132, 132}, {0, 2000, maxBlocks},
+	} {
+		cfg := goodConfig()
+		cfg.NumSMs = c.numSMs
+		assert.Equal(t, c.want, cfg.blocks(c.sms), "NumSMs %d on %d SMs", c.numSMs, c.sms)
+	}
+}
+
 // MaxTokens*HiddenDim*elem must not wrap around int64 and slip under the
 // maxDataBytes check.
 func TestConfigValidateCapacityOverflow(t *testing.T) {
