@@ -31,6 +31,9 @@
 #   world1: a rank alone, the four operations, exact and e4m3, twice
 #   world1-cmp: the same with ulysses-old and ulysses, then both staged
 #   ncu1: Nsight Compute on a rank alone, exact and e4m3
+#   reasons: the NCCL transport at world one without --nccl-self beside
+#           PyTorch (both a local copy), the NCCL tests under NCCL's network
+#           settings, a rank alone on 32 SMs timed and under Nsight Compute
 #   nccl-wire: the fp8 wire over NCCL at world one: the NCCL tests with it
 #           (every byte through NCCL, then the own box copied), check in
 #           both formats, and the bench's phases beside the exact wire
@@ -235,6 +238,19 @@ world1-cmp)
 	for b in ulysses-old ulysses; do
 		step "staged-$b" 120 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
 			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
+	done
+	;;
+reasons)
+	step nccl-world1-local 150 '"$bin/ulysses" bench --world 1 --transport nccl --wires exact,e4m3 --dtypes bf16 \
+		--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --compare nccl --json '"$logs/nccl-world1-local.json"
+	step nccl-tests-net-self 120 "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 ULYSSES_TEST_NCCL=self suite A -test.run '^TestNCCLTransport$'"
+	step world1-sms32 120 '"$bin/ulysses" bench --world 1 --sms 32 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+		--ops send_recv_heads,gather_heads,all_gather --iters 200 --json '"$logs/world1-sms32.json"
+	for w in exact e4m3; do
+		step "ncu32-$w" 120 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
+			--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
+			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --sms 32 --dtypes bf16 --wires $w \
+			--bytes 128M --ops send_recv_heads --iters 4"
 	done
 	;;
 nccl-wire)
