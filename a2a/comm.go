@@ -188,8 +188,9 @@ func (c *Comm) WorldSize() int { return c.cfg.WorldSize }
 func (c *Comm) Device() *Device { return c.dev }
 
 // Blocks returns the number of thread blocks each kernel runs: this
-// rank's wish until Connect, the group's least after (0 over NCCL, whose
-// own kernels move the bytes).
+// rank's wish until Connect, the group's least after (over NCCL, whose own
+// kernels move the bytes, 0, or with the fp8 wire this rank's wish, the
+// most its conversions run).
 func (c *Comm) Blocks() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

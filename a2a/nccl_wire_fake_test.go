@@ -116,6 +116,32 @@ func requireWirePhases(t *testing.T, ps []nccltransport.Phase, ops int) {
 	require.Equal(t, ops, n)
 }
 
+// TestFakeNCCLWireBlocks: over NCCL the wire's conversions run this
+// rank's blocks at most (Config.NumSMs), which Blocks reports; without the
+// wire Blocks is 0 (NCCL's kernels move the bytes).
+func TestFakeNCCLWireBlocks(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=2", fakecuda.EnvKernelsDone+"=1")
+	fakeNCCL(t, fakenccl.EnvP2PWait+"=20000")
+	cs := check.Case{Name: "blocks", Batch: 1, Tokens: []int{4096}, Heads: 8, HeadDim: 128, DType: a2a.BFloat16} // 8 MiB: 512 blocks' worth
+	maxTokens, hidden := check.Capacity(cs)
+	for _, c := range []struct {
+		wire   a2a.Wire
+		numSMs int
+		want   int
+	}{{a2a.WireExact, 0, 0}, {a2a.WireE4M3, 0, 132}, {a2a.WireE4M3, 8, 8}} {
+		comms := ncclGroup(t, a2a.Config{MaxTokens: maxTokens, HiddenDim: hidden, DType: cs.DType, Wire: c.wire, NumSMs: c.numSMs}, 1)
+		require.Equal(t, c.want, comms[0].Blocks(), "%v wire, NumSMs %d", c.wire, c.numSMs)
+		require.NoError(t, wireOps(comms[0], cs))
+		if c.wire.Lossy() {
+			calls, err := fakecuda.ReadCalls(lib)
+			require.NoError(t, err)
+			require.EqualValues(t, c.want, calls.Launch.Grid[0], "the last unpack's grid")
+		}
+		require.NoError(t, comms[0].Close())
+	}
+	requireReleased(t, lib)
+}
+
 // TestFakeNCCLWireCapacity: an operation whose rows some rank's pack area
 // cannot hold (rank 0 holding every token of a SendRecvHeads of four ranks:
 // its input is four times an output) is refused with ErrCapacity on every

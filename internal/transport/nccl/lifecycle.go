@@ -103,8 +103,14 @@ func (t *Transport) Widths() []int { return t.vecs }
 // Kind is TransportNCCL.
 func (t *Transport) Kind() api.Transport { return api.TransportNCCL }
 
-// Blocks is 0: NCCL's kernels move the bytes.
-func (t *Transport) Blocks() int { return 0 }
+// Blocks is 0, NCCL's kernels moving the bytes, or with the fp8 wire the
+// most blocks its conversions run (this rank's wish: no peer shares them).
+func (t *Transport) Blocks() int {
+	if t.env.Wire.Lossy() {
+		return t.env.Blocks
+	}
+	return 0
+}
 
 // Pad is only asked for by CaptureGraph, which this transport cannot serve.
 func (t *Transport) Pad(transport.LaunchSpec) error {

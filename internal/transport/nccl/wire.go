@@ -88,14 +88,15 @@ func (t *Transport) unpack(p plan.Plan, half driver.DevicePtr, s driver.Stream) 
 }
 
 // launch enqueues f with t.args on s, one block per wireBytesPerBlock of
-// bytes, up to one per SM, holding the share's launch gate so that no
-// graveyard release starts while it may run. f is 0 where planWire did not
-// load it: a bug, refused before the driver sees it.
+// bytes, up to the rank's blocks (Config.NumSMs: one per SM it may use),
+// holding the share's launch gate so that no graveyard release starts
+// while it may run. f is 0 where planWire did not load it: a bug, refused
+// before the driver sees it.
 func (t *Transport) launch(f driver.Function, bytes int64, s driver.Stream) error {
 	if f == 0 {
 		return fmt.Errorf("a2a: launching an fp8 wire kernel that was not loaded: %w", api.ErrNotSupported)
 	}
-	grid := uint32(min(max(bytes/wireBytesPerBlock, 1), int64(max(t.env.SMs, 1))))
+	grid := uint32(min(max(bytes/wireBytesPerBlock, 1), int64(max(t.env.Blocks, 1))))
 	t.env.Share.Gate.RLock()
 	err := t.env.Ctx.Launch(f, [3]uint32{grid, 1, 1}, [3]uint32{kernelabi.Threads, 1, 1}, 0, s, t.params[:])
 	t.env.Share.Gate.RUnlock()
