@@ -101,18 +101,22 @@ func newHalves(P int) [][]byte {
 	return halves
 }
 
+// opCases are the copy plans' tests' cases: uneven and zero token counts,
+// uneven heads, strided inputs, packed tensors, both element sizes.
+var opCases = []opCase{
+	{[]int{3, 5}, 2, 4, 8, 2, 0, 1},
+	{[]int{4, 0, 7}, 1, 40, 4, 2, 0, 1},
+	{[]int{2, 3, 1, 0, 5}, 3, 7, 2, 2, 3, 2},
+	{[]int{6, 6, 6, 6}, 1, 8, 16, 2, 8, 3},
+	{[]int{0, 0, 9}, 2, 5, 3, 1, 0, 4},
+	{[]int{5}, 1, 3, 8, 2, 1, 1},
+}
+
 // TestCopyPlans moves every operation's bytes with the copy plans on the
-// host and compares every rank's output with the reference: uneven and
-// zero token counts, uneven heads, strided inputs, packed tensors.
+// host and compares every rank's output with the reference, in every case
+// of opCases.
 func TestCopyPlans(t *testing.T) {
-	for _, c := range []opCase{
-		{[]int{3, 5}, 2, 4, 8, 2, 0, 1},
-		{[]int{4, 0, 7}, 1, 40, 4, 2, 0, 1},
-		{[]int{2, 3, 1, 0, 5}, 3, 7, 2, 1, 3, 2},
-		{[]int{6, 6, 6, 6}, 1, 8, 16, 2, 8, 3},
-		{[]int{0, 0, 9}, 2, 5, 3, 1, 0, 4},
-		{[]int{5}, 1, 3, 8, 2, 1, 1},
-	} {
+	for _, c := range opCases {
 		P := len(c.tokens)
 		ts := plan.NewTokens(c.tokens)
 		dt := map[int]api.DType{1: api.Float8E4M3, 2: api.BFloat16}[c.es]

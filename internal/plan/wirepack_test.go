@@ -44,15 +44,13 @@ func packArea(w plan.WirePack, tensors [][]byte, d int) []byte {
 // that every rank's staging area holds, at each output row, the codes and
 // scale byte of the row the reference puts there: every operation, uneven
 // and zero token counts, uneven heads, strided inputs (the pack area is
-// dense whatever the stride), packed tensors.
+// dense whatever the stride), packed tensors: the cases of opCases with
+// 16-bit elements, which the wire carries.
 func TestWireBoxes(t *testing.T) {
-	for _, c := range []opCase{
-		{[]int{3, 5}, 2, 4, 8, 2, 0, 1},
-		{[]int{4, 0, 7}, 1, 40, 4, 2, 0, 1},
-		{[]int{2, 3, 1, 0, 5}, 3, 7, 2, 2, 3, 2},
-		{[]int{6, 6, 6, 6}, 1, 8, 16, 2, 8, 3},
-		{[]int{5}, 2, 3, 8, 2, 1, 1},
-	} {
+	for _, c := range opCases {
+		if c.es != 2 {
+			continue
+		}
 		P := len(c.tokens)
 		ts := plan.NewTokens(c.tokens)
 		eachOp(t, c, func(t *testing.T, op ptx.Op, rs []plan.Request, dense, wants [][][]byte) {
