@@ -31,6 +31,9 @@
 #   world1: a rank alone, the four operations, exact and e4m3, twice
 #   world1-cmp: the same with ulysses-old and ulysses, then both staged
 #   ncu1: Nsight Compute on a rank alone, exact and e4m3
+#   ncu-src: Nsight Compute's per-instruction view (SASS, executed
+#           instructions and stalls, as CSV) of the wire's direct path, a rank
+#           alone on 32 SMs, 128 MiB SendRecvHeads: where its instructions go
 #   reasons: the NCCL transport at world one without --nccl-self beside
 #           PyTorch (both a local copy), the NCCL tests under NCCL's network
 #           settings, a rank alone on 32 SMs timed and under Nsight Compute
@@ -239,6 +242,11 @@ world1-cmp)
 		step "staged-$b" 120 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
 			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
 	done
+	;;
+ncu-src)
+	step ncu-src-e4m3 200 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads_wire' --launch-skip 4 --launch-count 1 \
+		--section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+		\"\$bin/ulysses\" bench --single-process --world 1 --sms 32 --dtypes bf16 --wires e4m3 --bytes 128M --ops send_recv_heads --iters 4"
 	;;
 reasons)
 	step nccl-world1-local 150 '"$bin/ulysses" bench --world 1 --transport nccl --wires exact,e4m3 --dtypes bf16 \
