@@ -171,20 +171,23 @@ func writePhaseTable(w io.Writer, rows []benchRow) {
 			continue
 		}
 		if !head {
-			fmt.Fprintf(w, "NCCL transport phases (--nccl-self), median device time per operation, us (encode and decode: the fp8 wire's); NCCL's own send to itself and ncclAlltoAll of the bytes (world one):\n%-16s %-6s %-5s %10s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s\n",
-				"op", "dtype", "wire", "bytes", "encode", "own", "pack", "group", "unpack", "decode", "sum", "median", "nccl-self", "alltoall")
+			fmt.Fprintf(w, "NCCL transport phases (--nccl-self), median device time per operation, us (encode and decode: the fp8 wire's); NCCL's own send to itself and ncclAlltoAll of the bytes (world one), and the same send on a window and ncclAlltoAll of the zero-CTA policy (0: not in this NCCL):\n%-16s %-6s %-5s %10s %8s %8s %8s %8s %8s %8s %8s %8s %9s %9s %9s %9s\n",
+				"op", "dtype", "wire", "bytes", "encode", "own", "pack", "group", "unpack", "decode", "sum", "median", "nccl-self", "alltoall", "window", "cta0-a2a")
 			head = true
 		}
-		var self, a2a float64
-		if ref := r.NCCLReference; ref != nil {
-			self, a2a = ref.SendSelfUS, ref.AlltoAllUS
+		var ref ncclReference
+		if r.NCCLReference != nil {
+			ref = *r.NCCLReference
 		}
 		wire := r.Wire
 		if wire == "" {
 			wire = "exact"
 		}
 		sum := p.Encode + p.Own + p.Pack + p.Group + p.Unpack + p.Decode
-		fmt.Fprintf(w, "%-16s %-6s %-5s %10s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %9.1f\n", r.Op, r.DType, wire, formatBytes(float64(r.BytesPerRank)),
-			p.Encode, p.Own, p.Pack, p.Group, p.Unpack, p.Decode, sum, r.MedianUS, self, a2a)
+		fmt.Fprintf(w, "%-16s %-6s %-5s %10s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.1f %9.1f %9.1f %9.1f\n", r.Op, r.DType, wire, formatBytes(float64(r.BytesPerRank)),
+			p.Encode, p.Own, p.Pack, p.Group, p.Unpack, p.Decode, sum, r.MedianUS, ref.SendSelfUS, ref.AlltoAllUS, ref.WindowSendSelfUS, ref.ZeroCTAAlltoAllUS)
+		if ref.Note != "" {
+			fmt.Fprintf(w, "  (%s)\n", ref.Note)
+		}
 	}
 }

@@ -40,7 +40,11 @@ func TestPhaseTable(t *testing.T) {
 	writePhaseTable(&b, []benchRow{{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 128 << 10,
 		MedianUS: 30, Phases: &phaseTimes{Own: 0.5, Pack: 1.25, Group: 20, Unpack: 2}, NCCLReference: &ncclReference{SendSelfUS: 9.5}}})
 	require.Contains(t, b.String(), "NCCL transport phases (--nccl-self)")
-	require.Regexp(t, `send_recv_heads\s+bf16\s+exact\s+128 KiB\s+0\.0\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+0\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0`, b.String())
+	require.Regexp(t, `send_recv_heads\s+bf16\s+exact\s+128 KiB\s+0\.0\s+0\.5\s+1\.2\s+20\.0\s+2\.0\s+0\.0\s+23\.8\s+30\.0\s+9\.5\s+0\.0\s+0\.0\s+0\.0\n`, b.String())
+	b.Reset()
+	writePhaseTable(&b, []benchRow{{Op: "send_recv_heads", DType: "bf16", BytesPerRank: 128 << 10, MedianUS: 12, Phases: &phaseTimes{Group: 10},
+		NCCLReference: &ncclReference{SendSelfUS: 14, AlltoAllUS: 7.5, WindowSendSelfUS: 11.25, Note: "ncclAlltoAll of the zero-CTA policy: refused"}}})
+	require.Regexp(t, `128 KiB(\s+[0-9.]+){8}\s+14\.0\s+7\.5\s+11\.2\s+0\.0\n  \(ncclAlltoAll of the zero-CTA policy: refused\)\n`, b.String(), "the references, and what failed")
 	b.Reset()
 	writePhaseTable(&b, []benchRow{{Op: "all_gather", DType: "bf16", Wire: "e4m3", BytesPerRank: 8 << 20,
 		MedianUS: 50, Phases: &phaseTimes{Encode: 7, Own: 0.5, Pack: 1, Group: 20, Unpack: 2, Decode: 9.5}}})
