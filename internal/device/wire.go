@@ -62,11 +62,17 @@ func (k *WireKernels) Load(op ptx.Op, width, decodeWidth int, decode bool, timeo
 	if err := k.set.ensure(i, timeout); err != nil || !decode {
 		return err
 	}
-	j, ok := k.decode[decodeWidth]
+	return k.ensureAt(k.decode, decodeWidth, "decode", timeout)
+}
+
+// ensureAt makes sure entry m[width] (what names it in the error) is
+// loaded, as Load does.
+func (k *WireKernels) ensureAt(m map[int]int, width int, what string, timeout time.Duration) error {
+	i, ok := m[width]
 	if !ok {
-		return fmt.Errorf("a2a: no fp8 wire decode for %d-byte vectors: %w", decodeWidth, api.ErrNotSupported)
+		return fmt.Errorf("a2a: no fp8 wire %s for %d-byte vectors: %w", what, width, api.ErrNotSupported)
 	}
-	return k.set.ensure(j, timeout)
+	return k.set.ensure(i, timeout)
 }
 
 // Op returns the exchange of op at width, 0 unless loaded. Allocation-free.
@@ -84,20 +90,10 @@ func (k *WireKernels) Decode(width int) driver.Function { return k.loaded(k.deco
 // LoadPacks makes sure the pack at width and the unpack at unpackWidth are
 // loaded, as Load does.
 func (k *WireKernels) LoadPacks(width, unpackWidth int, timeout time.Duration) error {
-	for _, e := range [2]struct {
-		m     map[int]int
-		width int
-		what  string
-	}{{k.pack, width, "pack"}, {k.unpack, unpackWidth, "unpack"}} {
-		i, ok := e.m[e.width]
-		if !ok {
-			return fmt.Errorf("a2a: no fp8 wire %s for %d-byte vectors: %w", e.what, e.width, api.ErrNotSupported)
-		}
-		if err := k.set.ensure(i, timeout); err != nil {
-			return err
-		}
+	if err := k.ensureAt(k.pack, width, "pack", timeout); err != nil {
+		return err
 	}
-	return nil
+	return k.ensureAt(k.unpack, unpackWidth, "unpack", timeout)
 }
 
 // Pack returns the pack at width, 0 unless loaded. Allocation-free.

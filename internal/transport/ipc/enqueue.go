@@ -77,24 +77,9 @@ func (t *Transport) Enqueue(p plan.Plan, ls transport.LaunchSpec) error {
 		return t.enqueueWire(p, ls)
 	}
 	if p.General {
-		t.setGeneral(p)
+		transport.SetGeneralArgs(&t.args, p)
 	}
 	return t.launchOp(t.k.Func(kindFor(p, ls.Captured), p.Op, p.Width), ls.Stream)
-}
-
-// setGeneral fills in the general entries' part of the argument.
-func (t *Transport) setGeneral(p plan.Plan) {
-	t.args.Units = uint32(p.Units)
-	t.args.Inputs = p.Inputs
-	t.args.Region = uint64(p.Region)
-	t.args.Heads = p.Heads
-	t.args.Tensors = uint32(p.Tensors)
-	t.args.HeadUnits = uint32(p.HeadUnits)
-	t.args.InRow = uint32(p.InRow)
-	t.args.WalkTotal = 0
-	if p.WalkTotal {
-		t.args.WalkTotal = 1
-	}
 }
 
 // launchOp launches f with the current args, after the start barrier with

@@ -9,7 +9,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
-	"github.com/ulysses-go/ulysses/ptx"
+	"github.com/ulysses-go/ulysses/internal/transport"
 )
 
 // The fp8 wire over NCCL (package plan, wirepack.go, has the layout): a
@@ -21,16 +21,10 @@ import (
 // stream order puts the pack before the sends and the unpack after the
 // last receive.
 
-// wireBytesPerBlock is how many bytes of input (pack) or output (unpack)
-// one block of the wire's launches takes at least, as the IPC transport's
-// decode does.
-const wireBytesPerBlock = 16 << 10
-
 // wirePlan is what planWire adds to an operation's plan.
 type wirePlan struct {
-	on                 bool
-	pack               plan.WirePack // this rank's pack area
-	width, unpackWidth int           // the pack's and the unpack's entry widths
+	on   bool
+	pack plan.WirePack // this rank's pack area
 }
 
 // planWire lays out this rank's pack area for r, refuses an operation
@@ -47,25 +41,26 @@ func (t *Transport) planWire(p *plan.Plan, r *plan.Request, ts plan.Tokens) erro
 		if elems := pk.Rows * int64(r.Xs[0].Shape[3]); elems > math.MaxInt32 {
 			return fmt.Errorf("a2a: %s over the %v wire: %d input elements per tensor on rank %d, over the kernels' 32-bit limit: %w", r.Op, p.Wire, elems, q, api.ErrCapacity)
 		}
+		if q == t.env.Rank {
+			t.plan.wire = wirePlan{on: true, pack: pk}
+		}
 	}
-	t.plan.wire = wirePlan{on: true, pack: plan.NewWirePack(r, t.env.Rank, t.env.World, ts), width: p.WireWidth, unpackWidth: p.DecodeWidth}
 	return t.wire.LoadPacks(p.WireWidth, p.DecodeWidth, time.Duration(t.timeout.Load()))
 }
 
 // pack enqueues the quantization of p's inputs into the pack area on s.
 func (t *Transport) pack(p plan.Plan, s driver.Stream) error {
-	w := &t.plan.wire
-	if w.pack.Rows == 0 {
+	pk := &t.plan.wire.pack
+	if pk.Rows == 0 {
 		return nil
 	}
 	a := &t.args
+	transport.SetGeneralArgs(a, p)
 	a.Data[0] = uint64(t.packArea)
-	a.Inputs, a.InRow, a.HeadUnits, a.Tensors = p.Inputs, uint32(p.InRow), uint32(p.HeadUnits), uint32(p.Tensors)
-	a.Stage, a.StageRegion = 0, uint64(w.pack.CodeRegion)
-	a.Scales, a.ScaleRegion = uint64(w.pack.ScaleOff), uint64(w.pack.ScaleRegion)
-	a.WireRows, a.InHeads, a.WireMode = uint32(w.pack.Rows), uint32(w.pack.InHeads), kernelabi.WirePack
-	in := w.pack.Rows * p.HeadUnits * 2 * int64(p.Tensors)
-	return t.launch(t.wire.Pack(w.width), in, s)
+	a.Stage, a.StageRegion = 0, uint64(pk.CodeRegion)
+	a.Scales, a.ScaleRegion = uint64(pk.ScaleOff), uint64(pk.ScaleRegion)
+	a.WireRows, a.InHeads, a.WireMode = uint32(pk.Rows), uint32(pk.InHeads), kernelabi.WirePack
+	return t.launch(t.wire.Pack(p.WireWidth), pk.Rows*p.HeadUnits*2*int64(p.Tensors), s)
 }
 
 // unpack enqueues the decode of the staging area of the data half at half
@@ -75,33 +70,16 @@ func (t *Transport) unpack(p plan.Plan, half driver.DevicePtr, s driver.Stream) 
 		return nil
 	}
 	a := &t.args
-	a.Rank, a.World, a.Batch = uint32(t.env.Rank), uint32(t.env.World), uint32(p.Batch)
+	transport.SetGeneralArgs(a, p)
+	transport.SetWireStaging(a, p)
+	a.Batch = uint32(p.Batch)
 	a.Data[t.env.Rank] = uint64(half)
-	a.Region, a.HeadUnits, a.Tensors = uint64(p.Region), uint32(p.HeadUnits), uint32(p.Tensors)
-	a.Stage, a.StageRegion = uint64(p.StageOff), uint64(p.StageRegion)
-	a.Scales, a.ScaleRegion = uint64(p.ScaleOff), uint64(p.ScaleRegion)
-	a.OutHeads, a.OutRankTokens = uint32(p.Out[2]), 0
-	if p.Op == ptx.OpGatherHeads {
-		a.OutRankTokens = 1
-	}
-	return t.launch(t.wire.Unpack(t.plan.wire.unpackWidth), p.OutBytes*int64(p.Tensors), s)
+	return t.launch(t.wire.Unpack(p.DecodeWidth), p.OutBytes*int64(p.Tensors), s)
 }
 
-// launch enqueues f with t.args on s, one block per wireBytesPerBlock of
-// bytes, up to the rank's blocks (Config.NumSMs: one per SM it may use),
-// holding the share's launch gate so that no graveyard release starts
-// while it may run. f is 0 where planWire did not load it: a bug, refused
-// before the driver sees it.
+// launch enqueues f with t.args on s (Env.Launch), over bytes
+// (transport.WireBlocks), at most the rank's blocks (Config.NumSMs: one
+// per SM it may use).
 func (t *Transport) launch(f driver.Function, bytes int64, s driver.Stream) error {
-	if f == 0 {
-		return fmt.Errorf("a2a: launching an fp8 wire kernel that was not loaded: %w", api.ErrNotSupported)
-	}
-	grid := uint32(min(max(bytes/wireBytesPerBlock, 1), int64(max(t.env.Blocks, 1))))
-	t.env.Share.Gate.RLock()
-	err := t.env.Ctx.Launch(f, [3]uint32{grid, 1, 1}, [3]uint32{kernelabi.Threads, 1, 1}, 0, s, t.params[:])
-	t.env.Share.Gate.RUnlock()
-	if err != nil {
-		return api.WrapDriver("launching an fp8 wire kernel", err)
-	}
-	return nil
+	return t.env.Launch(f, transport.WireBlocks(bytes, t.env.Blocks), kernelabi.Threads, s, t.params[:])
 }
