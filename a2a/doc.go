@@ -79,9 +79,8 @@
 // capability 9.0 or later) and about 1.56 times the buffer; over CUDA IPC,
 // operations of 4 MiB a rank or more cost a second launch that decodes the
 // peers' rows, smaller ones send the rounded 16-bit values in one. Over
-// NCCL, where halving the bytes pays most, a launch quantizes the rank's
-// rows before NCCL's transfer and another decodes after it, with one more
-// buffer half of staging.
+// NCCL a launch quantizes the rank's rows before NCCL's transfer and
+// another decodes after it, with one more buffer half of staging.
 //
 // # Views
 //
