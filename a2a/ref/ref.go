@@ -323,27 +323,3 @@ func everyRank(op string, s Shape, in [][]byte, inBytes, outBytes func(int) int,
 	}
 	return out, nil
 }
-
-// FillRandom fills buf with deterministic pseudo-random bytes derived from
-// (seed, rank) using splitmix64. The same (seed, rank) gives the same bytes
-// on every machine, and a shorter buffer gets a prefix of a longer one's
-// bytes. Every byte is in [1, 255] (never zero), so a destination byte that
-// an implementation forgets to write into a zeroed buffer always shows up.
-func FillRandom(buf []byte, seed uint64, rank int) {
-	state := mix64(seed) ^ mix64(uint64(int64(rank))+0x632be59bd9b4e019)
-	var v uint64
-	for i := range buf {
-		if i%8 == 0 {
-			state += 0x9e3779b97f4a7c15
-			v = mix64(state)
-		}
-		buf[i] = 1 + byte(v>>(8*(i%8)))%255
-	}
-}
-
-// mix64 is the splitmix64 output function.
-func mix64(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}

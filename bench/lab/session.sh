@@ -40,6 +40,12 @@
 #   nccl-wire: the fp8 wire over NCCL at world one: the NCCL tests with it
 #           (every byte through NCCL, then the own box copied), check in
 #           both formats, and the bench's phases beside the exact wire
+#   data: the inputs' data: finite values like activations (the bench's
+#           default) against every bit pattern (--data bits, the fp8 wire's
+#           slowest case): a rank alone, two ranks staged on all SMs and on
+#           32, the staged exchange without its decode (ulysses-nodecode, a
+#           lab build of bench/lab/no-decode.patch), the NCCL wire's phases,
+#           and Nsight Compute's count of the direct path's instructions
 #   world1-d128: a rank alone, this binary against ulysses-d128 (a lab
 #           build whose wide wire path knows head sizes 64 and 128 at
 #           compile time), twice, alternating, then both staged
@@ -269,6 +275,26 @@ nccl-wire)
 	done
 	step nccl-wire-bench 200 '"$bin/ulysses" bench --world 1 --transport nccl --nccl-self --wires exact,e4m3 --dtypes bf16 \
 		--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --compare nccl --json '"$logs/nccl-wire.json"
+	;;
+data)
+	for d in values bits; do
+		step "world1-$d" 120 "\"\$bin/ulysses\" bench --world 1 --data $d --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+			--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$d.json"
+		step "staged-$d" 150 "\"\$bin/ulysses\" bench --single-process --ranks-per-gpu 2 --data $d --dtypes bf16 --wires exact,e4m3 \
+			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$d.json"
+	done
+	step staged-nodecode 150 '"$bin/ulysses-nodecode" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
+		--wire-direct-below 1 --sms 0,32 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json '"$logs/staged-nodecode.json"
+	step staged32-values 150 '"$bin/ulysses" bench --single-process --ranks-per-gpu 2 --sms 32 --dtypes bf16 --wires exact,e4m3 \
+		--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json '"$logs/staged32-values.json"
+	step world1-sms32-values 120 '"$bin/ulysses" bench --world 1 --sms 32 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+		--ops send_recv_heads,gather_heads,all_gather --iters 200 --json '"$logs/world1-sms32-values.json"
+	step nccl-wire-values 150 '"$bin/ulysses" bench --world 1 --transport nccl --nccl-self --wires exact,e4m3 --dtypes bf16 \
+		--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --json '"$logs/nccl-wire-values.json"
+	step ncu-values-e4m3 150 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
+		--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
+		--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --dtypes bf16 --wires e4m3 \
+		--bytes 128M --ops send_recv_heads --iters 4"
 	;;
 world1-d128)
 	for i in 1 2; do

@@ -50,6 +50,8 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 		"with --transport nccl: send each rank's own share through NCCL too (a send to itself and a receive from itself in the group), so that --world 1 times NCCL's path on one GPU, and time each phase of it (own, pack, group, unpack) with device events")
 	fs.StringVar(&o.ncclLaunch, "nccl-launch", "auto",
 		"with --transport nccl: how the NCCL groups are launched: auto (the library's: blocking where NCCL has ncclCommSplit, 2.18 and later, else async), async (on the non-blocking communicator, polled until launched) or blocking (on a blocking communicator split off it at the first operation, under a watchdog)")
+	fs.StringVar(&o.data, "data", "values",
+		"what the inputs hold: values (finite bf16/fp16 values shaped like activations: a magnitude per row, 2^-4 to 2^4) or bits (every bit pattern, NaN and Inf included: the fp8 wire's slowest case); fp8 inputs are always bits")
 	fs.StringVar(&o.compare, "compare", "", `"nccl": also run bench/nccl_bench.py (PyTorch + NCCL) on the same shapes`)
 	if worker {
 		fs.StringVar(&o.results, "results", "", "file where rank 0 writes its results")
@@ -81,6 +83,8 @@ func (o *benchOpts) plan() (benchPlan, error) {
 		return p, fmt.Errorf("--nccl-launch %s launches the NCCL transport's groups: it needs --transport nccl", o.ncclLaunch)
 	case o.ncclLaunch != "auto" && o.singleProcess:
 		return p, fmt.Errorf("--nccl-launch %s sets each rank's process's transport: drop --single-process", o.ncclLaunch)
+	case o.data != "values" && o.data != "bits":
+		return p, fmt.Errorf("--data %q: want values or bits", o.data)
 	case o.compare != "" && o.compare != "nccl":
 		return p, fmt.Errorf("--compare %q: only nccl is known", o.compare)
 	}
@@ -334,7 +338,7 @@ func reportBench(ctx context.Context, start time.Time, world int, res *benchResu
 		Date: start.UTC().Format(time.RFC3339), Command: os.Args, Driver: driverVersion(sys.DriverVersion),
 		DriverVersion: sys.DriverVersion, World: world, Warmup: o.warmup, Iters: o.iters, Rotate: o.rotate,
 		PeerGBps: res.PeerBandwidth / 1e9, PeerPair: res.PeerPair, PeerNote: res.PeerNote, Rows: res.Rows, Notes: res.Notes,
-		NCCLLaunch: plan.launch.String(),
+		NCCLLaunch: plan.launch.String(), Data: o.data,
 	}
 	for _, d := range sys.Devices {
 		rep.GPUs = append(rep.GPUs, d.Name)

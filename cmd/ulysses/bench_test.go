@@ -113,6 +113,18 @@ func TestBenchPlan(t *testing.T) {
 		_, err = o.plan()
 		assert.ErrorContains(t, err, "--wire-direct-below", bad)
 	}
+
+	assert.Equal(t, "values", o.data, "the default")
+	for _, d := range []string{"values", "bits"} {
+		fs, o = newBenchFlags(false)
+		require.NoError(t, fs.Parse([]string{"--data", d}))
+		_, err = o.plan()
+		require.NoError(t, err, d)
+	}
+	fs, o = newBenchFlags(false)
+	require.NoError(t, fs.Parse([]string{"--data", "zeros"}))
+	_, err = o.plan()
+	assert.ErrorContains(t, err, "--data")
 }
 
 func TestParseMover(t *testing.T) {

@@ -14,6 +14,7 @@ type benchOpts struct {
 	warmup, iters, rotate int
 	graphOps              int
 	json, compare, mover  string
+	data                  string // --data: values or bits
 	wires                 string // --wires: the wires each row is timed over
 	wireDirect            string // --wire-direct-below
 	wireLanding           string // --wire-landing
@@ -156,6 +157,7 @@ type benchReport struct {
 	NCCL          []ncclRecord `json:"nccl,omitempty"`
 	NCCLNote      string       `json:"nccl_note,omitempty"`
 	NCCLLaunch    string       `json:"nccl_launch"` // --nccl-launch: auto, async or blocking
+	Data          string       `json:"data"`        // --data: values or bits
 	Compare       []compareRow `json:"compare,omitempty"`
 	Seconds       float64      `json:"seconds"`
 }

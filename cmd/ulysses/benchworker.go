@@ -293,7 +293,13 @@ func uploadBenchInputs(comm *a2a.Comm, dt a2a.DType, o *benchOpts, sz sizePlan) 
 			host = make([]byte, n)
 		}
 		b := host[:t.Bytes()]
-		ref.FillRandom(b, seed, rank)
+		if o.data == "values" && dt.Size() == 2 {
+			if err := ref.FillValues(b, dt, o.headDim, seed, rank); err != nil {
+				return err
+			}
+		} else {
+			ref.FillRandom(b, seed, rank)
+		}
 		return dev.Upload(t, b)
 	}
 	for i := range o.rotate {

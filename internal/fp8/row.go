@@ -106,6 +106,19 @@ func formats(w Wire, h Half) (wf, hf *format, err error) {
 	return wf, hf, nil
 }
 
+// HalfBits returns f as h's bit pattern, rounded as the decode's output
+// conversion rounds (nearest even, saturating to the largest finite value,
+// NaN to the canonical NaN). No allocation.
+func HalfBits(h Half, f float32) (uint16, error) {
+	switch h {
+	case BF16:
+		return bf16.encode(f), nil
+	case FP16:
+		return fp16.encode(f), nil
+	}
+	return 0, fmt.Errorf("%w: Half(%d)", ErrFormat, int(h))
+}
+
 // ScaleExp returns the scale exponent k of row (see the file comment):
 // the smallest k with amax <= MAXW*2^k, clamped to [-120, 120], 0 for a row
 // with no finite nonzero element. One pass over row; no allocation.

@@ -468,3 +468,30 @@ func TestRowNoAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+func TestHalfBits(t *testing.T) {
+	cases := []struct {
+		h    Half
+		f    float32
+		want uint16
+	}{
+		{BF16, 1, 0x3F80},
+		{BF16, -2.5, 0xC020},
+		{BF16, math.Float32frombits(0x3F808000), 0x3F80}, // a tie: to even
+		{BF16, math.Float32frombits(0x3F818000), 0x3F82},
+		{BF16, float32(math.Inf(1)), 0x7F7F}, // saturates
+		{BF16, float32(math.NaN()), 0x7FC0},
+		{FP16, 1, 0x3C00},
+		{FP16, 65504, 0x7BFF},
+		{FP16, 70000, 0x7BFF},
+		{FP16, -0x1p-24, 0x8001}, // the smallest subnormal
+		{FP16, float32(math.NaN()), 0x7E00},
+	}
+	for _, c := range cases {
+		got, err := HalfBits(c.h, c.f)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "Half(%d) of %g", c.h, c.f)
+	}
+	_, err := HalfBits(Half(2), 1)
+	assert.ErrorIs(t, err, ErrFormat)
+}
