@@ -62,18 +62,31 @@ func FillValues(buf []byte, dt a2a.DType, headDim int, seed uint64, rank int) er
 		state += 0x9e3779b97f4a7c15
 		return mix64(state)
 	}
-	unit := func() float64 { return float64(next()>>11) / (1 << 53) } // [0, 1)
-	var scale float64
+	var scale float32
+	var err error
 	for i := 0; i < len(buf)/2; i++ {
 		if i%headDim == 0 {
-			scale = math.Ldexp(1, int(next()%9)-4)
+			scale = float32(math.Ldexp(math.Sqrt(3)/(1<<15), int(next()%9)-4))
 		}
-		bell := (unit() + unit() + unit() + unit() - 2) * math.Sqrt(3) // mean 0, variance 1
-		bits, err := fp8.HalfBits(h, float32(bell*scale))
-		if err != nil {
+		// Four 16-bit uniform values of one draw, summed: a bell of mean
+		// 2^17 and variance 2^32/3 before the shift and the scale.
+		v := next()
+		sum := int32(v&0xFFFF) + int32(v>>16&0xFFFF) + int32(v>>32&0xFFFF) + int32(v>>48)
+		f := float32(sum-1<<17) * scale
+		var bits uint16
+		if h == fp8.BF16 {
+			bits = bf16Nearest(f)
+		} else if bits, err = fp8.HalfBits(h, f); err != nil {
 			return err
 		}
 		binary.LittleEndian.PutUint16(buf[2*i:], bits)
 	}
 	return nil
+}
+
+// bf16Nearest is fp8.HalfBits(fp8.BF16, f) for a finite f below bf16's
+// largest value: the top half of f's bits, rounded to nearest even.
+func bf16Nearest(f float32) uint16 {
+	b := math.Float32bits(f)
+	return uint16((b + 0x7FFF + b>>16&1) >> 16)
 }

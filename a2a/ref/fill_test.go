@@ -2,6 +2,8 @@ package ref
 
 import (
 	"encoding/binary"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -51,4 +53,22 @@ func TestFillValues(t *testing.T) {
 	assert.ErrorIs(t, FillValues(make([]byte, 10), a2a.BFloat16, 4, 1, 0), ErrShape)
 	assert.ErrorIs(t, FillValues(make([]byte, 8), a2a.BFloat16, 0, 1, 0), ErrShape)
 	assert.NoError(t, FillValues(nil, a2a.BFloat16, 4, 1, 0))
+}
+
+// bf16Nearest rounds as fp8.HalfBits does, ties and carries included.
+func TestBF16Nearest(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 100000; i++ {
+		f := math.Float32frombits(r.Uint32N(0x7F7F0000)) // finite, below bf16's largest
+		if i%2 == 1 {
+			f = -f
+		}
+		want, err := fp8.HalfBits(fp8.BF16, f)
+		require.NoError(t, err)
+		require.Equal(t, want, bf16Nearest(f), "%g (%#x)", f, math.Float32bits(f))
+	}
+	for _, b := range []uint32{0x3F808000, 0x3F818000, 0x3F80FFFF, 0x3FFF8000} {
+		want, _ := fp8.HalfBits(fp8.BF16, math.Float32frombits(b))
+		assert.Equal(t, want, bf16Nearest(math.Float32frombits(b)), "%#x", b)
+	}
 }
