@@ -46,6 +46,9 @@
 #           32, the staged exchange without its decode (ulysses-nodecode, a
 #           lab build of bench/lab/no-decode.patch), the NCCL wire's phases,
 #           and Nsight Compute's count of the direct path's instructions
+#   hoist: ulysses-base (built here from the commit before) against
+#           ulysses, a rank alone and two ranks staged on all SMs and on 32,
+#           twice, alternating
 #   world1-d128: a rank alone, this binary against ulysses-d128 (a lab
 #           build whose wide wire path knows head sizes 64 and 128 at
 #           compile time), twice, alternating, then both staged
@@ -295,6 +298,15 @@ data)
 		--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
 		--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --dtypes bf16 --wires e4m3 \
 		--bytes 128M --ops send_recv_heads --iters 4"
+	;;
+hoist)
+	for i in 1 2; do
+		for b in ulysses-base ulysses; do
+			world1 "world1-$b-$i" "$b"
+			step "staged-$b-$i" 150 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
+				--wire-direct-below 1 --sms 0,32 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b-$i.json"
+		done
+	done
 	;;
 world1-d128)
 	for i in 1 2; do

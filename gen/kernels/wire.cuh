@@ -723,6 +723,37 @@ __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
     return amax;
 }
 
+// Stores a lane's chunks of row d's codes (chunk c holds elements
+// (gl + c*G)*8 ..+7 of tensor k, scale exponent s) at every destination of
+// the row: each destination's row address is found once, not once a chunk.
+template <int FMT, int OUT>
+__device__ __forceinline__ void store_row(const Args &a, const Shared &sh, const RowDest &d, u32 k, u32 gl, u32 G, const uint2 (&codes)[WIDE_CHUNKS], int s) {
+    const u32 D = a.head_units;
+    const u64 at = static_cast<u64>(d.row) * D;  // in the output's elements and in codes alike
+    const float p = pow2f(s);
+    for (u32 q = d.q0; q < d.q1; q++) {
+        if (direct_to(a, q)) {
+            u16 *out = reinterpret_cast<u16 *>(sh.data[q] + k * a.region) + at;
+#pragma unroll
+            for (int c = 0; c < WIDE_CHUNKS; c++) {
+                const u32 e = (gl + c * G) * 8u;
+                if (e < D) {
+                    put_values<FMT, OUT, 8>(out + e, codes[c], p);
+                }
+            }
+        } else {
+            u8 *staged = reinterpret_cast<u8 *>(sh.data[q] + a.stage + k * a.stage_region) + at;
+#pragma unroll
+            for (int c = 0; c < WIDE_CHUNKS; c++) {
+                const u32 e = (gl + c * G) * 8u;
+                if (e < D) {
+                    put_codes<8>(staged + e, codes[c]);
+                }
+            }
+        }
+    }
+}
+
 // quantize_rows on the wide path, for rows j0..j1-1 of the walk shared by
 // `slots` warps, this one being slot0 among them: slot t of warp w holds
 // rows j0 + (w + t*slots)*per_warp.., and a warp takes WIDE_ROWS slots at
@@ -772,16 +803,15 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
             }
             const int s = scale_exp<FMT, OUT>(amax[r]);
             const float inv = pow2f(-s);
+            uint2 codes[WIDE_CHUNKS];
 #pragma unroll
             for (int c = 0; c < WIDE_CHUNKS; c++) {
-                const u32 e = (gl + c * G) * 8u;
-                if (e < D) {
-                    uint2 codes;
-                    codes.x = encode4<FMT, OUT>(x[r][c].x, x[r][c].y, inv);
-                    codes.y = encode4<FMT, OUT>(x[r][c].z, x[r][c].w, inv);
-                    store_part<FMT, OUT, 8>(a, sh, d[r], k, e, codes, s);
+                if ((gl + c * G) * 8u < D) {
+                    codes[c].x = encode4<FMT, OUT>(x[r][c].x, x[r][c].y, inv);
+                    codes[c].y = encode4<FMT, OUT>(x[r][c].z, x[r][c].w, inv);
                 }
             }
+            store_row<FMT, OUT>(a, sh, d[r], k, gl, G, codes, s);
             if (gl == 0u) {
                 store_scale(a, sh, d[r], k, s);
             }
