@@ -46,6 +46,8 @@
 #           32, the staged exchange without its decode (ulysses-nodecode, a
 #           lab build of bench/lab/no-decode.patch), the NCCL wire's phases,
 #           and Nsight Compute's count of the direct path's instructions
+#   ncu32: Nsight Compute on a rank alone on 32 SMs, exact and e4m3
+#   wire-final: ulysses check of two ranks over each fp8 wire
 #   hoist: ulysses-base (built here from the commit before) against
 #           ulysses, a rank alone and two ranks staged on all SMs and on 32,
 #           twice, alternating
@@ -101,6 +103,16 @@ suite() { # world (A or B), -test.run or -test.skip, pattern
 world1() { # name, binary
 	step "$1" 120 "\"\$bin/$2\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
 		--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/$1.json"
+}
+# ncu32 is Nsight Compute on a rank alone on 32 SMs, 128 MiB
+# SendRecvHeads, exact and e4m3.
+ncu32() {
+	for w in exact e4m3; do
+		step "ncu32-$w" 120 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
+			--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
+			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --sms 32 --dtypes bf16 --wires $w \
+			--bytes 128M --ops send_recv_heads --iters 4"
+	done
 }
 # stepname is a step's log name: prefix, then the text (a test regex, a
 # binary and its flags) with every character but letters and digits made
@@ -263,11 +275,14 @@ reasons)
 	step nccl-tests-net-self 120 "NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 ULYSSES_TEST_NCCL=self suite A -test.run '^TestNCCLTransport$'"
 	step world1-sms32 120 '"$bin/ulysses" bench --world 1 --sms 32 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
 		--ops send_recv_heads,gather_heads,all_gather --iters 200 --json '"$logs/world1-sms32.json"
-	for w in exact e4m3; do
-		step "ncu32-$w" 120 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
-			--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
-			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --sms 32 --dtypes bf16 --wires $w \
-			--bytes 128M --ops send_recv_heads --iters 4"
+	ncu32
+	;;
+ncu32)
+	ncu32
+	;;
+wire-final)
+	for w in e4m3 e5m2; do
+		step "check-wire-$w" 120 "\"\$bin/ulysses\" check --world 2 --wire $w --dtypes bf16,fp16"
 	done
 	;;
 nccl-wire)
