@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "a1f2084ccbf57d38176a76fa714596f2204a6b38f54dff1866021746d57a6c9b"
+const SourceHash = "681e6c4d125098eb2df27ff6aaf90743d91735d1f50dae409e24f536a6ebf909"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "36bb4775e3af175b13afddc15ee9ef4b89516e067c8b1b178f3be9448eea37a0", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "5d64a0ee11c587bb39d1301b62b7cbca1289c6a81d7640e683da4324c8ef5cf8", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "fdcb1da937bf7e6ed680cab27fcf386bb8dd99934c5b81b8e2f1838e0fc2869a", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "551c205d3d7865725a6e315ff731187e4412a7dcae71acbb5cfdadc57962d83d", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "cd20fceb850cd1bf7eb8d9be233c1a0fab2177a57fe60423f492cd244bf76125", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "21ae122eda4137d9cca7d628e79bf9d956362a26f0f24664b543e9fb80c35c0d", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "36bb4775e3af175b13afddc15ee9ef4b89516e067c8b1b178f3be9448eea37a0", SHA256: "48006d01aa2fae4d0152c2dd3416988d9d6eb9e4000defc92ec340bf312c752c", Bytes: 1299400},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "36bb4775e3af175b13afddc15ee9ef4b89516e067c8b1b178f3be9448eea37a0", SHA256: "7918346c48d17a4b86ce4e61eb0591faee54d905a3d685efea2c831588db4926", Bytes: 1226336},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "fdcb1da937bf7e6ed680cab27fcf386bb8dd99934c5b81b8e2f1838e0fc2869a", SHA256: "24c6af6e76991aaa241a2095fe5dd2d75e23384606b08f125568e6d59d8138ab", Bytes: 1291464},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "fdcb1da937bf7e6ed680cab27fcf386bb8dd99934c5b81b8e2f1838e0fc2869a", SHA256: "d1db7d2e015484f90e38b222224285b1f68b6ba0ae7ef840391cf13e6b4cea93", Bytes: 1218656},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "cd20fceb850cd1bf7eb8d9be233c1a0fab2177a57fe60423f492cd244bf76125", SHA256: "dd4e178475602ebe61cdbec3273171bd4dc7367e50dbf3c6deb3889074ae4f8f", Bytes: 5473048},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "5d64a0ee11c587bb39d1301b62b7cbca1289c6a81d7640e683da4324c8ef5cf8", SHA256: "48006d01aa2fae4d0152c2dd3416988d9d6eb9e4000defc92ec340bf312c752c", Bytes: 1299400},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "5d64a0ee11c587bb39d1301b62b7cbca1289c6a81d7640e683da4324c8ef5cf8", SHA256: "7918346c48d17a4b86ce4e61eb0591faee54d905a3d685efea2c831588db4926", Bytes: 1226336},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "551c205d3d7865725a6e315ff731187e4412a7dcae71acbb5cfdadc57962d83d", SHA256: "24c6af6e76991aaa241a2095fe5dd2d75e23384606b08f125568e6d59d8138ab", Bytes: 1291464},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "551c205d3d7865725a6e315ff731187e4412a7dcae71acbb5cfdadc57962d83d", SHA256: "d1db7d2e015484f90e38b222224285b1f68b6ba0ae7ef840391cf13e6b4cea93", Bytes: 1218656},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "21ae122eda4137d9cca7d628e79bf9d956362a26f0f24664b543e9fb80c35c0d", SHA256: "dd4e178475602ebe61cdbec3273171bd4dc7367e50dbf3c6deb3889074ae4f8f", Bytes: 5473048},
 }

@@ -1234,7 +1234,7 @@ __device__ __forceinline__ void wire_decode(const Args &a) {
 
 template <int FMT, int OUT, int EPL>
 __device__ __forceinline__ void wire_pack(const Args &a) {
-    __shared__ Shared sh;  // store_part and store_scale write through sh.data
+    __shared__ Shared sh;  // the stores (store_row, store_part, store_scale) write through sh.data
     if (threadIdx.x == 0u) {
         sh.data[0] = a.data[0];
     }
