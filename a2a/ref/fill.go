@@ -38,12 +38,12 @@ func mix64(z uint64) uint64 {
 // derived from (seed, rank) as FillRandom's bytes are. Each row (one head
 // of one token) has its own magnitude 2^m, m a whole number from -4 to 4,
 // and each element is that magnitude times a bell-shaped value of mean 0
-// and standard deviation 1 (four uniform values summed), rounded to dt:
+// and standard deviation 2 (four uniform values summed), rounded to dt:
 // no NaN, no Inf, nothing near the type's limits. FillRandom's bytes, by
-// contrast, hold every bit pattern, so that most rows of 128 elements
-// hold a NaN or Inf or reach the type's largest values: a test of the
-// fp8 wire's edge rules, and its slowest case, not a model's data. An
-// error wraps ErrShape. One pass; no allocation.
+// contrast, hold every bit pattern, so that about 40% of rows of 128
+// elements hold a NaN or an Inf: a test of the fp8 wire's edge rules,
+// and its slowest case, not a model's data. An error wraps ErrShape. One
+// pass; no allocation.
 func FillValues(buf []byte, dt a2a.DType, headDim int, seed uint64, rank int) error {
 	var h fp8.Half
 	switch dt {

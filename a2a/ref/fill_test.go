@@ -32,7 +32,7 @@ func TestFillValues(t *testing.T) {
 			assert.NotEqual(t, b, fill(6, 1), "seed changes values")
 
 			// Every element finite, every row's scale exponent (E4M3) in the
-			// narrow range magnitudes 2^-4..2^4 of a bell of sd 1 give, and
+			// narrow range magnitudes 2^-4..2^4 of a bell of sd 2 give, and
 			// several magnitudes present.
 			exps := map[int]bool{}
 			row := make([]uint16, D)
