@@ -99,19 +99,34 @@ suite() { # world (A or B), -test.run or -test.skip, pattern
 	cd a2a && "$bin/a2a.test" -test.v -test.short -test.count=1 -test.timeout 560s "$2" "$3"
 }
 # world1 times a rank alone at the four operations, exact and e4m3, with
-# a binary of .gpu-bin, as the step NAME (and NAME.json).
-world1() { # name, binary
-	step "$1" 120 "\"\$bin/$2\" bench --world 1 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
+# a binary of .gpu-bin and any more bench flags, as the step NAME (and
+# NAME.json).
+world1() { # name, binary, [flags]
+	step "$1" 120 "\"\$bin/$2\" bench --world 1 ${3:-} --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
 		--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/$1.json"
 }
-# ncu32 is Nsight Compute on a rank alone on 32 SMs, 128 MiB
-# SendRecvHeads, exact and e4m3.
+# staged times the fp8 wire staged (--wire-direct-below 1) with two ranks
+# on the GPU in one process, 8 and 128 MiB, with a binary of .gpu-bin, the
+# wires, the operations and any more bench flags, as the step NAME (and
+# NAME.json).
+staged() { # name, binary, limit, wires, ops, [flags]
+	step "$1" "$3" "\"\$bin/$2\" bench ${6:-} --single-process --ranks-per-gpu 2 --dtypes bf16 --wires $4 \
+		--wire-direct-below 1 --bytes 8M,128M --ops $5 --iters 100 --json $logs/$1.json"
+}
+# ops3 is the three operations PyTorch + NCCL has too.
+ops3=send_recv_heads,gather_heads,all_gather
+# ncusrh is Nsight Compute on a rank alone's 128 MiB SendRecvHeads over
+# a wire, with any more bench flags, as the step NAME.
+ncusrh() { # name, wire, [flags]
+	step "$1" 150 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
+		--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
+		--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 ${3:-} --dtypes bf16 --wires $2 \
+		--bytes 128M --ops send_recv_heads --iters 4"
+}
+# ncu32 is ncusrh on 32 SMs, exact and e4m3.
 ncu32() {
 	for w in exact e4m3; do
-		step "ncu32-$w" 120 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
-			--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
-			--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --sms 32 --dtypes bf16 --wires $w \
-			--bytes 128M --ops send_recv_heads --iters 4"
+		ncusrh "ncu32-$w" $w "--sms 32"
 	done
 }
 # stepname is a step's log name: prefix, then the text (a test regex, a
@@ -229,8 +244,7 @@ parcels)
 	for i in 1 2; do
 		for v in ulysses-old: "ulysses:--wire-landing off" "ulysses:--wire-landing on"; do
 			b=${v%%:*} f=${v#*:} name=$(stepname parcels "$v")
-			step "$name-$i" 150 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
-				--wire-direct-below 1 --bytes 8M,128M --sms 0,32 --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/$name-$i.json"
+			staged "$name-$i" "$b" 150 exact,e4m3 $ops3 "$f --sms 0,32"
 		done
 	done
 	;;
@@ -241,8 +255,7 @@ landing-variants)
 	# for landed parcels but decodes none in the exchange (ulysses-nodecode)
 	for v in "ulysses:--wire-landing off" "ulysses:--wire-landing on" "ulysses-gpu:--wire-landing on" "ulysses-nodecode:--wire-landing on"; do
 		b=${v%%:*} f=${v#*:} name=$(stepname variant "$v")
-		step "$name" 100 "\"\$bin/$b\" bench $f --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
-			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,all_gather --iters 100 --json $logs/$name.json"
+		staged "$name" "$b" 100 e4m3 send_recv_heads,all_gather "$f"
 	done
 	;;
 world1)
@@ -260,8 +273,7 @@ world1-cmp)
 		done
 	done
 	for b in ulysses-old ulysses; do
-		step "staged-$b" 120 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
-			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
+		staged "staged-$b" "$b" 120 e4m3 $ops3
 	done
 	;;
 ncu-src)
@@ -296,30 +308,22 @@ nccl-wire)
 	;;
 data)
 	for d in values bits; do
-		step "world1-$d" 120 "\"\$bin/ulysses\" bench --world 1 --data $d --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
-			--ops send_recv_heads,gather_heads,all_gather,head_all_gather --iters 200 --json $logs/world1-$d.json"
-		step "staged-$d" 150 "\"\$bin/ulysses\" bench --single-process --ranks-per-gpu 2 --data $d --dtypes bf16 --wires exact,e4m3 \
-			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$d.json"
+		world1 "world1-$d" ulysses "--data $d"
+		staged "staged-$d" ulysses 150 exact,e4m3 $ops3 "--data $d"
 	done
-	step staged-nodecode 150 '"$bin/ulysses-nodecode" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
-		--wire-direct-below 1 --sms 0,32 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json '"$logs/staged-nodecode.json"
-	step staged32-values 150 '"$bin/ulysses" bench --single-process --ranks-per-gpu 2 --sms 32 --dtypes bf16 --wires exact,e4m3 \
-		--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json '"$logs/staged32-values.json"
+	staged staged-nodecode ulysses-nodecode 150 e4m3 $ops3 "--sms 0,32"
+	staged staged32-values ulysses 150 exact,e4m3 $ops3 "--sms 32"
 	step world1-sms32-values 120 '"$bin/ulysses" bench --world 1 --sms 32 --dtypes bf16 --wires exact,e4m3 --bytes 8M,128M \
 		--ops send_recv_heads,gather_heads,all_gather --iters 200 --json '"$logs/world1-sms32-values.json"
 	step nccl-wire-values 150 '"$bin/ulysses" bench --world 1 --transport nccl --nccl-self --wires exact,e4m3 --dtypes bf16 \
 		--bytes 128K,8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 200 --json '"$logs/nccl-wire-values.json"
-	step ncu-values-e4m3 150 "ncu --clock-control none --target-processes all --kernel-name regex:'ulysses_send_recv_heads' --launch-skip 4 --launch-count 1 \
-		--section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
-		--metrics smsp__inst_executed.sum,dram__bytes.sum \"\$bin/ulysses\" bench --single-process --world 1 --dtypes bf16 --wires e4m3 \
-		--bytes 128M --ops send_recv_heads --iters 4"
+	ncusrh ncu-values-e4m3 e4m3
 	;;
 hoist)
 	for i in 1 2; do
 		for b in ulysses-base ulysses; do
 			world1 "world1-$b-$i" "$b"
-			step "staged-$b-$i" 150 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
-				--wire-direct-below 1 --sms 0,32 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b-$i.json"
+			staged "staged-$b-$i" "$b" 150 e4m3 $ops3 "--sms 0,32"
 		done
 	done
 	;;
@@ -330,8 +334,7 @@ world1-d128)
 		done
 	done
 	for b in ulysses ulysses-d128; do
-		step "staged-$b" 120 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires e4m3 \
-			--wire-direct-below 1 --bytes 8M,128M --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/staged-$b.json"
+		staged "staged-$b" "$b" 120 e4m3 $ops3
 	done
 	;;
 ncu1)
@@ -350,8 +353,7 @@ sms32)
 	# (this binary), twice, alternating; then the check at that size.
 	for i in 1 2; do
 		for b in ulysses-old ulysses; do
-			step "sms32-$b-$i" 100 "\"\$bin/$b\" bench --single-process --ranks-per-gpu 2 --dtypes bf16 --wires exact,e4m3 \
-				--wire-direct-below 1 --bytes 8M,128M --sms 32 --ops send_recv_heads,gather_heads,all_gather --iters 100 --json $logs/sms32-$b-$i.json"
+			staged "sms32-$b-$i" "$b" 100 exact,e4m3 $ops3 "--sms 32"
 		done
 	done
 	step check-wire-sms32 90 '"$bin/ulysses" check --world 2 --wire e4m3 --dtypes bf16,fp16 --sms 32'
