@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ulysses-go/ulysses/internal/admit"
 )
 
 // gatherRoot runs one round on rank 0.
@@ -31,7 +33,7 @@ func (x *TCP) gatherRoot(ctx context.Context, local []byte) ([][]byte, error) {
 // rootRound is one round on rank 0. An accept loop admits connections (up
 // to MaxConns open at once, evicting one that has not proved the secret
 // and has had its grace to make room, or else waiting until one has: see
-// connTable) and one goroutine per connection (serve) runs its handshake
+// admit.Table) and one goroutine per connection (serve) runs its handshake
 // up to the blob and reports an event;
 // collect, on the caller's goroutine, turns the events into blobs until
 // every rank is in, and commit sends the result, collects the
@@ -55,8 +57,8 @@ type rootRound struct {
 
 	mu      sync.Mutex // guards the fields up to stats
 	stopped bool
-	conns   *connTable // admitted and not yet dropped
-	claims  []net.Conn // by rank: the connection that proved the secret claiming it
+	conns   *admit.Table // admitted and not yet dropped
+	claims  []net.Conn   // by rank: the connection that proved the secret claiming it
 	stats   roundStats
 
 	// Used by collect and commit only.
@@ -99,7 +101,7 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 		stop:      make(chan struct{}),
 		changed:   make(chan struct{}, 1),
 		live:      make(chan struct{}, 2*x.cfg.MaxConns),
-		conns:     newConnTable(x.cfg.MaxConns, helloGrace, proofGrace),
+		conns:     admit.New(x.cfg.MaxConns, helloGrace, proofGrace),
 		claims:    make([]net.Conn, world),
 		blobs:     make([][]byte, world),
 		byRank:    make([]net.Conn, world),
@@ -169,7 +171,7 @@ func (rr *rootRound) acceptFailed(err error) (retry bool) {
 
 // admit registers c and starts its serve goroutine, and reports true. When
 // MaxConns connections are open it first evicts one that has not proved
-// the secret and has had its grace (connTable.admit), or waits, holding
+// the secret and has had its grace (admit.Table.Admit), or waits, holding
 // c, until one has; meanwhile newer connections wait in the listener's
 // backlog, in the order they came. Once the round has stopped accepting,
 // c comes from a peer already in the next round: admit keeps it for that
@@ -199,7 +201,7 @@ func (rr *rootRound) admit(c net.Conn) bool {
 }
 
 // register adds c to the table and counts it, reporting the connection
-// evicted for it (with connTable.admit's challenged), or !ok and when to
+// evicted for it (with admit.Table.Admit's challenged), or !ok and when to
 // try again if none is due for eviction (counted once per connection:
 // retry says it was before), or stopped if the round has stopped
 // accepting.
@@ -209,7 +211,7 @@ func (rr *rootRound) register(c net.Conn, retry bool) (victim net.Conn, challeng
 	if rr.stopped {
 		return nil, false, time.Time{}, false, true
 	}
-	victim, challenged, next, ok = rr.conns.admit(c, time.Now())
+	victim, challenged, next, ok = rr.conns.Admit(c, time.Now())
 	if !ok {
 		if !retry {
 			rr.stats.waited++
@@ -220,7 +222,7 @@ func (rr *rootRound) register(c net.Conn, retry bool) (victim net.Conn, challeng
 		rr.stats.evicted++
 	}
 	rr.stats.admitted++
-	rr.stats.peakConns = max(rr.stats.peakConns, rr.conns.len())
+	rr.stats.peakConns = max(rr.stats.peakConns, rr.conns.Len())
 	rr.wg.Add(1)
 	return victim, challenged, time.Time{}, true, false
 }
@@ -243,14 +245,14 @@ func (rr *rootRound) waitRoom(next time.Time) bool {
 	return true
 }
 
-// await records that rank 0 now waits on c for w (see connTable.await),
+// await records that rank 0 now waits on c for w (see admit.Table.Await),
 // wakes the accept loop if it waits for room, and reports false if c was
 // evicted.
-func (rr *rootRound) await(c net.Conn, w waitFor) bool {
+func (rr *rootRound) await(c net.Conn, w admit.Wait) bool {
 	rr.mu.Lock()
-	open := rr.conns.await(c, w, time.Now())
+	open := rr.conns.Await(c, w, time.Now())
 	rr.mu.Unlock()
-	if w != waitNothing {
+	if w != admit.Nothing {
 		rr.tableChanged()
 	}
 	return open
@@ -305,7 +307,7 @@ func (rr *rootRound) tellLate(c net.Conn, err error) {
 func (rr *rootRound) isOpen(c net.Conn) bool {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	return rr.conns.has(c)
+	return rr.conns.Has(c)
 }
 
 // handshake reads c's hello, answers with a challenge and reads its proof
@@ -352,7 +354,7 @@ func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 	if err := encodeFrame(c, challenge, s.mac(labelProof, nil)...); err != nil {
 		return nil, fmt.Errorf("sending challenge: %w", err)
 	}
-	f, err := rr.readWaitedFor(c, waitProof, macSize)
+	f, err := rr.readWaitedFor(c, admit.Proof, macSize)
 	if errors.Is(err, errEvicted) {
 		return s, err
 	}
@@ -371,12 +373,12 @@ func (rr *rootRound) authenticate(c net.Conn) (*session, error) {
 // the table told that rank 0 waits on c for w while it does and that it
 // no longer waits once the frame is in; errEvicted where c was evicted
 // before or while it waited.
-func (rr *rootRound) readWaitedFor(c net.Conn, w waitFor, limit int) (frame, error) {
+func (rr *rootRound) readWaitedFor(c net.Conn, w admit.Wait, limit int) (frame, error) {
 	if !rr.await(c, w) {
 		return frame{}, errEvicted
 	}
 	f, err := decodeFrame(c, limit)
-	if err == nil && !rr.await(c, waitNothing) {
+	if err == nil && !rr.await(c, admit.Nothing) {
 		return f, errEvicted
 	}
 	return f, err
@@ -385,7 +387,7 @@ func (rr *rootRound) readWaitedFor(c net.Conn, w waitFor, limit int) (frame, err
 // readHello reads c's hello and returns a session with a fresh challenge
 // for it.
 func (rr *rootRound) readHello(c net.Conn) (*session, error) {
-	f, err := rr.readWaitedFor(c, waitHello, nonceSize)
+	f, err := rr.readWaitedFor(c, admit.Hello, nonceSize)
 	if errors.Is(err, errEvicted) {
 		return nil, err
 	}
@@ -443,7 +445,7 @@ func (rr *rootRound) claim(c net.Conn, s *session) (event, bool) {
 	switch {
 	case rr.stopped:
 		return dropped(c, errors.New("the round is over")), false
-	case !rr.conns.has(c):
+	case !rr.conns.Has(c):
 		return dropped(c, errEvicted), false
 	case s.world != uint32(rr.world):
 		return reject(ErrWorldSize, "peer %s (rank %d) reports world size %d, rank 0 has %d", remote, s.rank, s.world, rr.world)
@@ -593,7 +595,7 @@ func (rr *rootRound) notify(sentinel error, msg string, extra net.Conn) {
 		told[extra] = true
 		targets = append(targets, extra)
 	}
-	for c := range rr.conns.open {
+	for c := range rr.conns.All() {
 		if !told[c] {
 			others = append(others, c)
 		}
@@ -731,7 +733,7 @@ func (rr *rootRound) missing() string {
 // open (it was not if evicted: the evictor closed it).
 func (rr *rootRound) drop(c net.Conn) bool {
 	rr.mu.Lock()
-	open := rr.conns.remove(c)
+	open := rr.conns.Remove(c)
 	rr.mu.Unlock()
 	if open {
 		rr.tableChanged()
@@ -749,9 +751,9 @@ func (rr *rootRound) dropStrangers() {
 	}
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
-	for c := range rr.conns.open {
+	for c := range rr.conns.All() {
 		if !member[c] {
-			rr.conns.remove(c)
+			rr.conns.Remove(c)
 			_ = c.Close()
 		}
 	}
@@ -779,7 +781,7 @@ func (rr *rootRound) stopAccepting() {
 func (rr *rootRound) end() {
 	rr.stopAccepting()
 	rr.mu.Lock()
-	for c := range rr.conns.open {
+	for c := range rr.conns.All() {
 		_ = c.Close()
 	}
 	stats := rr.stats

@@ -1,4 +1,4 @@
-package exchange
+package admit
 
 import (
 	"net"
@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestConnTable: a full table evicts only a connection that has had its
+// TestTable: a full table evicts only a connection that has had its
 // grace (helloGrace waiting for its hello, proofGrace waiting for its
 // proof, none while rank 0 works on it), those without a hello first, and
 // never a proven one; with none due it says when one will be, and a
 // connection it evicted can be neither waited on nor removed.
-func TestConnTable(t *testing.T) {
+func TestTable(t *testing.T) {
 	conns := make([]net.Conn, 8)
 	for i := range conns {
 		a, b := net.Pipe()
@@ -24,21 +24,21 @@ func TestConnTable(t *testing.T) {
 	const hello, proof = 10 * time.Millisecond, 100 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	tab := newConnTable(3, hello, proof)
+	tab := New(3, hello, proof)
 	admit := func(c net.Conn, ms int) (victim net.Conn, challenged bool) {
 		t.Helper()
-		victim, challenged, next, ok := tab.admit(c, at(ms))
+		victim, challenged, next, ok := tab.Admit(c, at(ms))
 		require.True(t, ok, "admitted at %d ms", ms)
 		assert.True(t, next.IsZero())
 		return victim, challenged
 	}
 	wait := func(c net.Conn, ms int) time.Time {
 		t.Helper()
-		victim, challenged, next, ok := tab.admit(c, at(ms))
+		victim, challenged, next, ok := tab.Admit(c, at(ms))
 		require.False(t, ok, "waits at %d ms", ms)
 		assert.Nil(t, victim)
 		assert.False(t, challenged)
-		assert.False(t, tab.has(c))
+		assert.False(t, tab.Has(c))
 		return next
 	}
 	for _, c := range conns[:3] {
@@ -47,19 +47,19 @@ func TestConnTable(t *testing.T) {
 	}
 	assert.True(t, wait(conns[3], 0).IsZero(), "no one is waited on yet: every connection is safe, and no grace is running")
 
-	require.True(t, tab.await(conns[0], waitHello, at(0)))
-	require.True(t, tab.await(conns[1], waitHello, at(1)))
-	require.True(t, tab.await(conns[2], waitProof, at(2)))
+	require.True(t, tab.Await(conns[0], Hello, at(0)))
+	require.True(t, tab.Await(conns[1], Hello, at(1)))
+	require.True(t, tab.Await(conns[2], Proof, at(2)))
 	assert.Equal(t, at(10), wait(conns[3], 5), "the first hello's grace ends at 10 ms")
 	victim, challenged := admit(conns[3], 10)
 	assert.Equal(t, conns[0], victim, "its grace is over")
 	assert.False(t, challenged)
-	assert.False(t, tab.await(conns[0], waitHello, at(10)), "an evicted connection is gone")
-	assert.False(t, tab.remove(conns[0]))
+	assert.False(t, tab.Await(conns[0], Hello, at(10)), "an evicted connection is gone")
+	assert.False(t, tab.Remove(conns[0]))
 
-	require.True(t, tab.await(conns[1], waitNothing, time.Time{}), "rank 0 read conns[1]'s hello: it is safe again")
+	require.True(t, tab.Await(conns[1], Nothing, time.Time{}), "rank 0 read conns[1]'s hello: it is safe again")
 	assert.Equal(t, at(102), wait(conns[4], 50), "conns[2]'s proof is due at 102 ms")
-	require.True(t, tab.await(conns[3], waitHello, at(60)))
+	require.True(t, tab.Await(conns[3], Hello, at(60)))
 	assert.Equal(t, at(70), wait(conns[4], 60), "conns[3]'s hello is due sooner")
 	victim, challenged = admit(conns[4], 150)
 	assert.Equal(t, conns[3], victim, "both are due: the one without a hello goes first, though it is younger")
@@ -70,12 +70,12 @@ func TestConnTable(t *testing.T) {
 
 	// conns[1] (proven, say), [4] and [5] are in no line.
 	assert.True(t, wait(conns[6], 10_000).IsZero(), "proven or busy connections are never due")
-	assert.Equal(t, 3, tab.len())
-	assert.True(t, tab.remove(conns[1]))
-	assert.False(t, tab.remove(conns[1]))
+	assert.Equal(t, 3, tab.Len())
+	assert.True(t, tab.Remove(conns[1]))
+	assert.False(t, tab.Remove(conns[1]))
 	victim, _ = admit(conns[6], 10_000)
 	assert.Nil(t, victim, "room again")
 	for _, c := range []net.Conn{conns[4], conns[5], conns[6]} {
-		assert.True(t, tab.has(c))
+		assert.True(t, tab.Has(c))
 	}
 }
