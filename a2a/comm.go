@@ -134,7 +134,7 @@ func (c *Comm) init() error {
 	c.sharing = SharingLegacyIPC
 	if alloc.VMM() {
 		shared, c.sharing = handle.SharedFD, SharingFD
-		if c.fdServer, err = serveFD(ctx, alloc, id, c.cfg.timeout()); err != nil {
+		if c.fdServer, err = serveFD(ctx, alloc, c.layout.Total, id, c.cfg.Rank, c.cfg.WorldSize, c.cfg.timeout()); err != nil {
 			return err
 		}
 	} else if ipc, err = ctx.IpcGetMemHandle(c.buf); err != nil {
@@ -151,6 +151,9 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle, shared handle.Shared, id [16]
 		Rank: uint32(c.cfg.Rank), World: uint32(c.cfg.WorldSize), ElemBytes: uint8(c.cfg.DType.Size()),
 		Blocks: uint32(c.blocks), Pid: uint32(os.Getpid()), DataBytes: uint64(c.layout.DataBytes),
 		Nonce: handle.ProcessNonce(), DevPtr: uint64(c.buf), IPC: ipc, Shared: shared, SingleBuffer: c.cfg.SingleBuffer, ID: id,
+	}
+	if shared == handle.SharedFD {
+		self.SetFDDir(c.fdServer.Dir()) // it fits: fdshare.MaxDirLen is the payload's size
 	}
 	copy(self.BusID[:], c.dev.info.BusID)
 	self.Host, self.Transport = handle.HostIdentity(), api.Transport(c.cfg.Transport)

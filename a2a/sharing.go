@@ -9,6 +9,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fdshare"
+	"github.com/ulysses-go/ulysses/internal/handle"
 )
 
 // Sharing chooses how a Comm's buffer is allocated and shared with the
@@ -28,14 +29,17 @@ const (
 	// (cuMemCreate, the size rounded up to its 2 MiB granularity, mapped
 	// and given access) and hands the buffer's POSIX file descriptor to
 	// each peer that fetches it over a Unix-domain socket, the way NCCL
-	// and PyTorch share memory. The socket is in Linux's abstract
-	// namespace, named from the handle's ID, answers only this user's
-	// processes, and gives the descriptor only to a peer that proves the
-	// ID (which only the group's handles carry); it costs a socket and a
-	// goroutine from New to Close. Connect fails with ErrShare where a
-	// peer's buffer cannot be fetched (its process gone, say), and New
-	// with ErrNotSupported where the driver lacks the API or the device
-	// the handle type (see DeviceInfo.PosixFD). Linux only.
+	// and PyTorch share memory. The socket is in a directory of its own
+	// under TMPDIR (or /tmp) that only this user can enter, named from
+	// the handle's ID; it gives the descriptor only to a peer that proves
+	// the ID (which only the group's handles carry), bound to this
+	// process, rank and size, and keeps serving the group while
+	// strangers of this user crowd it. It costs a directory, a socket and a
+	// goroutine from New to Close; the group's processes must share the
+	// temporary directory. Connect fails with ErrShare where a peer's
+	// buffer cannot be fetched (its process gone, say), and New with
+	// ErrNotSupported where the driver lacks the API or the device the
+	// handle type (see DeviceInfo.PosixFD). Linux only.
 	SharingFD
 	// SharingAuto is SharingFD where the driver reports the device able
 	// to export memory as a POSIX file descriptor
@@ -118,11 +122,13 @@ func sharingSupport(drv *driver.Driver, ord int) (posixFD, fabric bool) {
 func (c *Comm) Sharing() Sharing { return c.sharing }
 
 // serveFD starts handing the descriptor of alloc (a VMM buffer on ctx's
-// device) to the peers that prove id, each connection bounded by timeout.
-func serveFD(ctx *driver.Context, alloc device.Allocation, id [16]byte, timeout time.Duration) (*fdshare.Server, error) {
+// device, of requested bytes) to the peers that prove id, bound to this
+// process and to rank of world, each connection bounded by timeout.
+func serveFD(ctx *driver.Context, alloc device.Allocation, requested int64, id [16]byte, rank, world int, timeout time.Duration) (*fdshare.Server, error) {
 	export := func() (int, uint64, error) {
 		fd, err := ctx.ExportFD(alloc.Mem)
 		return fd, alloc.Size, err
 	}
-	return fdshare.Listen(id[:], timeout, export)
+	claim := fdshare.Claim{Nonce: handle.ProcessNonce(), World: uint32(world), Rank: uint32(rank), Bytes: uint64(requested)}
+	return fdshare.Listen(fdshare.Config{Key: id[:], Claim: claim, Timeout: timeout, Export: export})
 }

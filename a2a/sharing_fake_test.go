@@ -196,3 +196,36 @@ func TestFakeSharingFabricRefused(t *testing.T) {
 	require.Contains(t, err.Error(), "fabric handle")
 	requireFormsAndCloses(t, lib, comms, handles)
 }
+
+// TestFakeSharingSwappedID: a handle that names another Comm's buffer
+// (its ID and socket directory) in place of its own is refused with
+// ErrShare, whether that Comm's buffer is larger or smaller (both round
+// up to the same allocation) or another rank's, and nothing stays mapped.
+func TestFakeSharingSwappedID(t *testing.T) {
+	lib := fakeDriver(t, fakecuda.EnvDevices+"=3")
+	a2a.ForceIPC(t)
+	comms, handles, _ := fakeGroup(t, withSharing(a2a.SharingFD))
+	for _, tc := range []struct {
+		name      string
+		maxTokens int
+		rank      int
+	}{{"larger", 32, 1}, {"smaller", 8, 1}, {"another rank's", 16, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			others, otherHandles, _ := fakeGroup(t, withSharing(a2a.SharingFD), func(c *a2a.Config) { c.MaxTokens = tc.maxTokens })
+			theirs, err := handle.Decode(otherHandles[tc.rank])
+			require.NoError(t, err)
+			h, err := handle.Decode(handles[1])
+			require.NoError(t, err)
+			h.ID = theirs.ID
+			require.True(t, h.SetFDDir(theirs.FDDir()))
+			err = comms[0].Connect([][]byte{handles[0], h.Encode(), handles[2]})
+			require.ErrorIs(t, err, a2a.ErrShare)
+			require.ErrorContains(t, err, "another Comm's")
+			t.Log(err)
+			for _, c := range others {
+				require.NoError(t, c.Close())
+			}
+		})
+	}
+	requireFormsAndCloses(t, lib, comms, handles)
+}

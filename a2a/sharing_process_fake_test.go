@@ -129,6 +129,9 @@ func fakeFDWorker(rk launch.Rank, killed bool) error {
 		return syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 	if victim && when == "in-flight" {
+		// Its descriptor goes out bound to its group, which Connect names:
+		// connect, and die as the first descriptor leaves.
+		go func() { _ = c.Connect(handles) }()
 		time.Sleep(time.Minute) // until a peer's fetch kills it
 		return errors.New("no peer fetched the victim's descriptor")
 	}

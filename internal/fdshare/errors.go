@@ -1,7 +1,6 @@
 package fdshare
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/api"
@@ -11,5 +10,3 @@ import (
 func shareError(what string, err error) error {
 	return fmt.Errorf("a2a: %s: %v: %w", what, err, api.ErrShare)
 }
-
-func beUint64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

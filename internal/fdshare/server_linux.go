@@ -1,53 +1,94 @@
 package fdshare
 
 import (
-	"encoding/binary"
 	"errors"
-	"io"
 	"net"
+	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/ulysses-go/ulysses/internal/admit"
 )
 
-// Server hands a buffer's descriptor to every peer that proves the key,
-// until Close.
+// Config is what a Server serves.
+type Config struct {
+	Key     []byte        // the buffer's ID: names the socket and keys every MAC
+	Claim   Claim         // the owner's, sent with every descriptor
+	Timeout time.Duration // the most one connection may last
+	Export  Export
+}
+
+// Server hands a buffer's descriptor, bound to the owner's Claim, to
+// every peer that proves the key, until Close.
 type Server struct {
+	cfg     Config
+	dir     string
 	ln      *net.UnixListener
-	key     []byte
-	export  Export
-	timeout time.Duration
-	slots   chan struct{}
 	wg      sync.WaitGroup
+	stop    chan struct{} // closed by Close
+	changed chan struct{} // a connection's grace began or it left the table
+	// live holds a token per serve goroutine: at most 2*MaxConns, those of
+	// the open connections and of evicted ones still exiting.
+	live chan struct{}
 
-	mu     sync.Mutex
-	conns  map[*net.UnixConn]struct{}
+	mu     sync.Mutex // guards the fields below
+	table  *admit.Table
 	closed bool
+	stats  Stats
 }
 
-// Listen starts serving the descriptor export makes on the socket named
-// from key; each connection must be done within timeout. It costs a
-// socket and a goroutine until Close.
-func Listen(key []byte, timeout time.Duration, export Export) (*Server, error) {
-	return listenAt(socketName(key), key, timeout, export)
+// Stats counts what a Server met, for the tests and the bench.
+type Stats struct {
+	Given     int // descriptors handed over
+	Evicted   int // unproven connections closed to make room
+	Waits     int // times a newcomer found no connection due for eviction
+	Strangers int // connections of another user, closed as accepted
 }
 
-// listenAt is Listen on the socket called name (the tests' squatters use
-// another key's).
-func listenAt(name string, key []byte, timeout time.Duration, export Export) (*Server, error) {
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: name, Net: "unix"})
+// Listen starts serving in a new directory of its own (Dir), with the
+// socket named from cfg.Key. It costs a directory, a socket and a
+// goroutine until Close, and each open connection a descriptor and a
+// goroutine.
+func Listen(cfg Config) (*Server, error) {
+	dir, err := makeDir()
+	if err != nil {
+		return nil, err
+	}
+	s, err := listenAt(dir, SocketPath(dir, cfg.Key), cfg)
+	if err != nil {
+		os.Remove(dir)
+	}
+	return s, err
+}
+
+// listenAt is Listen on the socket at path in dir (the tests' squatters
+// name another key's).
+func listenAt(dir, path string, cfg Config) (*Server, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, shareError("listening on the buffer's socket", err)
 	}
-	s := &Server{ln: ln, key: append([]byte(nil), key...), export: export, timeout: timeout,
-		slots: make(chan struct{}, MaxConns), conns: map[*net.UnixConn]struct{}{}}
+	cfg.Key = append([]byte(nil), cfg.Key...)
+	s := &Server{cfg: cfg, dir: dir, ln: ln, stop: make(chan struct{}), changed: make(chan struct{}, 1),
+		live: make(chan struct{}, 2*MaxConns), table: admit.New(MaxConns, helloGrace, proofGrace)}
 	s.wg.Add(1)
-	go s.accept()
+	go s.acceptLoop()
 	return s, nil
 }
 
-// Close stops serving: it closes the socket and every connection and
-// waits for their goroutines. Idempotent.
+// Dir is the directory of the socket, for the handle.
+func (s *Server) Dir() string { return s.dir }
+
+// Stats returns what the Server has met so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Close stops serving: it closes the socket (which removes it) and every
+// connection, waits for their goroutines and removes the directory.
+// Idempotent.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -55,117 +96,15 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stop)
 	err := s.ln.Close()
-	for c := range s.conns {
+	for c := range s.table.All() {
 		c.Close()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	if rerr := os.Remove(s.dir); err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = rerr
+	}
 	return err
-}
-
-func (s *Server) accept() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.AcceptUnix()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // out of descriptors, say: let it pass
-			continue
-		}
-		// Another user's connection is closed before it takes a slot, so
-		// that strangers cannot hold the slots the peers need.
-		if !sameUser(c) {
-			c.Close()
-			continue
-		}
-		select {
-		case s.slots <- struct{}{}:
-		default:
-			c.Close() // full
-			continue
-		}
-		if !s.track(c) {
-			c.Close()
-			<-s.slots
-			return
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.serve(c)
-			s.untrack(c)
-			<-s.slots
-		}()
-	}
-}
-
-// track records c for Close, or reports false once closed.
-func (s *Server) track(c *net.UnixConn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-func (s *Server) untrack(c *net.UnixConn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-	c.Close()
-}
-
-// serve runs the owner's side of one connection; any misstep of the peer
-// ends it without an answer.
-func (s *Server) serve(c *net.UnixConn) {
-	if err := c.SetDeadline(time.Now().Add(s.timeout)); err != nil {
-		return
-	}
-	var in [helloSize]byte
-	if _, err := io.ReadFull(c, in[:]); err != nil || string(in[:4]) != helloMagic || binary.BigEndian.Uint32(in[4:8]) != version {
-		return
-	}
-	ss := session{key: s.key, server: newNonce()}
-	copy(ss.peer[:], in[8:])
-	if _, err := c.Write(append(ss.server[:], ss.mac(labelProof, nil)...)); err != nil {
-		return
-	}
-	var auth [authSize]byte
-	if _, err := io.ReadFull(c, auth[:]); err != nil || !ss.verify(labelAuth, nil, auth[:]) {
-		return
-	}
-	fd, size, err := s.export()
-	if err != nil {
-		return // the peer reads EOF: its fetch fails
-	}
-	defer syscall.Close(fd)
-	sz := sizeBytes(size)
-	_, _, _ = c.WriteMsgUnix(append(sz, ss.mac(labelGive, sz)...), syscall.UnixRights(fd), nil)
-	AfterGive()
-}
-
-// AfterGive runs once a descriptor is sent: a variable so that a test can
-// kill the process with the descriptor in flight.
-var AfterGive = func() {}
-
-// sameUser reports whether the process at the other end of c runs as
-// this process's user.
-func sameUser(c *net.UnixConn) bool {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var cred *syscall.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || cerr != nil {
-		return false
-	}
-	return int(cred.Uid) == syscall.Getuid()
 }

@@ -31,7 +31,8 @@ func handleSeeds() [][]byte {
 	rankTooBig.Rank = rankTooBig.World
 	minimal := Handle{World: 1, ElemBytes: 1, Blocks: 1} // SingleBuffer false: flags 0
 	fd := filledHandle()
-	fd.Shared, fd.IPC = SharedFD, [64]byte{}
+	fd.Shared = SharedFD
+	fd.SetFDDir("/tmp/ulysses-fd-1234567890")
 	fabric := filledHandle()
 	fabric.Shared = SharedFabric
 	return [][]byte{
@@ -45,7 +46,7 @@ func handleSeeds() [][]byte {
 		fd.Encode(),
 		fabric.Encode(),
 		mod(func(b []byte) { b[7] |= 3 << 1 }),  // sharing kind 3
-		mod(func(b []byte) { b[7] = 1 | 1<<1 }), // shared as an fd, with IPC bytes
+		mod(func(b []byte) { b[7] = 1 | 1<<1 }), // shared as an fd, with IPC bytes that are no path
 		{},
 	}
 }
@@ -55,7 +56,7 @@ func handleSeeds() [][]byte {
 // the decoded handle. The format has no slack: the bytes encode does not
 // copy from a field (magic, version, the reserved bytes, the reach past
 // its count) are checked, the flags byte must hold only the SingleBuffer
-// bit and a known sharing kind (SharedFD with no IPC bytes), and BusID is kept whole (bytes after its first
+// bit and a known sharing kind (SharedFD with a NUL-padded absolute path), and BusID is kept whole (bytes after its first
 // NUL survive the round trip, though busID() ignores them).
 func FuzzDecodeHandle(f *testing.F) {
 	for _, s := range handleSeeds() {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/ulysses-go/ulysses/internal/api"
@@ -18,7 +19,7 @@ const Size = 224
 
 const (
 	handleMagic   = "ULYH"
-	handleVersion = 4 // 2: the host, transport and reach after the IPC handle; 3: the buffer's ID; 4: the signal area's landing words (a larger buffer, the same data half)
+	handleVersion = 5 // 2: the host, transport and reach after the IPC handle; 3: the buffer's ID; 4: the signal area's landing words (a larger buffer, the same data half); 5: SharedFD's socket directory
 )
 
 // MaxReach is the most GPUs a handle lists as reachable from its own.
@@ -36,7 +37,7 @@ type Handle struct {
 	Nonce     uint64   // random per process: equal nonces mean the same process
 	DevPtr    uint64   // the buffer's address, usable directly in the same process
 	BusID     [16]byte // PCI bus id of the device, NUL-padded
-	IPC       [64]byte // CUipcMemHandle, or CUmemFabricHandle (Shared); zero with SharedFD
+	IPC       [64]byte // CUipcMemHandle, CUmemFabricHandle or, with SharedFD, the socket's directory (Shared)
 	// Shared says how peers in other processes reach the buffer.
 	Shared Shared
 
@@ -73,7 +74,8 @@ const (
 	SharedLegacyIPC Shared = iota
 	// SharedFD: a cuMemCreate buffer, whose POSIX file descriptor the
 	// owner hands to the group's peers over a Unix-domain socket (named
-	// from the handle's ID); the IPC bytes are zero.
+	// from the handle's ID) in a directory only its user can enter; the
+	// IPC bytes hold that directory's absolute path, NUL-padded (FDDir).
 	SharedFD
 	// SharedFabric: a cuMemCreate buffer whose fabric handle (the IPC
 	// bytes) any process of its NVLink domain may import.
@@ -217,16 +219,39 @@ func (h Handle) checkV2(b []byte) error {
 }
 
 // checkShared checks the sharing kind and its payload: a known kind, and
-// no bytes where SharedFD has none.
+// with SharedFD an absolute path, NUL-padded, with nothing after it.
 func checkShared(s Shared, payload []byte) error {
 	switch s {
 	case SharedLegacyIPC, SharedFabric:
 		return nil
 	case SharedFD:
-		if !bytes.Equal(payload, make([]byte, len(payload))) {
-			return fmt.Errorf("a2a: handle shared as a file descriptor carries IPC bytes: %w", api.ErrHandle)
+		dir, pad, _ := bytes.Cut(payload, []byte{0})
+		if len(dir) == 0 || dir[0] != '/' || !bytes.Equal(pad, make([]byte, len(pad))) {
+			return fmt.Errorf("a2a: handle shared as a file descriptor does not name an absolute directory: %w", api.ErrHandle)
 		}
 		return nil
 	}
 	return fmt.Errorf("a2a: handle shares its buffer in an unknown way (%d): %w", s, api.ErrHandle)
+}
+
+// FDDir is the directory of the socket that hands out a SharedFD
+// handle's descriptor (what the owner's fdshare.Server.Dir said); Decode
+// checked that it is an absolute path. Empty for the other kinds.
+func (h Handle) FDDir() string {
+	if h.Shared != SharedFD {
+		return ""
+	}
+	dir, _, _ := bytes.Cut(h.IPC[:], []byte{0})
+	return string(dir)
+}
+
+// SetFDDir records dir, the socket's directory, as a SharedFD handle's
+// payload; it reports false, changing nothing, if dir does not fit.
+func (h *Handle) SetFDDir(dir string) bool {
+	if len(dir) > len(h.IPC) || strings.IndexByte(dir, 0) >= 0 {
+		return false
+	}
+	h.IPC = [64]byte{}
+	copy(h.IPC[:], dir)
+	return true
 }

@@ -2,11 +2,13 @@ package handle
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/fdshare"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
@@ -84,7 +86,7 @@ func TestHandleWireFormat(t *testing.T) {
 	b := h.Encode()
 	le := binary.LittleEndian
 	assert.Equal(t, "ULYH", string(b[0:4]))
-	assert.Equal(t, uint16(4), le.Uint16(b[4:]))
+	assert.Equal(t, uint16(5), le.Uint16(b[4:]))
 	assert.Equal(t, byte(2), b[6])
 	assert.Equal(t, byte(1), b[7], "flags: bit 0 is SingleBuffer")
 	h.SingleBuffer = false
@@ -179,7 +181,8 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"version 1", patch(func(b []byte) { le.PutUint16(b[4:], 1) })},
 		{"version 2", patch(func(b []byte) { le.PutUint16(b[4:], 2) })},
 		{"version 3", patch(func(b []byte) { le.PutUint16(b[4:], 3) })},
-		{"version 5", patch(func(b []byte) { le.PutUint16(b[4:], 5) })},
+		{"version 4", patch(func(b []byte) { le.PutUint16(b[4:], 4) })},
+		{"version 6", patch(func(b []byte) { le.PutUint16(b[4:], 6) })},
 		{"version 256", patch(func(b []byte) { le.PutUint16(b[4:], 256) })},
 		{"unknown flag 2", patch(func(b []byte) { b[7] = 2 })},
 		{"unknown flag 0x80", patch(func(b []byte) { b[7] = 0x80 })},
@@ -202,6 +205,13 @@ func TestDecodeHandleErrors(t *testing.T) {
 		{"reach 16", patch(func(b []byte) { b[145] = MaxReach + 1 })},
 		{"reserved byte set", patch(func(b []byte) { b[147] = 1 })},
 		{"reach past its count", fromHandle(func(h *Handle) { h.NReach = 2 })},
+		{"fd without a directory", fromHandle(func(h *Handle) { h.Shared, h.IPC = SharedFD, [64]byte{} })},
+		{"fd with a relative directory", fromHandle(func(h *Handle) { h.Shared = SharedFD; h.SetFDDir("tmp/x") })},
+		{"fd with bytes after the directory", fromHandle(func(h *Handle) {
+			h.Shared = SharedFD
+			h.SetFDDir("/tmp/x")
+			h.IPC[40] = 'y'
+		})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,8 +236,32 @@ func TestProcessNonce(t *testing.T) {
 func TestVersionNamesTheSignalArea(t *testing.T) {
 	byVersion := map[uint16]int64{
 		4: 131104 + 8*1024*4, // the fp8 wire's landing words after the bye words
+		5: 131104 + 8*1024*4, // SharedFD's directory: the same signal area
 	}
 	want, ok := byVersion[handleVersion]
 	require.True(t, ok, "handle version %d has no signal area here", handleVersion)
 	assert.Equal(t, want, plan.SignalAreaBytes, "the signal area changed: bump handleVersion")
+}
+
+// TestFDDir: a SharedFD handle carries its socket's directory through
+// the wire format, up to the payload's 64 bytes; the other kinds carry
+// none.
+func TestFDDir(t *testing.T) {
+	h := filledHandle()
+	h.Shared = SharedFD
+	require.True(t, h.SetFDDir("/tmp/ulysses-fd-42"))
+	got, err := Decode(h.Encode())
+	require.NoError(t, err)
+	assert.Equal(t, "/tmp/ulysses-fd-42", got.FDDir())
+	long := "/" + strings.Repeat("d", len(h.IPC)-1)
+	require.True(t, h.SetFDDir(long), "64 bytes fill the payload, without a NUL")
+	got, err = Decode(h.Encode())
+	require.NoError(t, err)
+	assert.Equal(t, long, got.FDDir())
+	assert.False(t, h.SetFDDir(long+"d"), "65 bytes do not fit")
+	assert.False(t, h.SetFDDir("/tmp/a\x00b"), "a NUL would cut the path")
+	assert.Equal(t, long, h.FDDir(), "a refused directory changes nothing")
+	h.Shared = SharedLegacyIPC
+	assert.Empty(t, h.FDDir())
+	assert.Equal(t, fdshare.MaxDirLen, len(h.IPC), "every socket directory fdshare makes fits")
 }

@@ -56,10 +56,14 @@ func (p *ipcPeers) openVMM(h handle.Handle, need int64) (peerMapping, error) {
 	return m, nil
 }
 
-// importFD fetches h's descriptor from its owner and imports it; the
-// descriptor is closed whatever happens.
+// importFD fetches h's descriptor from its owner, which must claim the
+// buffer h describes: of h's process, rank and world size, of the bytes
+// every buffer of this group asks for (a handle that names another
+// Comm's ID is refused); and imports it. The descriptor is closed
+// whatever happens.
 func (p *ipcPeers) importFD(h handle.Handle) (driver.MemHandle, uint64, error) {
-	fd, size, err := fdshare.Fetch(h.ID[:], time.Now().Add(p.env.Timeout))
+	want := fdshare.Claim{Nonce: h.Nonce, World: h.World, Rank: h.Rank, Bytes: uint64(p.env.Layout.Total)}
+	fd, size, err := fdshare.Fetch(h.FDDir(), h.ID[:], want, time.Now().Add(p.env.Timeout))
 	if err != nil {
 		return 0, 0, api.Wrap(err, "fetching rank %d's buffer", h.Rank)
 	}
