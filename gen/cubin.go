@@ -17,8 +17,8 @@ import (
 // than an arch (the wire's, sm_90) is assembled for the newer archs only.
 var cubinArchs = []string{"sm_90", "sm_80"}
 
-// cubinJob is one ptxas run: a PTX file of out assembled for arch, and
-// what came out.
+// cubinJob is one ptxas run: a PTX file assembled for arch, and what came
+// out.
 type cubinJob struct {
 	ptx, arch, ptxSHA256 string
 	sha256               string // of the cubin
@@ -42,10 +42,11 @@ func cubinJobs(f described, text []byte) []cubinJob {
 	return js
 }
 
-// assembleAll runs every job's ptxas (as many at once as there are CPUs),
-// writes the compressed cubins into out, fills in the jobs' results, and
-// removes the compressed cubins of out that no job made.
-func assembleAll(ptxas, out string, jobs []cubinJob) error {
+// assembleAll runs every job's ptxas on its PTX file in plain (as many at
+// once as there are CPUs), writes the compressed cubins into out, fills in
+// the jobs' results, and removes the compressed cubins of out that no job
+// made.
+func assembleAll(ptxas, out, plain string, jobs []cubinJob) error {
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, runtime.NumCPU())
 	var wg sync.WaitGroup
@@ -55,7 +56,7 @@ func assembleAll(ptxas, out string, jobs []cubinJob) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			errs[i] = assemble(ptxas, out, &jobs[i])
+			errs[i] = assemble(ptxas, out, plain, &jobs[i])
 		}()
 	}
 	wg.Wait()
@@ -80,11 +81,12 @@ func assembleAll(ptxas, out string, jobs []cubinJob) error {
 	return nil
 }
 
-// assemble runs ptxas for j and writes its compressed cubin.
-func assemble(ptxas, out string, j *cubinJob) error {
-	tmp := filepath.Join(out, j.name()+".tmp")
+// assemble runs ptxas for j on its PTX file in plain and writes the
+// compressed cubin into out.
+func assemble(ptxas, out, plain string, j *cubinJob) error {
+	tmp := filepath.Join(plain, j.name()+".tmp")
 	defer os.Remove(tmp)
-	cmd := exec.Command(ptxas, "-arch="+j.arch, "-O3", "-o", tmp, filepath.Join(out, j.ptx))
+	cmd := exec.Command(ptxas, "-arch="+j.arch, "-O3", "-o", tmp, filepath.Join(plain, j.ptx))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, b)
 	}
