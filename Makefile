@@ -1,18 +1,20 @@
 # Targets: test (the tests, in this machine's world), test-worlds (the tests
 # without a driver and with a driver but no device, whatever this machine
 # has installed: what CI runs), check (gofmt + vet + test), ptx (regenerate
-# the kernels; needs nvcc and its ptxas), gpu-bin (test binaries and tools for the GPU
-# machine, which has no Go), race, fuzz.
+# the kernels; needs nvcc and its ptxas), ptx-check, ptx-show (the embedded
+# PTX as plain text, for review), gpu-bin (test binaries and tools for a GPU
+# machine without Go), race, fuzz.
 GO      ?= go
 GPU_BIN ?= .gpu-bin
-# Without symbol tables and DWARF the binaries fit the GPU machine's carry
-# limit; Go's stack traces do not need them.
+PTX_SHOW ?= .ptx-show
+# Without symbol tables and DWARF (-s -w) the binaries are smaller to copy
+# to the GPU machine; Go's stack traces do not need them.
 GPU_LDFLAGS ?= -ldflags=-s\ -w
 CUDA_STUBS ?= /usr/lib/x86_64-linux-gnu/stubs
 PKGS    := ./...
 export CGO_ENABLED ?= 0
 
-.PHONY: test test-worlds check fmt vet ptx ptx-check gpu-bin race fuzz clean
+.PHONY: test test-worlds check fmt vet ptx ptx-check ptx-show gpu-bin race fuzz clean
 
 test:
 	$(GO) test $(PKGS)
@@ -43,14 +45,23 @@ vet:
 
 check: fmt vet test
 
-# Regenerate the PTX and the cubins from gen/kernels (needs nvcc and its
-# ptxas: see docs/DEVELOPING.md).
+# Regenerate the kernels from gen/kernels (needs nvcc and its ptxas: see
+# docs/DEVELOPING.md): the shared ABI, then ptx/'s compressed PTX and
+# cubins and its manifest.
 ptx:
 	$(GO) generate ./internal/kernelabi ./ptx
 
-# Fails when regenerating would change the committed PTX or cubins.
+# Fails when regenerating would change what ptx/ commits (the compressed
+# PTX and cubins, the manifest), or add a file there.
 ptx-check: ptx
 	git diff --exit-code -- ptx/
+	@new=$$(git status --porcelain --untracked-files=all -- ptx/); if [ -n "$$new" ]; then echo "ptx/ has files regenerating added:"; echo "$$new"; exit 1; fi
+
+# The embedded PTX as plain text, for review: $(PTX_SHOW)/*.ptx, from the
+# committed ptx/*.ptx.gz.
+ptx-show:
+	mkdir -p $(PTX_SHOW)
+	for f in ptx/*.ptx.gz; do gzip -dc "$$f" >$(PTX_SHOW)/$$(basename "$$f" .gz) || exit 1; done
 
 # Test binaries and the command, built here (CGO_ENABLED=0) for the GPU
 # machine; ship $(GPU_BIN) along and run them there. The gorgonia.org/cu
@@ -81,4 +92,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzRootRound -fuzztime 30s ./a2a/exchange
 
 clean:
-	rm -rf $(GPU_BIN)
+	rm -rf $(GPU_BIN) $(PTX_SHOW)
