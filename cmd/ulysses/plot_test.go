@@ -17,7 +17,7 @@ import (
 func TestPlotFromJSON(t *testing.T) {
 	dir := t.TempDir()
 	out, sms := filepath.Join(dir, "b.svg"), filepath.Join(dir, "s.svg")
-	code, _, stderr := runArgs("plot", "../../docs/bench/2026-11-30-h200x2-run39-kernels-nccl.json", "-o", out, "--sms-o", sms)
+	code, _, stderr := runArgs("plot", "../../docs/bench/h200x2-sms.json", "-o", out, "--sms-o", sms)
 	require.Equal(t, 0, code, stderr)
 	for path, want := range map[string][]string{
 		out: {"send_recv_heads", "gather_heads", "all_gather", "ulysses", "PyTorch + NCCL", "NVLink floor", "128 MiB", "2 x NVIDIA H200"},
@@ -37,8 +37,8 @@ func TestPlotFromJSON(t *testing.T) {
 func TestPlotUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"plot"},
-		{"plot", "../../docs/bench/2026-11-30-h200x2-run59-ipc-record.json", "-o", "/nonexistent/dir/b.svg"},
-		{"plot", "../../docs/bench/2026-11-30-h200x2-run59-ipc-record.json", "-o", os.TempDir()},
+		{"plot", "../../docs/bench/h200x2.json", "-o", "/nonexistent/dir/b.svg"},
+		{"plot", "../../docs/bench/h200x2.json", "-o", os.TempDir()},
 		{"plot", "/nonexistent.json", "--dtype", "int8"},
 		{"plot", "a.json", "b.json"},
 	} {
