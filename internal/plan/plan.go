@@ -171,10 +171,10 @@ func WireThreadsFor(blocks, sharers, sms int) int {
 // (kernelabi.SmallGranule) up to 64 (kernelabi.FewBlocks), one per 64 KiB
 // (kernelabi.LargeGranule) beyond when that is more, at least one. The
 // barrier's own cost grows with the blocks that signal: with the kernel's
-// bones (bench/lab/llprobe, SendRecvHeads, graph replay) 64 blocks or fewer beat
-// 128 by 0.7-1.0 us from 128 KiB to 4 MiB (1 MiB: 5.9 us against 6.8;
-// 128 KiB: 32 blocks 4.4 us, 16 blocks 4.6, 8 blocks 4.8), and every
-// count from 64 up ran level at 8 MiB.
+// bones alone (SendRecvHeads' stores and barrier, graph replay, 2 x H200)
+// 64 blocks or fewer beat 128 by 0.7-1.0 us from 128 KiB to 4 MiB (1 MiB:
+// 5.9 us against 6.8; 128 KiB: 32 blocks 4.4 us, 16 blocks 4.6, 8 blocks
+// 4.8), and every count from 64 up ran level at 8 MiB.
 func ActiveBlocks(groupBytes int64, blocks int) int {
 	n := min((groupBytes+kernelabi.SmallGranule-1)/kernelabi.SmallGranule, kernelabi.FewBlocks)
 	n = max(n, (groupBytes+kernelabi.LargeGranule-1)/kernelabi.LargeGranule)

@@ -13,8 +13,8 @@ type Const struct {
 	C, Go  string
 	Value  int64
 	Suffix string // C literal suffix ("u" for the unsigned codes)
-	// Overridable constants are guarded by #ifndef, so that bench/lab can
-	// compile other choices; the host always uses Value.
+	// Overridable constants are guarded by #ifndef, so that a build of the
+	// kernels can try other choices (nvcc -D); the host always uses Value.
 	Overridable bool
 	// Doc, when set, is written above the constant and starts a group.
 	Doc string
