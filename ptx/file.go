@@ -2,7 +2,7 @@ package ptx
 
 // File describes one embedded PTX file (embedded as Name+".gz").
 type File struct {
-	Name      string  // file name in this package
+	Name      string  // the PTX file's name; the package holds Name+".gz"
 	ElemBytes int     // element width it was compiled for
 	Wire      bool    // the fp8 wire's entries (WireEntryFor), not the exact ones
 	ISA       string  // PTX ISA version (.version): decides which drivers load it
