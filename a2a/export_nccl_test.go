@@ -13,8 +13,8 @@ import (
 // processes, its rank processes included, run the NCCL tests with: a
 // comma-separated list of "auto", "async" or "blocking" (the launch) and "self"
 // (a rank's own share through NCCL too, so that a group of one on one GPU
-// goes through NCCL for every byte). How the GPU suite checks the
-// transport's other paths (docs/lab/nccl-one-gpu.md).
+// goes through NCCL for every byte): how the GPU suite checks the
+// transport's paths on one GPU.
 const EnvTestNCCL = "ULYSSES_TEST_NCCL"
 
 // testNCCLTuning is what $ULYSSES_TEST_NCCL set, the tuning a test that

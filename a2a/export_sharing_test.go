@@ -13,8 +13,7 @@ import (
 
 // EnvTestSharing names the Sharing (as ParseSharing reads it) that
 // SharingDefault means in this test binary's processes, its rank
-// processes included: how the GPU suite runs with each kind of sharing
-// (docs/lab/vmm-sharing.md).
+// processes included: how the GPU suite runs with each kind of sharing.
 const EnvTestSharing = "ULYSSES_TEST_SHARING"
 
 // SetDefaultSharingFromEnv makes SharingDefault mean what

@@ -173,8 +173,7 @@ func workerCollectives(rk launch.Rank) error {
 		return err
 	}
 	defer ex.Close()
-	// The 16-SM mode gives every thread several of a wide case's vectors
-	// (run 44 ran a chunked walk of SendRecvHeads there, since dropped).
+	// The 16-SM mode gives every thread several of a wide case's vectors.
 	modes := []struct {
 		dt     a2a.DType
 		single bool

@@ -16,7 +16,7 @@ import (
 // for rank 1's goodbye, as after any timeout); rank 1 then closes, and its
 // goodbye writes into rank 0's buffer. That buffer must still be there:
 // freed with rank 0's Close, the write killed the device's context (every
-// later call failed with CUDA_ERROR_ILLEGAL_ADDRESS, docs/lab/gpu-runs.md run 45).
+// later call failed with CUDA_ERROR_ILLEGAL_ADDRESS, as once seen on a GPU).
 // The device must be usable afterwards, and a new group must work.
 func TestGroupRankClosesAfterTimeout(t *testing.T) {
 	info := requireGPU(t)

@@ -32,7 +32,7 @@ var firstGroup struct {
 // "dropped" nothing else holds the device's primary context, so each
 // Close destroys it and the next NewGroup makes it again; under "held" a
 // Device keeps it. Nothing here is asserted but that every step succeeds:
-// it is a measurement (docs/lab/cold-start.md).
+// it is a measurement (docs/BENCHMARKS.md, "cold start").
 func BenchmarkGroupLifecycle(b *testing.B) {
 	info := requireGPU(b)
 	for _, w := range []a2a.Wire{a2a.WireExact, a2a.WireE4M3} {

@@ -106,7 +106,7 @@ func TestFakeGroup(t *testing.T) {
 // TestFakeGroupCloseRepeatedly makes, uses and closes groups with two
 // ranks per device many times: the ranks close at once, and the last one
 // of a device tears down what they share while the others drain what they
-// left (a race found on a GPU, run 18; under -race this test failed on
+// left (a race once found on a GPU; under -race this test failed on
 // the code before the fix within a few rounds).
 func TestFakeGroupCloseRepeatedly(t *testing.T) {
 	lib := fakeDriver(t, fakecuda.EnvDevices+"=2")
@@ -156,7 +156,8 @@ func TestFakeTestKernels(t *testing.T) {
 // TestFakeGroupBufferOutlivesItsOwner closes the ranks of a group one at
 // a time: a rank's buffer, which its peers in the process write into
 // (their goodbye included), stays allocated until the last Comm that maps
-// it has closed, and its device's context with it (docs/lab/gpu-runs.md run 45).
+// it has closed, and its device's context with it (a GPU once lost its
+// context when it did not).
 func TestFakeGroupBufferOutlivesItsOwner(t *testing.T) {
 	for _, devices := range [][]int{{0, 0}, {0, 1}} {
 		t.Run(fmt.Sprint(devices), func(t *testing.T) {

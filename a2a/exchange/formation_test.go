@@ -14,8 +14,8 @@ import (
 // while strangers of one kind dial rank 0 again and again.
 
 // floodRoundsEnv names the variable that sets how many rounds each
-// TestFormationUnderFloods case runs (the measurement in
-// docs/RELIABILITY.md runs 15); without it, defaultFloodRounds.
+// TestFormationUnderFloods case runs (docs/RELIABILITY.md's measurement
+// ran 15); without it, defaultFloodRounds.
 const (
 	floodRoundsEnv     = "ULYSSES_FLOOD_ROUNDS"
 	defaultFloodRounds = 3
