@@ -64,3 +64,19 @@ func gpuSharings(info a2a.SystemInfo) []a2a.Sharing {
 	}
 	return append(out, a2a.SharingFD)
 }
+
+// TestSharingCrowded: groups of 2 and of 4 processes on GPU 0 form 15
+// times each over descriptors while rank 0's socket is crowded, as
+// TestFakeSharingCrowded does over the stub; every Connect takes under a
+// second.
+func TestSharingCrowded(t *testing.T) {
+	info := requireGPU(t)
+	if !info.Devices[0].PosixFD {
+		t.Skip("GPU 0 does not share memory as file descriptors")
+	}
+	for _, world := range []int{2, 4} {
+		t.Run(fmt.Sprint(world), func(t *testing.T) {
+			runGroup(t, "share-crowded", world, make([]int, world))
+		})
+	}
+}

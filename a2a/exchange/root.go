@@ -49,7 +49,7 @@ type rootRound struct {
 	events    chan event     // from the serve goroutines and the accept loop
 	acceptErr chan error     // the accept loop's fatal error (at most one)
 	stop      chan struct{}  // closed when the round stops accepting
-	changed   chan struct{}  // a connection's grace began or it left the table (the accept loop may wait for it)
+	changed   admit.Room     // a connection's grace began or it left the table (the accept loop may wait for it)
 	wg        sync.WaitGroup // the accept loop and the other goroutines
 	// live holds a token per serve goroutine: at most 2*MaxConns, those of
 	// the open connections and of evicted ones still exiting.
@@ -99,7 +99,7 @@ func newRootRound(ctx context.Context, x *TCP, ln *net.TCPListener, local []byte
 		events:    make(chan event),
 		acceptErr: make(chan error, 1),
 		stop:      make(chan struct{}),
-		changed:   make(chan struct{}, 1),
+		changed:   admit.NewRoom(),
 		live:      make(chan struct{}, 2*x.cfg.MaxConns),
 		conns:     admit.New(x.cfg.MaxConns, helloGrace, proofGrace),
 		claims:    make([]net.Conn, world),
@@ -192,7 +192,7 @@ func (rr *rootRound) admit(c net.Conn) bool {
 			}
 			go rr.serve(c)
 			return true
-		case stopped || !rr.waitRoom(next):
+		case stopped || !rr.changed.Wait(next, rr.stop):
 			<-rr.live
 			rr.x.keepEarly(c)
 			return false
@@ -227,24 +227,6 @@ func (rr *rootRound) register(c net.Conn, retry bool) (victim net.Conn, challeng
 	return victim, challenged, time.Time{}, true, false
 }
 
-// waitRoom waits until next (if not zero) or a change in the table, and
-// reports false if the round stopped accepting first.
-func (rr *rootRound) waitRoom(next time.Time) bool {
-	var due <-chan time.Time
-	if !next.IsZero() {
-		t := time.NewTimer(time.Until(next))
-		defer t.Stop()
-		due = t.C
-	}
-	select {
-	case <-due:
-	case <-rr.changed:
-	case <-rr.stop:
-		return false
-	}
-	return true
-}
-
 // await records that rank 0 now waits on c for w (see admit.Table.Await),
 // wakes the accept loop if it waits for room, and reports false if c was
 // evicted.
@@ -253,17 +235,9 @@ func (rr *rootRound) await(c net.Conn, w admit.Wait) bool {
 	open := rr.conns.Await(c, w, time.Now())
 	rr.mu.Unlock()
 	if w != admit.Nothing {
-		rr.tableChanged()
+		rr.changed.Changed()
 	}
 	return open
-}
-
-// tableChanged wakes the accept loop if it waits for room.
-func (rr *rootRound) tableChanged() {
-	select {
-	case rr.changed <- struct{}{}:
-	default:
-	}
 }
 
 // turnAway closes c, which has not proved the secret, to make room. If
@@ -736,7 +710,7 @@ func (rr *rootRound) drop(c net.Conn) bool {
 	open := rr.conns.Remove(c)
 	rr.mu.Unlock()
 	if open {
-		rr.tableChanged()
+		rr.changed.Changed()
 		_ = c.Close()
 	}
 	return open

@@ -79,3 +79,20 @@ func TestTable(t *testing.T) {
 		assert.True(t, tab.Has(c))
 	}
 }
+
+// TestRoom: Wait returns at next, at a change signalled before or while
+// it waits, and reports false once stop is closed; Changed never blocks.
+func TestRoom(t *testing.T) {
+	r := NewRoom()
+	stop := make(chan struct{})
+	start := time.Now()
+	require.True(t, r.Wait(start.Add(20*time.Millisecond), stop))
+	assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "until next")
+	r.Changed()
+	r.Changed() // a second signal does not block
+	require.True(t, r.Wait(time.Time{}, stop), "a change made before the wait")
+	go func() { time.Sleep(10 * time.Millisecond); r.Changed() }()
+	require.True(t, r.Wait(time.Time{}, stop), "a change made during the wait")
+	close(stop)
+	assert.False(t, r.Wait(time.Time{}, stop))
+}

@@ -53,7 +53,7 @@ func (s *Server) admit(c *net.UnixConn) bool {
 			go s.serve(c)
 			return true
 		}
-		if closed || !s.waitRoom(next) {
+		if closed || !s.changed.Wait(next, s.stop) {
 			<-s.live
 			return false
 		}
@@ -79,24 +79,6 @@ func (s *Server) register(c *net.UnixConn) (next time.Time, ok, closed bool) {
 	}
 	s.wg.Add(1)
 	return time.Time{}, true, false
-}
-
-// waitRoom waits until next (if not zero) or a change in the table, and
-// reports false if Close came first.
-func (s *Server) waitRoom(next time.Time) bool {
-	var due <-chan time.Time
-	if !next.IsZero() {
-		t := time.NewTimer(time.Until(next))
-		defer t.Stop()
-		due = t.C
-	}
-	select {
-	case <-due:
-	case <-s.changed:
-	case <-s.stop:
-		return false
-	}
-	return true
 }
 
 // serve runs the owner's side of one connection; any misstep of the peer
@@ -168,7 +150,7 @@ func (s *Server) await(c *net.UnixConn, w admit.Wait) bool {
 	open := s.table.Await(c, w, time.Now())
 	s.mu.Unlock()
 	if w != admit.Nothing {
-		s.tableChanged()
+		s.changed.Changed()
 	}
 	return open
 }
@@ -179,15 +161,7 @@ func (s *Server) leave(c *net.UnixConn) {
 	s.table.Remove(c)
 	s.mu.Unlock()
 	c.Close()
-	s.tableChanged()
-}
-
-// tableChanged wakes the accept loop if it waits for room.
-func (s *Server) tableChanged() {
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
+	s.changed.Changed()
 }
 
 // pause waits d, and reports false if Close came first.

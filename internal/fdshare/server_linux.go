@@ -26,7 +26,7 @@ type Server struct {
 	ln      *net.UnixListener
 	wg      sync.WaitGroup
 	stop    chan struct{} // closed by Close
-	changed chan struct{} // a connection's grace began or it left the table
+	changed admit.Room    // a connection's grace began or it left the table
 	// live holds a token per serve goroutine: at most 2*MaxConns, those of
 	// the open connections and of evicted ones still exiting.
 	live chan struct{}
@@ -69,7 +69,7 @@ func listenAt(dir, path string, cfg Config) (*Server, error) {
 		return nil, shareError("listening on the buffer's socket", err)
 	}
 	cfg.Key = append([]byte(nil), cfg.Key...)
-	s := &Server{cfg: cfg, dir: dir, ln: ln, stop: make(chan struct{}), changed: make(chan struct{}, 1),
+	s := &Server{cfg: cfg, dir: dir, ln: ln, stop: make(chan struct{}), changed: admit.NewRoom(),
 		live: make(chan struct{}, 2*MaxConns), table: admit.New(MaxConns, helloGrace, proofGrace)}
 	s.wg.Add(1)
 	go s.acceptLoop()
