@@ -53,5 +53,6 @@
 // exported descriptor is closed as soon as it is sent; a descriptor that
 // dies in flight (its receiver gone) is closed by the kernel. Close
 // removes the socket and the directory; a process killed leaves them in
-// the temporary directory, empty of anything but the dead socket.
+// the temporary directory, and the first Listen of a later process of
+// the same user removes them once a minute old (nobody listening).
 package fdshare

@@ -3,6 +3,7 @@
 package fdshare
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -278,5 +279,47 @@ func TestSocketDir(t *testing.T) {
 		require.NoError(t, os.Chown(theirs, testutil.StrangerUID, testutil.StrangerUID))
 		_, err = socketPath(theirs, key(1))
 		require.ErrorContains(t, err, "another user")
+	}
+}
+
+// TestSweepStale: a socket directory whose socket nobody listens on, left
+// a minute ago, is removed; one whose owner listens, one left a moment
+// ago, one holding anything but a socket, and one open to other users
+// are kept.
+func TestSweepStale(t *testing.T) {
+	base := t.TempDir()
+	now := time.Now()
+	old := now.Add(-2 * staleAge)
+	mk := func(listen, dead bool, age time.Time) string {
+		t.Helper()
+		dir, err := os.MkdirTemp(base, dirPrefix)
+		require.NoError(t, err)
+		if listen || dead {
+			ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: SocketPath(dir, key(1)), Net: "unix"})
+			require.NoError(t, err)
+			if dead {
+				ln.SetUnlinkOnClose(false) // what a killed owner leaves
+				require.NoError(t, ln.Close())
+			} else {
+				t.Cleanup(func() { ln.Close() })
+			}
+			require.NoError(t, os.Chtimes(SocketPath(dir, key(1)), age, age))
+		}
+		require.NoError(t, os.Chtimes(dir, age, age))
+		return dir
+	}
+	deadOld := mk(false, true, old)
+	emptyOld := mk(false, false, old)
+	live := mk(true, false, old)
+	deadYoung := mk(false, true, now)
+	withFile := mk(false, true, old)
+	require.NoError(t, os.WriteFile(filepath.Join(withFile, "x"), nil, 0o600))
+	require.NoError(t, os.Chtimes(withFile, old, old))
+	open := mk(false, true, old)
+	require.NoError(t, os.Chmod(open, 0o755))
+	sweepIn(base, now)
+	for dir, gone := range map[string]bool{deadOld: true, emptyOld: true, live: false, deadYoung: false, withFile: false, open: false} {
+		_, err := os.Lstat(dir)
+		require.Equal(t, gone, errors.Is(err, os.ErrNotExist), "%s (gone: %v)", filepath.Base(dir), gone)
 	}
 }

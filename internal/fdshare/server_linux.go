@@ -48,8 +48,10 @@ type Stats struct {
 // Listen starts serving in a new directory of its own (Dir), with the
 // socket named from cfg.Key. It costs a directory, a socket and a
 // goroutine until Close, and each open connection a descriptor and a
-// goroutine.
+// goroutine; the first Listen of a process also removes what killed
+// processes of this user left (sweepStale).
 func Listen(cfg Config) (*Server, error) {
+	sweepStale()
 	dir, err := makeDir()
 	if err != nil {
 		return nil, err
