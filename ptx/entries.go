@@ -1,6 +1,10 @@
 package ptx
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Entry is the name of a kernel entry point.
 type Entry string
@@ -8,23 +12,38 @@ type Entry string
 // Op names an operation that has one entry per vector width.
 type Op string
 
-// The operations with per-width entries.
+// EntryKind is which of an operation's entries an entry is.
+type EntryKind int
+
+// The kinds of an operation's entries.
+const (
+	KindPlain    EntryKind = iota // EntryFor's
+	KindCaptured                  // CapturedEntryFor's
+	KindGeneral                   // GeneralEntryFor's
+	KindWire                      // WireEntryFor's, of any format and type
+)
+
+// The operations' names, as the kernel source spells them in its
+// entries (the rows of internal/plan.Operations name them).
 const (
 	OpSendRecvHeads Op = "send_recv_heads"
 	OpGatherHeads   Op = "gather_heads"
 	OpAllGather     Op = "all_gather"
+	OpHeadAllGather Op = "head_all_gather"
 )
 
-// Ops lists the operations with per-width entries.
-var Ops = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather}
-
-// OpHeadAllGather gathers heads instead of tokens; it has general entries
-// only.
-const OpHeadAllGather Op = "head_all_gather"
-
-// GeneralOps lists the operations with general entries (GeneralEntryFor):
-// uneven heads, several tensors, inputs with a token stride.
-var GeneralOps = []Op{OpSendRecvHeads, OpGatherHeads, OpHeadAllGather}
+// Ops lists the operations with plain and captured entries (EntryFor,
+// CapturedEntryFor), GeneralOps those with general entries
+// (GeneralEntryFor: uneven heads, several tensors, inputs with a token
+// stride), WireOps those with fp8 wire entries (WireEntryFor). They are
+// read from the names of the embedded files' entries (ParseEntry), in the
+// order of each operation's first entry, so that they always say what the
+// kernels hold; internal/plan's tests check its table against them.
+var (
+	Ops        = opsOf(manifest, KindPlain)
+	GeneralOps = opsOf(manifest, KindGeneral)
+	WireOps    = opsOf(manifest, KindWire)
+)
 
 // Entries without a vector width that every file holds.
 const (
@@ -65,9 +84,6 @@ var WireWidths = []int{16, 8, 2}
 // (a warp's 32 lanes, four chunks of eight elements each).
 const WireWideMaxDim = 1024
 
-// WireOps lists the operations with fp8 wire entries.
-var WireOps = []Op{OpSendRecvHeads, OpGatherHeads, OpAllGather, OpHeadAllGather}
-
 // WireEntryFor names the fp8 wire entry of op (one of WireOps) for format
 // ("e4m3" or "e5m2"), 16-bit element type out ("bf16" or "fp16") and
 // width (one of WireWidths).
@@ -94,4 +110,48 @@ func WirePackFor(format, out string, width int) Entry {
 // WireDecodeFor's.
 func WireUnpackFor(format, out string, width int) Entry {
 	return Entry(fmt.Sprintf("ulysses_wire_unpack_%s_%s_v%d", format, out, width))
+}
+
+// ParseEntry splits the name of one of an operation's entries into the
+// operation, the entry's kind and its width: the inverse of EntryFor,
+// CapturedEntryFor, GeneralEntryFor and WireEntryFor (whose format and
+// type it drops). It reports false for every other entry: the barriers,
+// the wire's decodes, packs and unpacks. It costs a few string searches.
+func ParseEntry(e Entry) (op Op, kind EntryKind, width int, ok bool) {
+	s, found := strings.CutPrefix(string(e), "ulysses_")
+	i := strings.LastIndex(s, "_v")
+	if !found || i < 0 || strings.HasPrefix(s, "wire_") {
+		return "", 0, 0, false
+	}
+	width, err := strconv.Atoi(s[i+2:])
+	if err != nil || width < 1 {
+		return "", 0, 0, false
+	}
+	s = s[:i]
+	if j := strings.Index(s, "_wire_"); j >= 0 {
+		return Op(s[:j]), KindWire, width, j > 0
+	}
+	if name, cut := strings.CutSuffix(s, "_captured"); cut {
+		return Op(name), KindCaptured, width, name != ""
+	}
+	if name, cut := strings.CutSuffix(s, "_general"); cut {
+		return Op(name), KindGeneral, width, name != ""
+	}
+	return Op(s), KindPlain, width, s != ""
+}
+
+// opsOf lists the operations that files have entries of kind for, in the
+// order of each one's first entry.
+func opsOf(files []File, kind EntryKind) []Op {
+	var ops []Op
+	seen := map[Op]bool{}
+	for _, f := range files {
+		for _, e := range f.Entries {
+			if op, k, _, ok := ParseEntry(e); ok && k == kind && !seen[op] {
+				seen[op] = true
+				ops = append(ops, op)
+			}
+		}
+	}
+	return ops
 }
