@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/ulysses-go/ulysses/internal/api"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // MaxPitch bounds an Into output's token stride in bytes: the row pitch
@@ -38,16 +37,20 @@ func HeadRange(heads, world, rank int) (first, count int) {
 
 // sharedGeneral reports whether every rank takes the general entries for
 // the request: for what the ranks share (the tensor count, the heads, the
-// operation), not for a local choice such as an input's stride.
+// operation), not for a local choice such as an input's stride. An
+// operation without plain entries always does; else uneven heads do:
+// heads in all that are not this rank's times the world size where the
+// input holds a rank's share, heads the world size does not divide where
+// the output does.
 func (r *Request) sharedGeneral(world int) bool {
-	x := r.Xs[0]
+	o, h := Lookup(r.Op), r.Xs[0].Shape[2]
 	switch {
-	case r.N != 1 || r.Op == ptx.OpHeadAllGather:
+	case r.N != 1 || !o.Plain:
 		return true
-	case r.Op == ptx.OpSendRecvHeads:
-		return x.Shape[2]%world != 0
-	case r.Op == ptx.OpGatherHeads:
-		return r.Heads != 0 && r.Heads != x.Shape[2]*world
+	case o.In&RankHeads != 0:
+		return r.Heads != 0 && r.Heads != h*world
+	case o.Out&RankHeads != 0:
+		return h%world != 0
 	}
 	return false
 }
@@ -70,11 +73,12 @@ func SpreadFor(sharers int) int64 {
 	return max(1, generalSpread/int64(max(sharers, 1)))
 }
 
-// totalHeads is H: the input's heads for SendRecvHeads and AllGather, else what the
-// caller gave or this rank's heads times the world size.
+// totalHeads is H: the input's heads where it holds all of them
+// (SendRecvHeads, AllGather), else what the caller gave or this rank's
+// heads times the world size.
 func (r *Request) totalHeads(world int) int {
 	switch {
-	case r.Op == ptx.OpSendRecvHeads || r.Op == ptx.OpAllGather:
+	case Lookup(r.Op).In&RankHeads == 0:
 		return r.Xs[0].Shape[2]
 	case r.Heads != 0:
 		return r.Heads
@@ -101,7 +105,7 @@ func checkRequest(r *Request) error {
 // that decides whether the operation runs depends on values every rank
 // shares.
 func general(r *Request, env *Env, ts Tokens, shared bool) (Plan, error) {
-	if r.Op == ptx.OpAllGather {
+	if o := Lookup(r.Op); o == nil || !o.General {
 		return Plan{}, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
 	}
 	return planRows(r, env, ts, env.Widths, shared)
@@ -112,16 +116,19 @@ func general(r *Request, env *Env, ts Tokens, shared bool) (Plan, error) {
 // the vector width among widths; spread: every rank takes these entries
 // (generalSpread).
 func planRows(r *Request, env *Env, ts Tokens, widths []int, spread bool) (Plan, error) {
-	x, rank, world := r.Xs[0], env.Rank, env.World
+	o, x, rank, world := Lookup(r.Op), r.Xs[0], env.Rank, env.World
+	if o == nil {
+		return Plan{}, fmt.Errorf("a2a: unknown operation %q: %w", r.Op, api.ErrNotSupported)
+	}
 	if err := checkRequest(r); err != nil {
 		return Plan{}, err
 	}
 	H := r.totalHeads(world)
-	if r.Op != ptx.OpAllGather && (H < world || H > api.MaxDim) {
+	if o.splitsHeads() && (H < world || H > api.MaxDim) {
 		return Plan{}, fmt.Errorf("a2a: %s of %d heads on %d ranks: every rank needs a head: %w", r.Op, H, world, api.ErrShape)
 	}
 	es := int64(env.DType.Size())
-	w, err := generalWalks(r, rank, world, H, ts, es)
+	w, err := generalWalks(r, o, rank, world, H, ts, es)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -137,7 +144,7 @@ func planRows(r *Request, env *Env, ts Tokens, widths []int, spread bool) (Plan,
 		}
 		p.Heads[q] = int32(first)
 	}
-	if err := p.setGeneralWalk(r, w, H, es, widths, spread); err != nil {
+	if err := p.setGeneralWalk(r, w, es, widths, spread); err != nil {
 		return Plan{}, err
 	}
 	p.ShapeSig = generalSignature(r.Op, x.Shape[0], H, x.Shape[3], int(es), r.N)
@@ -148,72 +155,34 @@ func planRows(r *Request, env *Env, ts Tokens, widths []int, spread bool) (Plan,
 // walks is what the general entries walk for one tensor: the output's
 // shape on this rank; the input elements this rank walks (walk), the most
 // any rank walks (group), and group per token of what it grows with
-// (row); the largest output of one tensor on any rank in bytes; and
-// whether the walk grows with all tokens (HeadAllGather).
+// (row); the largest output of one tensor on any rank in bytes; the heads
+// of one input token row on this rank; and whether the walk grows with
+// all tokens (HeadAllGather).
 type walks struct {
 	out                      [4]int
 	walk, group, row, maxOut int64
-	mine                     int // this rank's heads
+	rowHeads                 int64
 	walkTotal                bool
 }
 
 // generalWalks checks r's tokens and heads on rank against the counts and
-// computes its walks, H heads in all.
-func generalWalks(r *Request, rank, world, H int, ts Tokens, es int64) (walks, error) {
+// computes the walks of o, H heads in all.
+func generalWalks(r *Request, o *Operation, rank, world, H int, ts Tokens, es int64) (walks, error) {
 	x := r.Xs[0]
-	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
-	_, mine := HeadRange(H, world, rank)
-	_, most := HeadRange(H, world, 0)
-	T, Tr, Tmax := int64(ts.Total()), int64(ts.Counts[rank]), int64(ts.Most())
-	B, D, P := int64(b), int64(d), int64(world)
-	w := walks{mine: mine}
-	var ok [4]bool
-	switch r.Op {
-	case ptx.OpSendRecvHeads:
-		if int64(t) != Tr {
-			return w, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", r.Op, t, rank, Tr, api.ErrTokens)
-		}
-		w.out = [4]int{b, int(T), mine, d}
-		w.walk, ok[0] = mulChecked(B, Tr, int64(H), D)
-		w.group, ok[1] = mulChecked(B, Tmax, int64(H), D)
-		w.row, ok[3] = mulChecked(B, int64(H), D)
-		w.maxOut, ok[2] = mulChecked(B, T, int64(most), D, es)
-	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
-		if h != mine {
-			return w, fmt.Errorf("a2a: %s input has %d heads; of %d heads on %d ranks rank %d holds %d: %w", r.Op, h, H, world, rank, mine, api.ErrShape)
-		}
-		if int64(t) != T {
-			return w, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", r.Op, t, T, api.ErrTokens)
-		}
-		if r.Op == ptx.OpGatherHeads {
-			w.out = [4]int{b, int(Tr), H, d}
-			w.walk, ok[0] = mulChecked(B, Tmax, P, int64(mine), D) // every (b, k, r) with k < the largest count
-			w.group, ok[1] = mulChecked(B, Tmax, P, int64(most), D)
-			w.row, ok[3] = mulChecked(B, P, int64(most), D)
-			w.maxOut, ok[2] = mulChecked(B, Tmax, int64(H), D, es)
-		} else {
-			w.out = [4]int{b, int(T), H, d}
-			w.walk, ok[0] = mulChecked(B, T, int64(mine), D)
-			w.group, ok[1] = mulChecked(B, T, int64(most), D)
-			w.row, ok[3] = mulChecked(B, int64(most), D)
-			w.maxOut, ok[2] = mulChecked(B, T, int64(H), D, es)
-			w.walkTotal = true
-		}
-	case ptx.OpAllGather:
-		if int64(t) != Tr {
-			return w, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", r.Op, t, rank, Tr, api.ErrTokens)
-		}
-		w.out = [4]int{b, int(T), h, d}
-		w.mine = h
-		w.walk, ok[0] = mulChecked(B, Tr, int64(h), D)
-		w.group, ok[1] = mulChecked(B, Tmax, int64(h), D)
-		w.row, ok[3] = mulChecked(B, int64(h), D)
-		w.maxOut, ok[2] = mulChecked(B, T, int64(h), D, es)
-	default:
-		return w, fmt.Errorf("a2a: %s has no general form: %w", r.Op, api.ErrNotSupported)
+	g := newGeometry(x, rank, world, H, ts)
+	w := walks{rowHeads: g.inHeads(o), walkTotal: o.walkTotal}
+	if h := int64(x.Shape[2]); o.In&RankHeads != 0 && h != g.mine {
+		return w, fmt.Errorf("a2a: %s input has %d heads; of %d heads on %d ranks rank %d holds %d: %w", r.Op, h, H, world, rank, g.mine, api.ErrShape)
 	}
-	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
-		return w, fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.Op, r.N, x.Shape, T, api.ErrCapacity)
+	if err := checkTokens(o, x, rank, ts); err != nil {
+		return w, err
+	}
+	w.out = g.out(o)
+	var ok [2]bool
+	w.walk, w.group, w.row, ok[0] = o.general(g)
+	w.maxOut, ok[1] = g.maxOut(o, es)
+	if !ok[0] || !ok[1] {
+		return w, fmt.Errorf("a2a: %s of %d x %v with %d tokens in all overflows: %w", r.Op, r.N, x.Shape, g.T, api.ErrCapacity)
 	}
 	return w, nil
 }
@@ -235,15 +204,12 @@ func (p *Plan) fitOutputs(r *Request, maxOut, capacity int64, ts Tokens) error {
 // setGeneralWalk sets what the general kernels walk: the vector width,
 // the units of a chunk, head and input row, the inputs, and the bytes
 // that set the active blocks, which the kernels index with 32 bits.
-func (p *Plan) setGeneralWalk(r *Request, w walks, H int, es int64, widths []int, spread bool) error {
+func (p *Plan) setGeneralWalk(r *Request, w walks, es int64, widths []int, spread bool) error {
 	D, N := int64(r.Xs[0].Shape[3]), int64(r.N)
 	p.Width = generalWidth(r, D*es, es, widths)
 	p.Chunk = D * es
 	p.HeadUnits = D * es / int64(p.Width)
-	p.Units = int64(w.mine) * p.HeadUnits // a chunk: this rank's heads of one token
-	if r.Op == ptx.OpSendRecvHeads {
-		p.Units = int64(H) * p.HeadUnits // a whole input token row
-	}
+	p.Units = w.rowHeads * p.HeadUnits // an input token row: all heads, or this rank's
 	for k := range r.N {
 		p.Inputs[k] = uint64(r.Xs[k].Ptr)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ulysses-go/ulysses/internal/api"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // Env is what planning reads of a Comm besides a request and the token
@@ -25,6 +24,9 @@ type Env struct {
 // placement of r's tensors against the buffer. It is the one entry of
 // planning; nothing is enqueued, and on an error nothing changes.
 func Make(r Request, env Env, ts Tokens, half uint32) (Plan, error) {
+	if Lookup(r.Op) == nil {
+		return Plan{}, fmt.Errorf("a2a: unknown operation %q: %w", r.Op, api.ErrNotSupported)
+	}
 	planned := &r
 	if r.Captured {
 		if r.Into {
@@ -62,13 +64,14 @@ func (env *Env) choose(r *Request, ts Tokens) (Plan, error) {
 }
 
 // Fits reports whether r's inputs hold the tokens the counts ts give them
-// on rank (need): all ranks' for GatherHeads and HeadAllGather, rank's
-// own otherwise. A captured input's token dimension is the most tokens
-// any replay may use, of which the counts use the first ones.
+// on rank (need): rank's own where its operation's input holds them
+// (Operation.In), all ranks' otherwise (GatherHeads, HeadAllGather). A
+// captured input's token dimension is the most tokens any replay may
+// use, of which the counts use the first ones.
 func (r Request) Fits(ts Tokens, rank int) (need int, ok bool) {
-	need = ts.Counts[rank]
-	if r.Op == ptx.OpGatherHeads || r.Op == ptx.OpHeadAllGather {
-		need = ts.Total()
+	need = ts.Total()
+	if Lookup(r.Op).In&RankTokens != 0 {
+		need = ts.Counts[rank]
 	}
 	return need, r.Xs[0].Shape[1] >= need
 }

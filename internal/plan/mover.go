@@ -19,17 +19,17 @@ func MoverSignature(sig uint32, m api.Mover) uint32 {
 // AutoCopyBytes is where MoverAuto takes the copy engines for op: the
 // bytes per rank from which they are at least as fast as the kernels
 // alone with every rank in one process, or 0 where that was never
-// measured. On 2 x H200 in one process: level at 64 MiB (within 0.5 us),
-// 3% faster at 96 MiB, 3.5-4% at 128 MiB, slower below. Across processes
-// (IPC-mapped buffers) they were slower at every size, and MoverAuto
-// keeps the kernels there.
+// measured (its row's Operation.AutoCopyBytes). On 2 x H200 in one
+// process, for SendRecvHeads, GatherHeads and AllGather: level at 64 MiB
+// (within 0.5 us), 3% faster at 96 MiB, 3.5-4% at 128 MiB, slower below.
+// Across processes (IPC-mapped buffers) they were slower at every size,
+// and MoverAuto keeps the kernels there. It costs a lookup.
 func AutoCopyBytes(op ptx.Op) int64 {
 	if n := AutoCopyOverride.Load(); n != 0 {
 		return n
 	}
-	switch op {
-	case ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather:
-		return 64 << 20
+	if o := Lookup(op); o != nil {
+		return o.AutoCopyBytes
 	}
 	return 0
 }

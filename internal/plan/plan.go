@@ -7,7 +7,6 @@ import (
 
 	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // mulChecked multiplies non-negative factors, reporting false on overflow.
@@ -36,14 +35,17 @@ func mulChecked(factors ...int64) (int64, bool) {
 // dtype or token count on this rank) can split the group, and then the
 // peers time out.
 func plain(r *Request, env *Env, ts Tokens) (Plan, error) {
-	op, x, rank, world := r.Op, r.Xs[0], env.Rank, env.World
+	o, x, rank, world := Lookup(r.Op), r.Xs[0], env.Rank, env.World
+	if o == nil || o.plain == nil {
+		return Plan{}, fmt.Errorf("a2a: %s has no plain entries: %w", r.Op, api.ErrNotSupported)
+	}
 	es := int64(env.DType.Size())
-	p, c, err := plainChunks(op, x, rank, world, ts, es)
+	p, c, err := plainChunks(o, x, rank, world, ts, es)
 	if err != nil {
 		return Plan{}, err
 	}
 	if c.maxOut > env.Layout.DataBytes {
-		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", op, c.maxOut, env.Layout.DataBytes, api.ErrCapacity)
+		return Plan{}, fmt.Errorf("a2a: %s needs up to %d bytes of output on a rank, the buffer holds %d (raise MaxTokens): %w", o.Op, c.maxOut, env.Layout.DataBytes, api.ErrCapacity)
 	}
 	p.Batch = x.Shape[0]
 	p.OutBytes, _ = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
@@ -58,77 +60,52 @@ func plain(r *Request, env *Env, ts Tokens) (Plan, error) {
 	var ok [3]bool
 	p.Vectors, ok[0] = mulChecked(c.chunks, p.Chunk/int64(p.Width))
 	p.GroupBytes, ok[1] = mulChecked(c.group, p.Chunk)
-	// Per token of the largest rank: the walk is B*P chunks per token, B
-	// for AllGather, which moves whole rows.
-	rowChunks := int64(x.Shape[0]) * int64(world)
-	if op == ptx.OpAllGather {
-		rowChunks = int64(x.Shape[0])
-	}
-	p.GroupRow, ok[2] = mulChecked(rowChunks, p.Chunk)
-	fullHeads := x.Shape[2]
-	if op == ptx.OpGatherHeads {
-		fullHeads = x.Shape[2] * world
-	}
-	p.ShapeSig = shapeSignature(op, x.Shape[0], fullHeads, x.Shape[3], int(es))
+	p.GroupRow, ok[2] = mulChecked(c.row, p.Chunk)
+	p.ShapeSig = shapeSignature(o.Op, x.Shape[0], c.heads, x.Shape[3], int(es))
 	p.Sig = withTokens(p.ShapeSig, ts.Hash)
 	if !ok[0] || !ok[1] || !ok[2] || p.Vectors > math.MaxInt32 {
-		return Plan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", op, p.Vectors, p.Width, api.ErrCapacity)
+		return Plan{}, fmt.Errorf("a2a: %s moves %d vectors of %d bytes, over the kernels' 32-bit limit: %w", o.Op, p.Vectors, p.Width, api.ErrCapacity)
 	}
 	return p, nil
 }
 
 // chunks counts what a plain operation walks: this rank's chunks, the
-// most any rank has, and the largest output of any rank in bytes.
+// most any rank has, those per token of the largest rank (the walk is B*P
+// chunks per token, B for AllGather, which moves whole rows), the largest
+// output of any rank in bytes, and the heads in all.
 type chunks struct {
-	chunks, group, maxOut int64
+	chunks, group, row, maxOut int64
+	heads                      int
 }
 
 // plainChunks checks x's tokens and heads against the counts and sets
-// the output's shape and the chunk of op on rank.
-func plainChunks(op ptx.Op, x Input, rank, world int, ts Tokens, es int64) (Plan, chunks, error) {
-	b, t, h, d := x.Shape[0], x.Shape[1], x.Shape[2], x.Shape[3]
-	B, T, H, D, P := int64(b), int64(ts.Total()), int64(h), int64(d), int64(world)
-	Tr, Tmax := int64(ts.Counts[rank]), int64(ts.Most())
-	p := Plan{Op: op}
+// the output's shape and the chunk of o on rank: the heads of one token
+// that go to or come from one rank, all of them where o splits none.
+func plainChunks(o *Operation, x Input, rank, world int, ts Tokens, es int64) (Plan, chunks, error) {
+	p := Plan{Op: o.Op}
 	var c chunks
-	var ok [4]bool
-	switch op {
-	case ptx.OpSendRecvHeads, ptx.OpAllGather:
-		if int64(t) != Tr {
-			return p, c, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave rank %d %d: %w", op, t, rank, Tr, api.ErrTokens)
-		}
-		if op == ptx.OpSendRecvHeads {
-			if h%world != 0 {
-				return p, c, fmt.Errorf("a2a: %d heads not divisible by world size %d: %w", h, world, api.ErrShape)
-			}
-			p.Out = [4]int{b, int(T), h / world, d}
-			p.Chunk, ok[0] = mulChecked(H/P, D, es)
-			c.chunks, ok[1] = mulChecked(B, Tr, P)
-			c.group, ok[2] = mulChecked(B, Tmax, P)
-		} else {
-			p.Out = [4]int{b, int(T), h, d}
-			p.Chunk, ok[0] = mulChecked(H, D, es)
-			c.chunks, ok[1] = mulChecked(B, Tr)
-			c.group, ok[2] = mulChecked(B, Tmax)
-		}
-		c.maxOut, ok[3] = mulChecked(int64(p.Out[0]), int64(p.Out[1]), int64(p.Out[2]), int64(p.Out[3]), es)
-	case ptx.OpGatherHeads:
-		if int64(t) != T {
-			return p, c, fmt.Errorf("a2a: %s input has %d tokens, SetRankTokens gave %d in all: %w", op, t, T, api.ErrTokens)
-		}
-		p.Out = [4]int{b, int(Tr), h * world, d}
-		p.Chunk, ok[0] = mulChecked(H, D, es)
-		// The kernel walks every (b, k, r) with k < the largest count.
-		c.chunks, ok[1] = mulChecked(B, Tmax, P)
-		c.group, ok[2] = c.chunks, ok[1]
-		// Every rank's output must fit, or a peer would write past this
-		// rank's buffer while this rank refused the operation.
-		c.maxOut, ok[3] = mulChecked(B, Tmax, H*P, D, es)
-	default:
-		return p, c, fmt.Errorf("a2a: unknown operation %q: %w", op, api.ErrNotSupported)
+	if err := checkTokens(o, x, rank, ts); err != nil {
+		return p, c, err
 	}
-	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
-		return p, c, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", op, x.Shape, T, api.ErrCapacity)
+	c.heads = x.Shape[2]
+	if o.In&RankHeads != 0 {
+		c.heads *= world // the plain entries: every rank holds H/P
+	}
+	if o.splitsHeads() && c.heads%world != 0 {
+		return p, c, fmt.Errorf("a2a: %d heads not divisible by world size %d: %w", c.heads, world, api.ErrShape)
+	}
+	g := newGeometry(x, rank, world, c.heads, ts)
+	p.Out = g.out(o)
+	piece := g.H
+	if o.splitsHeads() {
+		piece = g.mine
+	}
+	var ok [3]bool
+	p.Chunk, ok[0] = mulChecked(piece, g.D, es)
+	c.chunks, c.group, c.row, ok[1] = o.plain(g)
+	c.maxOut, ok[2] = g.maxOut(o, es)
+	if !ok[0] || !ok[1] || !ok[2] {
+		return p, c, fmt.Errorf("a2a: %s of %v with %d tokens in all overflows: %w", o.Op, x.Shape, g.T, api.ErrCapacity)
 	}
 	return p, c, nil
 }

@@ -25,7 +25,7 @@ func fnvAdd(h uint32, v uint64) uint32 {
 // replay (fnv_add in gen/kernels, the same as withTokens).
 func shapeSignature(op ptx.Op, batch, heads, headDim, elemBytes int) uint32 {
 	h := uint32(fnvOffset)
-	h = fnvAdd(h, uint64(opCode(op)))
+	h = fnvAdd(h, opCode(op))
 	for _, v := range []int{batch, heads, headDim, elemBytes} {
 		h = fnvAdd(h, uint64(v))
 	}
@@ -51,14 +51,10 @@ var PadSignature = shapeSignature(ptx.OpAllGather, 0, 0, 0, 0)
 // withTokens mixes the token counts' hash into a shape signature.
 func withTokens(shape, tokenHash uint32) uint32 { return fnvAdd(shape, uint64(tokenHash)) }
 
-func opCode(op ptx.Op) int {
-	for i, o := range ptx.Ops {
-		if o == op {
-			return i + 1
-		}
-	}
-	if op == ptx.OpHeadAllGather {
-		return len(ptx.Ops) + 1
+// opCode is op's Operation.Code, 0 for an operation there is no row of.
+func opCode(op ptx.Op) uint64 {
+	if o := Lookup(op); o != nil {
+		return o.Code
 	}
 	return 0
 }

@@ -1,7 +1,5 @@
 package plan
 
-import "github.com/ulysses-go/ulysses/ptx"
-
 // A transport that sends the fp8 wire's codes itself (NCCL) cannot store
 // rows into its peers as the IPC exchange does. It packs this rank's rows
 // first (ulysses_wire_pack_*): every row of each input, in the input's own
@@ -28,14 +26,17 @@ type WirePack struct {
 }
 
 // NewWirePack lays out rank's pack area for r (this rank's request) under
-// ts, as every rank can: the rows of the tokens rank holds, all heads
-// (SendRecvHeads, AllGather), or of all tokens, rank's heads
-// (GatherHeads, HeadAllGather).
+// ts, as every rank can: the rows of rank's input as its operation's row
+// says it holds them (Operation.In): the tokens rank holds, all heads
+// (SendRecvHeads, AllGather), or all tokens, rank's heads (GatherHeads,
+// HeadAllGather).
 func NewWirePack(r *Request, rank, world int, ts Tokens) WirePack {
-	x := r.Xs[0]
-	tokens, heads := ts.Counts[rank], x.Shape[2]
-	if r.Op == ptx.OpGatherHeads || r.Op == ptx.OpHeadAllGather {
-		tokens = ts.Total()
+	o, x := Lookup(r.Op), r.Xs[0]
+	tokens, heads := ts.Total(), x.Shape[2]
+	if o.In&RankTokens != 0 {
+		tokens = ts.Counts[rank]
+	}
+	if o.In&RankHeads != 0 {
 		_, heads = HeadRange(r.totalHeads(world), world, rank)
 	}
 	w := WirePack{InHeads: heads}

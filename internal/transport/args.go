@@ -3,7 +3,6 @@ package transport
 import (
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
-	"github.com/ulysses-go/ulysses/ptx"
 )
 
 // SetArgsTokens puts the counts ts into a kernel argument: T_r of every
@@ -37,14 +36,15 @@ func SetGeneralArgs(a *kernelabi.Args, p plan.Plan) {
 
 // SetWireStaging puts where p's rows land in a data half over the fp8
 // wire (codes and scale bytes after the outputs) and what the decode walks
-// into a kernel argument.
+// into a kernel argument: whether the output holds this rank's tokens
+// (its operation's row, plan.Operation.Out) among them.
 func SetWireStaging(a *kernelabi.Args, p plan.Plan) {
 	a.Stage, a.StageRegion = uint64(p.StageOff), uint64(p.StageRegion)
 	a.Scales, a.ScaleRegion = uint64(p.ScaleOff), uint64(p.ScaleRegion)
 	a.WireRows = uint32(p.WireRows)
 	a.OutHeads = uint32(p.Out[2])
 	a.OutRankTokens = 0
-	if p.Op == ptx.OpGatherHeads {
+	if plan.Lookup(p.Op).Out&plan.RankTokens != 0 {
 		a.OutRankTokens = 1
 	}
 }
