@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ulysses-go/ulysses/internal/api"
 	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 )
@@ -140,7 +141,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("a2a: NumSMs %d not in 0..%d: %w", c.NumSMs, maxBlocks, ErrConfig)
 	case c.Mover > MoverAuto:
 		return fmt.Errorf("a2a: Mover %d unknown: %w", c.Mover, ErrConfig)
-	case c.Transport > TransportAuto:
+	case !api.Transport(c.Transport).Known():
 		return fmt.Errorf("a2a: Transport %d unknown: %w", c.Transport, ErrConfig)
 	case c.Sharing > SharingAuto:
 		return fmt.Errorf("a2a: Sharing %d unknown: %w", c.Sharing, ErrConfig)

@@ -76,15 +76,20 @@ const (
 	TransportAuto
 )
 
+// transportNames names every kind of Transport, by value: the one list of
+// them. A kind's value is its byte in the handle's wire format
+// (internal/handle), so a new one takes the next value and none changes.
+var transportNames = [...]string{TransportIPC: "ipc", TransportNCCL: "nccl", TransportAuto: "auto"}
+
 // String names the transport as Config and the command line spell it.
 func (t Transport) String() string {
-	switch t {
-	case TransportIPC:
-		return "ipc"
-	case TransportNCCL:
-		return "nccl"
-	case TransportAuto:
-		return "auto"
+	if !t.Known() {
+		return "Transport(?)"
 	}
-	return "Transport(?)"
+	return transportNames[t]
 }
+
+// Known reports whether t is a kind this library has: one that
+// internal/transport builds (every kind but TransportAuto registers a
+// factory there) or TransportAuto. It costs a comparison.
+func (t Transport) Known() bool { return int(t) < len(transportNames) }

@@ -203,7 +203,7 @@ func (h Handle) Bus() string {
 // MaxReach GPUs reached, and zeros wherever encode writes none.
 func (h Handle) checkV2(b []byte) error {
 	switch {
-	case h.Transport > api.TransportAuto:
+	case !h.Transport.Known():
 		return fmt.Errorf("a2a: handle asks for transport %d: %w", h.Transport, api.ErrHandle)
 	case h.NReach > MaxReach:
 		return fmt.Errorf("a2a: handle lists %d reachable GPUs, at most %d: %w", h.NReach, MaxReach, api.ErrHandle)
