@@ -24,16 +24,18 @@ type LaunchSpec struct {
 // token counts, capacity, placement, the verdict every rank shares), the
 // buffer's data halves and the views into them, the Into copies, the
 // failure bookkeeping and the order of Close. A request reaches a
-// transport once planned, and nothing it returns goes back to planning. Connect chooses one and builds it (only it): ipc.Transport (SM
-// kernels or copy engines writing into the peers over CUDA IPC) or
-// nccl.Transport (NCCL's sends and receives). Calls come with the Comm's
-// lock held, but wait's.
+// transport once planned, and nothing it returns goes back to planning.
+// Connect chooses one and builds it (only it) with the factory its kind
+// registered (Register, New): ipc.Transport (SM kernels or copy engines
+// writing into the peers over CUDA IPC) or nccl.Transport (NCCL's sends
+// and receives). Calls come with the Comm's lock held, but wait's.
 type Transport interface {
 	// Connect joins the group: hs are every rank's validated handles, in
 	// rank order, the same on every rank. A transport whose Connect
 	// failed is released and dropped.
 	Connect(hs []handle.Handle) error
-	// Kind is TransportIPC or TransportNCCL.
+	// Kind is the kind the transport's factory is registered as
+	// (TransportIPC, TransportNCCL).
 	Kind() api.Transport
 	// Blocks is the number of thread Blocks each kernel runs (0 where no
 	// kernel of the package moves the bytes).
