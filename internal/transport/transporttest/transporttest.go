@@ -33,9 +33,14 @@ type Device struct {
 // NewDevice loads a fresh copy of the stub with env ("KEY=value",
 // FAKECUDA_* settings) set for the test and acquires device 0's share;
 // the test's end puts it back and fails the test if the stub still holds
-// anything then. It loads the kernels as a Comm's first share does.
+// anything then. It loads the kernels as a Comm's first share does. The
+// share is the process's: one Device at a time.
 func NewDevice(tb testing.TB, env ...string) *Device {
 	tb.Helper()
+	if s := device.Live(0); s != nil {
+		_ = s.Put()
+		tb.Fatal("device 0's share is held: by another Device of this test, whose end has not come (make one per subtest)")
+	}
 	lib := testutil.FakeCUDA(tb)
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

@@ -1,0 +1,264 @@
+package ipc
+
+// Tests against the stub driver (internal/transport/transporttest): its
+// devices share the host's memory, so the copy engines' copies really
+// move bytes; its kernels run nothing, so what they would move is not
+// checked here (the GPU tests of a2a do).
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ulysses-go/ulysses/internal/api"
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/fakecuda"
+	"github.com/ulysses-go/ulysses/internal/handle"
+	"github.com/ulysses-go/ulysses/internal/plan"
+	"github.com/ulysses-go/ulysses/internal/transport"
+	"github.com/ulysses-go/ulysses/internal/transport/transporttest"
+	"github.com/ulysses-go/ulysses/ptx"
+)
+
+// group is world connected IPC transports on one stub device, every rank
+// in this process, moving bytes with mover.
+type group struct {
+	d     *transporttest.Device
+	ranks []*transporttest.Rank
+	ts    []*Transport
+}
+
+// newGroup makes and connects the group, with data halves of dataBytes;
+// the test's end releases it.
+func newGroup(t *testing.T, world int, mover api.Mover, dataBytes int64, env ...string) *group {
+	t.Helper()
+	g := &group{d: transporttest.NewDevice(t, env...)}
+	for r := range world {
+		rk := g.d.NewRank(t, r, world, dataBytes)
+		rk.Mover = mover
+		tr, err := New(rk.Env)
+		require.NoError(t, err)
+		t.Cleanup(tr.Release)
+		g.ranks, g.ts = append(g.ranks, rk), append(g.ts, tr)
+	}
+	for r, tr := range g.ts {
+		require.NoError(t, tr.Connect(transporttest.Handles(g.ranks)), "rank %d", r)
+	}
+	return g
+}
+
+// launches is how many kernels the stub has launched.
+func (g *group) launches(t *testing.T) int64 {
+	n, err := fakecuda.Read(g.d.Lib)
+	require.NoError(t, err)
+	return n.Launches
+}
+
+// gathered is the group's whole [B, T, H, D] of 2-byte elements, each
+// element's value its index: every rank's input and output is a slice of
+// it.
+func gathered(B, T, H, D int) []byte {
+	b := make([]byte, 2*B*T*H*D)
+	for i := range B * T * H * D {
+		b[2*i], b[2*i+1] = byte(i), byte(i>>8)
+	}
+	return b
+}
+
+// slice is tokens [t0, t1) and heads [h0, h1) of g, a [B, T, H, D] of
+// 2-byte elements, as a dense tensor.
+func slice(g []byte, B, T, H, D, t0, t1, h0, h1 int) []byte {
+	out := []byte{}
+	for b := range B {
+		for t := t0; t < t1; t++ {
+			at := ((b*T+t)*H + h0) * D * 2
+			out = append(out, g[at:at+(h1-h0)*D*2]...)
+		}
+	}
+	return out
+}
+
+// expect is rank's input and output of op as slices of the gathered
+// tensor: by tokens where a side holds the rank's own, by heads where it
+// holds the rank's share (the table of docs/DESIGN.md, "The four
+// operations").
+func expect(op ptx.Op, all []byte, B, H, D int, ts plan.Tokens, rank int) (in, out []byte) {
+	T, world := ts.Total(), len(ts.Counts)
+	t0, t1 := ts.Prefix[rank], ts.Prefix[rank+1]
+	h0, n := plan.HeadRange(H, world, rank)
+	own := slice(all, B, T, H, D, t0, t1, 0, H)
+	share := slice(all, B, T, H, D, 0, T, h0, h0+n)
+	whole := slice(all, B, T, H, D, 0, T, 0, H)
+	switch op {
+	case ptx.OpSendRecvHeads:
+		return own, share
+	case ptx.OpGatherHeads:
+		return share, own
+	case ptx.OpAllGather:
+		return own, whole
+	}
+	return share, whole // HeadAllGather
+}
+
+// The copy engines move every operation's bytes between the ranks'
+// buffers (same-process peers, by pointer): each rank's output in the
+// data half the operation writes is what the operation gives it, with
+// even and uneven heads and a zero token count.
+func TestCopyEnginesMoveBytes(t *testing.T) {
+	for _, c := range []struct {
+		counts []int
+		H      int
+	}{{[]int{3, 5}, 4}, {[]int{3, 5}, 5}, {[]int{0, 4, 2}, 7}} {
+		t.Run(fmt.Sprintf("%v/h%d", c.counts, c.H), func(t *testing.T) { copyEngines(t, c.counts, c.H) })
+	}
+}
+
+// The tests' tensors: [batch, T, H, headDim] of 2-byte elements.
+const batch, headDim = 2, 8
+
+// copyEngines is TestCopyEnginesMoveBytes of one group: ranks of counts
+// tokens, H heads in all. Every operation writes both data halves in
+// turn, and every rank enqueues before any waits.
+func copyEngines(t *testing.T, counts []int, H int) {
+	const B, D = batch, headDim
+	g := newGroup(t, len(counts), api.MoverCopyEngines, 1<<16)
+	ts := plan.NewTokens(counts)
+	all := gathered(B, ts.Total(), H, D)
+	for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather, ptx.OpHeadAllGather} {
+		for half := range uint32(2) {
+			outs := make([][]byte, len(counts))
+			for r, tr := range g.ts {
+				var in []byte
+				in, outs[r] = expect(op, all, B, H, D, ts, r)
+				p := g.plan(t, r, op, H, in, ts, half)
+				require.True(t, p.ByCopies, "%s: the copy engines move it", op)
+				require.NoError(t, tr.Enqueue(p, transport.LaunchSpec{Stream: g.ranks[r].Stream, Half: half}), "%s rank %d", op, r)
+			}
+			for r, rk := range g.ranks {
+				require.NoError(t, g.ts[r].Wait(false, 0))
+				at := rk.Buf + driver.DevicePtr(rk.Layout.HalfOff(half))
+				assert.Equal(t, outs[r], g.d.Bytes(t, at, int64(len(outs[r]))), "%s, half %d: rank %d's output", op, half, r)
+			}
+		}
+	}
+}
+
+// plan is Make and PlanMover of op on rank's input in ([batch, T, H,
+// headDim], heads H in all) under ts, writing data half half.
+func (g *group) plan(t *testing.T, rank int, op ptx.Op, heads int, in []byte, ts plan.Tokens, half uint32) plan.Plan {
+	t.Helper()
+	rk, tr := g.ranks[rank], g.ts[rank]
+	tr.SetTokens(ts)
+	shape := [4]int{batch, ts.Counts[rank], heads, headDim}
+	switch op {
+	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
+		_, n := plan.HeadRange(heads, rk.World, rank)
+		shape[1], shape[2] = ts.Total(), n
+	}
+	x, err := plan.NewInput(uintptr(g.d.Alloc(t, max(len(in), 2), in)), shape, 0, 2)
+	require.NoError(t, err)
+	r := plan.Request{Op: op, N: 1, Heads: heads, Xs: [plan.MaxTensors]plan.Input{x}}
+	env := plan.Env{DType: rk.DType, Rank: rank, World: rk.World, Layout: rk.Layout, Buf: uintptr(rk.Buf), Widths: tr.Widths()}
+	p, err := plan.Make(r, env, ts, half)
+	require.NoError(t, err, "%s rank %d", op, rank)
+	p, err = tr.PlanMover(p, r, ts)
+	require.NoError(t, err, "%s rank %d", op, rank)
+	return p
+}
+
+// An operation is one launch: its kernel, or after the copy engines'
+// copies the barrier; a pad and a goodbye are one each.
+func TestLaunchesPerOperation(t *testing.T) {
+	ts := plan.NewTokens([]int{4})
+	in := gathered(batch, 4, 4, headDim)
+	for _, mover := range []api.Mover{api.MoverKernels, api.MoverCopyEngines} {
+		t.Run(mover.String(), func(t *testing.T) {
+			g := newGroup(t, 1, mover, 1<<16)
+			tr, s := g.ts[0], g.ranks[0].Stream
+			p := g.plan(t, 0, ptx.OpSendRecvHeads, 4, in, ts, 0)
+			assert.Equal(t, mover == api.MoverCopyEngines, p.ByCopies)
+			before := g.launches(t)
+			require.NoError(t, tr.Enqueue(p, transport.LaunchSpec{Stream: s}))
+			assert.Equal(t, before+1, g.launches(t), "launches of an operation")
+			require.NoError(t, tr.Pad(transport.LaunchSpec{Stream: s, Half: 1}))
+			require.NoError(t, tr.Goodbye(false))
+			assert.Equal(t, before+3, g.launches(t), "a pad and a goodbye")
+			require.NoError(t, tr.Wait(false, 0))
+			assert.NoError(t, tr.Failure())
+		})
+	}
+}
+
+// The counts SetTokens stages reach the buffer's live table only when
+// RefreshCaptured asks, and once per change.
+func TestRefreshCaptured(t *testing.T) {
+	g := newGroup(t, 2, api.MoverKernels, 1<<12)
+	tr, rk := g.ts[1], g.ranks[1]
+	at := rk.Buf + driver.DevicePtr(rk.Layout.StateOff+plan.LiveOff)
+	read := func() liveTable {
+		b := g.d.Bytes(t, at, int64(unsafe.Sizeof(liveTable{})))
+		return *(*liveTable)(unsafe.Pointer(&b[0]))
+	}
+	ts := plan.NewTokens([]int{6, 2})
+	tr.SetTokens(ts)
+	assert.Zero(t, read().Tokens, "staged only")
+	require.NoError(t, tr.RefreshCaptured())
+	live := read()
+	assert.Equal(t, [...]int32{6, 2}, [2]int32(live.Tokens[:2]))
+	assert.Equal(t, [...]int32{0, 6, 8}, [3]int32(live.Prefix[:3]))
+	assert.Equal(t, ts.Hash, live.TokenHash)
+	require.NoError(t, g.d.Share.Ctx.MemsetD32(at, 0, 1))
+	require.NoError(t, tr.RefreshCaptured())
+	assert.Zero(t, read().Tokens[0], "fresh: nothing copied again")
+	tr.SetTokens(plan.NewTokens([]int{1, 9}))
+	require.NoError(t, tr.RefreshCaptured())
+	assert.Equal(t, int32(9), read().Tokens[1])
+}
+
+// Abort sets the status word's abort word once, the first caller naming
+// the cause, and the kernels' report of it reads as an AbortedError.
+func TestAbort(t *testing.T) {
+	g := newGroup(t, 1, api.MoverKernels, 1<<12)
+	tr := g.ts[0]
+	st := (*statusWord)(tr.statusHost)
+	assert.Zero(t, st.Abort)
+	tr.Abort(true)
+	tr.Abort(false)
+	assert.Equal(t, uint32(1), st.Abort)
+	assert.NoError(t, tr.Failure(), "nothing reported yet")
+	*st = statusWord{Code: statusAborted, Abort: 1, Phase: uint32(api.PhaseEnd), Peer: 0, Epoch: 3}
+	var ae *api.AbortedError
+	require.ErrorAs(t, tr.Failure(), &ae)
+	assert.Equal(t, api.AbortedError{Rank: 0, Peer: 0, Phase: api.PhaseEnd, Epoch: 3, ByClose: true}, *ae)
+	*st = statusWord{Code: statusHalfReused}
+	assert.ErrorIs(t, tr.Failure(), api.ErrOddGraph)
+	*st = statusWord{}
+}
+
+// Connect refuses a group whose GPUs cannot reach each other, naming the
+// pair, and a same-process handle whose pointer is no Comm's buffer of
+// that rank, size and ID; CheckOwnBuffers refuses the latter first.
+func TestConnectRefuses(t *testing.T) {
+	d := transporttest.NewDevice(t, fakecuda.EnvNoPeer+"=0-1")
+	ranks := []*transporttest.Rank{d.NewRank(t, 0, 2, 1<<12), d.NewRank(t, 1, 2, 1<<12)}
+	tr, err := New(ranks[0].Env)
+	require.NoError(t, err)
+	t.Cleanup(tr.Release)
+	hs := transporttest.Handles(ranks)
+	require.NoError(t, CheckOwnBuffers(hs, 0))
+
+	far := append([]handle.Handle(nil), hs...)
+	copy(far[1].BusID[:], "0000:01:00.0") // device 1, which device 0 cannot reach
+	err = tr.Connect(far)
+	assert.ErrorIs(t, err, api.ErrNoPeerAccess)
+	assert.ErrorContains(t, err, "rank 0 (GPU 0000:00:00.0) and rank 1 (GPU 0000:01:00.0)")
+
+	forged := hs[1]
+	forged.ID[0] ^= 1
+	assert.ErrorIs(t, CheckOwnBuffers([]handle.Handle{hs[0], forged}, 0), api.ErrHandle)
+	assert.ErrorIs(t, tr.Connect([]handle.Handle{hs[0], forged}), api.ErrHandle)
+	require.NoError(t, tr.Connect(hs), "the group's own handles still connect")
+}
