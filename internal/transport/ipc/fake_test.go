@@ -57,52 +57,6 @@ func (g *group) launches(t *testing.T) int64 {
 	return n.Launches
 }
 
-// gathered is the group's whole [B, T, H, D] of 2-byte elements, each
-// element's value its index: every rank's input and output is a slice of
-// it.
-func gathered(B, T, H, D int) []byte {
-	b := make([]byte, 2*B*T*H*D)
-	for i := range B * T * H * D {
-		b[2*i], b[2*i+1] = byte(i), byte(i>>8)
-	}
-	return b
-}
-
-// slice is tokens [t0, t1) and heads [h0, h1) of g, a [B, T, H, D] of
-// 2-byte elements, as a dense tensor.
-func slice(g []byte, B, T, H, D, t0, t1, h0, h1 int) []byte {
-	out := []byte{}
-	for b := range B {
-		for t := t0; t < t1; t++ {
-			at := ((b*T+t)*H + h0) * D * 2
-			out = append(out, g[at:at+(h1-h0)*D*2]...)
-		}
-	}
-	return out
-}
-
-// expect is rank's input and output of op as slices of the gathered
-// tensor: by tokens where a side holds the rank's own, by heads where it
-// holds the rank's share (the table of docs/DESIGN.md, "The four
-// operations").
-func expect(op ptx.Op, all []byte, B, H, D int, ts plan.Tokens, rank int) (in, out []byte) {
-	T, world := ts.Total(), len(ts.Counts)
-	t0, t1 := ts.Prefix[rank], ts.Prefix[rank+1]
-	h0, n := plan.HeadRange(H, world, rank)
-	own := slice(all, B, T, H, D, t0, t1, 0, H)
-	share := slice(all, B, T, H, D, 0, T, h0, h0+n)
-	whole := slice(all, B, T, H, D, 0, T, 0, H)
-	switch op {
-	case ptx.OpSendRecvHeads:
-		return own, share
-	case ptx.OpGatherHeads:
-		return share, own
-	case ptx.OpAllGather:
-		return own, whole
-	}
-	return share, whole // HeadAllGather
-}
-
 // The copy engines move every operation's bytes between the ranks'
 // buffers (same-process peers, by pointer): each rank's output in the
 // data half the operation writes is what the operation gives it, with
@@ -112,73 +66,44 @@ func TestCopyEnginesMoveBytes(t *testing.T) {
 		counts []int
 		H      int
 	}{{[]int{3, 5}, 4}, {[]int{3, 5}, 5}, {[]int{0, 4, 2}, 7}} {
-		t.Run(fmt.Sprintf("%v/h%d", c.counts, c.H), func(t *testing.T) { copyEngines(t, c.counts, c.H) })
+		t.Run(fmt.Sprintf("%v/h%d", c.counts, c.H), func(t *testing.T) {
+			copyEngines(t, transporttest.NewCase(c.counts, 2, c.H, 8))
+		})
 	}
 }
 
-// The tests' tensors: [batch, T, H, headDim] of 2-byte elements.
-const batch, headDim = 2, 8
-
-// copyEngines is TestCopyEnginesMoveBytes of one group: ranks of counts
-// tokens, H heads in all. Every operation writes both data halves in
-// turn, and every rank enqueues before any waits.
-func copyEngines(t *testing.T, counts []int, H int) {
-	const B, D = batch, headDim
-	g := newGroup(t, len(counts), api.MoverCopyEngines, 1<<16)
-	ts := plan.NewTokens(counts)
-	all := gathered(B, ts.Total(), H, D)
+// copyEngines is TestCopyEnginesMoveBytes of one case. Every operation
+// writes both data halves in turn, and every rank enqueues before any
+// waits.
+func copyEngines(t *testing.T, c transporttest.Case) {
+	world := len(c.Tokens.Counts)
+	g := newGroup(t, world, api.MoverCopyEngines, 1<<16)
 	for _, op := range []ptx.Op{ptx.OpSendRecvHeads, ptx.OpGatherHeads, ptx.OpAllGather, ptx.OpHeadAllGather} {
 		for half := range uint32(2) {
-			outs := make([][]byte, len(counts))
+			outs := make([][]byte, world)
 			for r, tr := range g.ts {
-				var in []byte
-				in, outs[r] = expect(op, all, B, H, D, ts, r)
-				p := g.plan(t, r, op, H, in, ts, half)
+				var p plan.Plan
+				p, outs[r] = c.Plan(t, g.d, g.ranks[r], tr, op, half)
 				require.True(t, p.ByCopies, "%s: the copy engines move it", op)
 				require.NoError(t, tr.Enqueue(p, transport.LaunchSpec{Stream: g.ranks[r].Stream, Half: half}), "%s rank %d", op, r)
 			}
 			for r, rk := range g.ranks {
 				require.NoError(t, g.ts[r].Wait(false, 0))
-				at := rk.Buf + driver.DevicePtr(rk.Layout.HalfOff(half))
-				assert.Equal(t, outs[r], g.d.Bytes(t, at, int64(len(outs[r]))), "%s, half %d: rank %d's output", op, half, r)
+				assert.Equal(t, outs[r], g.d.Output(t, rk, half, len(outs[r])), "%s, half %d: rank %d's output", op, half, r)
 			}
 		}
 	}
 }
 
-// plan is Make and PlanMover of op on rank's input in ([batch, T, H,
-// headDim], heads H in all) under ts, writing data half half.
-func (g *group) plan(t *testing.T, rank int, op ptx.Op, heads int, in []byte, ts plan.Tokens, half uint32) plan.Plan {
-	t.Helper()
-	rk, tr := g.ranks[rank], g.ts[rank]
-	tr.SetTokens(ts)
-	shape := [4]int{batch, ts.Counts[rank], heads, headDim}
-	switch op {
-	case ptx.OpGatherHeads, ptx.OpHeadAllGather:
-		_, n := plan.HeadRange(heads, rk.World, rank)
-		shape[1], shape[2] = ts.Total(), n
-	}
-	x, err := plan.NewInput(uintptr(g.d.Alloc(t, max(len(in), 2), in)), shape, 0, 2)
-	require.NoError(t, err)
-	r := plan.Request{Op: op, N: 1, Heads: heads, Xs: [plan.MaxTensors]plan.Input{x}}
-	env := plan.Env{DType: rk.DType, Rank: rank, World: rk.World, Layout: rk.Layout, Buf: uintptr(rk.Buf), Widths: tr.Widths()}
-	p, err := plan.Make(r, env, ts, half)
-	require.NoError(t, err, "%s rank %d", op, rank)
-	p, err = tr.PlanMover(p, r, ts)
-	require.NoError(t, err, "%s rank %d", op, rank)
-	return p
-}
-
 // An operation is one launch: its kernel, or after the copy engines'
 // copies the barrier; a pad and a goodbye are one each.
 func TestLaunchesPerOperation(t *testing.T) {
-	ts := plan.NewTokens([]int{4})
-	in := gathered(batch, 4, 4, headDim)
+	c := transporttest.NewCase([]int{4}, 2, 4, 8)
 	for _, mover := range []api.Mover{api.MoverKernels, api.MoverCopyEngines} {
 		t.Run(mover.String(), func(t *testing.T) {
 			g := newGroup(t, 1, mover, 1<<16)
 			tr, s := g.ts[0], g.ranks[0].Stream
-			p := g.plan(t, 0, ptx.OpSendRecvHeads, 4, in, ts, 0)
+			p, _ := c.Plan(t, g.d, g.ranks[0], tr, ptx.OpSendRecvHeads, 0)
 			assert.Equal(t, mover == api.MoverCopyEngines, p.ByCopies)
 			before := g.launches(t)
 			require.NoError(t, tr.Enqueue(p, transport.LaunchSpec{Stream: s}))
