@@ -52,8 +52,9 @@ func (t *Transport) source(p *plan.Plan, c plan.Box) uint64 {
 // round of the others. A box never exceeds a data half (it lands in one),
 // so one region fits any box; receives staged by one operation are
 // disjoint parts of this rank's output, so they fit in one region too.
-// With Tuning.Self this rank's own box is a send to itself and a receive
-// from itself, planned as a peer's. Its refusals are invariant checks: no
+// With Tuning.Self every rank's own box is a send to itself and a receive
+// from itself, planned as a peer's, and every rank counts it in its
+// sender's rounds. Its refusals are invariant checks: no
 // operation that planning let through reaches them.
 func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) error {
 	pl := &t.plan
@@ -63,9 +64,8 @@ func (t *Transport) planBoxes(r plan.Request, p *plan.Plan, ts plan.Tokens) erro
 		pl.scratch = t.boxes(pl.scratch[:0], &r, p, q, ts)
 		round, used := 0, int64(0)
 		for _, c := range pl.scratch {
-			self := q == t.env.Rank && c.Peer == q // this rank's own box
-			if c.Peer == q && !(self && t.tuning.Self) {
-				if self {
+			if c.Peer == q && !t.tuning.Self { // q's own box: a copy on q
+				if q == t.env.Rank {
 					pl.own = append(pl.own, ncclXfer{box: c, peer: q, stage: -1, input: t.source(p, c)})
 				}
 				continue
