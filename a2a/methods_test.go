@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/plan"
 )
 
 // operations lists the methods of t that take a tensor or tensors: the
@@ -52,4 +53,14 @@ func TestOperationsOnNil(t *testing.T) {
 	assert.ErrorIs(t, c.SendRecvHeadsPacked(make([]a2a.Tensor, 1), make([]a2a.Tensor, 1)), a2a.ErrNotConnected)
 	_, err = a2a.StreamOps{}.AllGather(a2a.Tensor{})
 	assert.ErrorIs(t, err, a2a.ErrNotConnected)
+}
+
+// Every operation of the planner's table has its methods on Comm (and so
+// on StreamOps): its view form and its Into form, by the row's name.
+func TestEveryOperationHasMethods(t *testing.T) {
+	comm := operations(reflect.TypeFor[*a2a.Comm]())
+	for _, o := range plan.Operations {
+		assert.Contains(t, comm, o.Name, "%s has no method", o.Op)
+		assert.Contains(t, comm, o.Name+"Into", "%s has no Into form", o.Op)
+	}
 }

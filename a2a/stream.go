@@ -1,9 +1,11 @@
 package a2a
 
-import (
-	"github.com/ulysses-go/ulysses/internal/driver"
-	"github.com/ulysses-go/ulysses/ptx"
-)
+import "github.com/ulysses-go/ulysses/internal/driver"
+
+// StreamOps' operations are the Comm's (ops.go) on another stream,
+// written from them into stream_ops.go:
+//
+//go:generate go run ../gen/twins -in ops.go -out stream_ops.go
 
 // Stream is a CUDA stream handle (a CUstream) of the caller's, made by any
 // binding or the runtime API of this process in the primary context of the
@@ -11,8 +13,9 @@ import (
 type Stream uintptr
 
 // StreamOps enqueues a Comm's operations on a stream of the caller's; see
-// Comm.On. Its operations are the Comm's, on that stream. It is a small
-// value: make one per call or keep it.
+// Comm.On. Its operations are the Comm's, on that stream (stream_ops.go,
+// generated from ops.go). It is a small value: make one per call or keep
+// it.
 type StreamOps struct {
 	c *Comm
 	s driver.Stream
@@ -35,69 +38,3 @@ type StreamOps struct {
 // not use the same stream for it. Sync and Close wait for the operations
 // on every stream used.
 func (c *Comm) On(s Stream) StreamOps { return StreamOps{c: c, s: driver.Stream(s)} }
-
-// SendRecvHeads is Comm.SendRecvHeads, enqueued on o's stream.
-func (o StreamOps) SendRecvHeads(x Tensor) (Tensor, error) {
-	return o.c.one(o.s, ptx.OpSendRecvHeads, 0, x, nil)
-}
-
-// SendRecvHeadsInto is Comm.SendRecvHeadsInto, enqueued on o's stream.
-func (o StreamOps) SendRecvHeadsInto(dst, x Tensor) error {
-	_, err := o.c.one(o.s, ptx.OpSendRecvHeads, 0, x, []Tensor{dst})
-	return err
-}
-
-// GatherHeads is Comm.GatherHeads, enqueued on o's stream.
-func (o StreamOps) GatherHeads(x Tensor) (Tensor, error) {
-	return o.c.one(o.s, ptx.OpGatherHeads, 0, x, nil)
-}
-
-// GatherHeadsInto is Comm.GatherHeadsInto, enqueued on o's stream.
-func (o StreamOps) GatherHeadsInto(dst, x Tensor) error {
-	_, err := o.c.one(o.s, ptx.OpGatherHeads, 0, x, []Tensor{dst})
-	return err
-}
-
-// AllGather is Comm.AllGather, enqueued on o's stream.
-func (o StreamOps) AllGather(x Tensor) (Tensor, error) {
-	return o.c.one(o.s, ptx.OpAllGather, 0, x, nil)
-}
-
-// AllGatherInto is Comm.AllGatherInto, enqueued on o's stream.
-func (o StreamOps) AllGatherInto(dst, x Tensor) error {
-	_, err := o.c.one(o.s, ptx.OpAllGather, 0, x, []Tensor{dst})
-	return err
-}
-
-// SendRecvHeadsPacked is Comm.SendRecvHeadsPacked, enqueued on o's stream.
-func (o StreamOps) SendRecvHeadsPacked(views, xs []Tensor) error {
-	return o.c.packed(o.s, ptx.OpSendRecvHeads, 0, nil, views, xs)
-}
-
-// SendRecvHeadsPackedInto is Comm.SendRecvHeadsPackedInto, enqueued on
-// o's stream.
-func (o StreamOps) SendRecvHeadsPackedInto(dsts, xs []Tensor) error {
-	return o.c.packed(o.s, ptx.OpSendRecvHeads, 0, dsts, nil, xs)
-}
-
-// GatherHeadsPacked is Comm.GatherHeadsPacked, enqueued on o's stream.
-func (o StreamOps) GatherHeadsPacked(heads int, views, xs []Tensor) error {
-	return o.c.packed(o.s, ptx.OpGatherHeads, heads, nil, views, xs)
-}
-
-// GatherHeadsPackedInto is Comm.GatherHeadsPackedInto, enqueued on o's
-// stream.
-func (o StreamOps) GatherHeadsPackedInto(heads int, dsts, xs []Tensor) error {
-	return o.c.packed(o.s, ptx.OpGatherHeads, heads, dsts, nil, xs)
-}
-
-// HeadAllGather is Comm.HeadAllGather, enqueued on o's stream.
-func (o StreamOps) HeadAllGather(heads int, x Tensor) (Tensor, error) {
-	return o.c.one(o.s, ptx.OpHeadAllGather, heads, x, nil)
-}
-
-// HeadAllGatherInto is Comm.HeadAllGatherInto, enqueued on o's stream.
-func (o StreamOps) HeadAllGatherInto(heads int, dst, x Tensor) error {
-	_, err := o.c.one(o.s, ptx.OpHeadAllGather, heads, x, []Tensor{dst})
-	return err
-}
