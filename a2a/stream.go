@@ -5,7 +5,7 @@ import "github.com/ulysses-go/ulysses/internal/driver"
 // StreamOps' operations are the Comm's (ops.go) on another stream,
 // written from them into stream_ops.go:
 //
-//go:generate go run ../gen/twins -in ops.go -out stream_ops.go
+//go:generate go run ../gen/twins
 
 // Stream is a CUDA stream handle (a CUstream) of the caller's, made by any
 // binding or the runtime API of this process in the primary context of the

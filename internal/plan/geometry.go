@@ -75,3 +75,21 @@ func checkTokens(o *Operation, x Input, rank int, ts Tokens) error {
 	}
 	return nil
 }
+
+// products is the product of each of three lists of factors, false where
+// any overflows: an operation's walk, the most of any rank, and that per
+// token.
+func products(a, b, c []int64) (x, y, z int64, ok bool) {
+	var oks [3]bool
+	x, oks[0] = mulChecked(a...)
+	y, oks[1] = mulChecked(b...)
+	z, oks[2] = mulChecked(c...)
+	return x, y, z, oks[0] && oks[1] && oks[2]
+}
+
+// wholeRowsWalk is the general and wire walk of an operation whose
+// kernel reads every input token row of this rank whole, all H heads
+// (SendRecvHeads, AllGather): in elements.
+func wholeRowsWalk(g geometry) (walk, group, row int64, ok bool) {
+	return products([]int64{g.B, g.Tr, g.H, g.D}, []int64{g.B, g.Tmax, g.H, g.D}, []int64{g.B, g.H, g.D})
+}

@@ -5,8 +5,8 @@ import "github.com/ulysses-go/ulysses/ptx"
 // Operation is one collective, declared once: its row of Operations is
 // what planning, the transports and the face look up instead of switching
 // on the operation. What differs from one operation to the next beyond
-// its row (the kernels' walks, its copy-engine boxes) is in a file of its
-// own, named after it (sendrecvheads.go and the others);
+// its row's values (the kernels' walks, its copy-engine boxes) is in a
+// file of its own, named after it (sendrecvheads.go and the others);
 // docs/DEVELOPING.md, "Adding an operation", lists every file a new one
 // touches.
 type Operation struct {
@@ -49,8 +49,33 @@ const (
 	RankHeads                    // H_r, this rank's heads, not H
 )
 
-// Operations lists every collective, in the order of their codes.
-var Operations = []Operation{sendRecvHeads, gatherHeads, allGather, headAllGather}
+// Operations lists every collective, in the order of their codes; each
+// one's walks and box are in a file named after it.
+var Operations = []Operation{
+	// SendRecvHeads scatters heads and gathers tokens: rank r's
+	// [B, T_r, H, D] becomes every rank's [B, T, H_q, D], rank q's heads
+	// of every token.
+	{Op: ptx.OpSendRecvHeads, Name: "SendRecvHeads", Code: 1, In: RankTokens, Out: RankHeads,
+		Plain: true, General: true, Wire: true, AutoCopyBytes: 64 << 20,
+		plain: sendRecvHeadsChunks, general: wholeRowsWalk, box: sendRecvHeadsBox},
+	// GatherHeads is its inverse: rank q's [B, T, H_q, D] becomes every
+	// rank r's [B, T_r, H, D].
+	{Op: ptx.OpGatherHeads, Name: "GatherHeads", Code: 2, In: RankHeads, Out: RankTokens,
+		Plain: true, General: true, Wire: true, AutoCopyBytes: 64 << 20,
+		plain: gatherHeadsChunks, general: gatherHeadsWalk, box: gatherHeadsBox},
+	// AllGather gathers the sequence: rank r's [B, T_r, H, D] becomes
+	// every rank's [B, T, H, D]. It has no general entries; its fp8 wire
+	// entries walk as SendRecvHeads' general ones do.
+	{Op: ptx.OpAllGather, Name: "AllGather", Code: 3, In: RankTokens,
+		Plain: true, Wire: true, AutoCopyBytes: 64 << 20,
+		plain: allGatherChunks, general: wholeRowsWalk, box: allGatherBox},
+	// HeadAllGather gathers heads: rank r's [B, T, H_r, D] becomes every
+	// rank's [B, T, H, D]. It has general entries only, and no measured
+	// copy-engine threshold; its walk grows with all tokens.
+	{Op: ptx.OpHeadAllGather, Name: "HeadAllGather", Code: 4, In: RankHeads,
+		General: true, Wire: true, walkTotal: true,
+		general: headAllGatherWalk, box: headAllGatherBox},
+}
 
 // Lookup returns op's row of Operations, nil for an operation there is
 // none of. It compares a few strings and allocates nothing.
