@@ -47,7 +47,8 @@ func (c Case) slice(t0, t1, h0, h1 int) []byte {
 }
 
 // Want is rank's input of op, its shape, and its output: a side holds the
-// rank's own tokens or all, the rank's heads (plan.HeadRange) or all.
+// rank's own tokens or all, the rank's heads (plan.HeadRange) or all. It
+// panics for an operation it has no case of.
 func (c Case) Want(op ptx.Op, rank int) (in []byte, shape [4]int, out []byte) {
 	ts, T := c.Tokens, c.Tokens.Total()
 	t0, t1 := ts.Prefix[rank], ts.Prefix[rank+1]
@@ -61,8 +62,10 @@ func (c Case) Want(op ptx.Op, rank int) (in []byte, shape [4]int, out []byte) {
 		return share, shareShape, own
 	case ptx.OpAllGather:
 		return own, ownShape, whole
+	case ptx.OpHeadAllGather:
+		return share, shareShape, whole
 	}
-	return share, shareShape, whole // HeadAllGather
+	panic("transporttest: no data for " + string(op))
 }
 
 // Plan is op of rank r's input (Want, copied to the device) planned for
