@@ -30,10 +30,11 @@ var registry struct {
 	factories map[api.Transport]Factory
 }
 
-// Register makes f the factory of kind. A transport's package calls it
-// from init; it panics where kind is not one api.Transport knows, is
-// TransportAuto (a choice among the others, not a transport) or already
-// has a factory: mistakes of the program, not of its input.
+// Register makes f the factory of kind, at the cost of a map write. A
+// transport's package calls it from init; it panics where kind is not one
+// api.Transport knows, is TransportAuto (a choice among the others, not a
+// transport) or already has a factory: mistakes of the program, not of
+// its input.
 func Register(kind api.Transport, f Factory) {
 	registry.Lock()
 	defer registry.Unlock()

@@ -33,7 +33,8 @@ type Device struct {
 // NewDevice loads a fresh copy of the stub with env ("KEY=value",
 // FAKECUDA_* settings) set for the test and acquires device 0's share;
 // the test's end puts it back and fails the test if the stub still holds
-// anything then. It loads the kernels as a Comm's first share does. The
+// anything then. It loads the kernels as a Comm's first share does (the
+// stub is compiled once per test binary, a few hundred milliseconds). The
 // share is the process's: one Device at a time.
 func NewDevice(tb testing.TB, env ...string) *Device {
 	tb.Helper()
