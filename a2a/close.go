@@ -21,8 +21,14 @@ import (
 // meanwhile, and everything else returns ErrClosed. It is idempotent (a
 // second Close returns once the first is done); the Comm is unusable
 // afterwards. It returns what went wrong on the way (a peer that never
-// said goodbye included), having released everything regardless.
+// said goodbye included), having released everything regardless. On a
+// Comm that New did not make (the nil Comm a failed New or Join returns,
+// or the zero Comm) there is nothing to release: it returns nil, so that
+// a deferred Close before checking Join's error is harmless.
 func (c *Comm) Close() error {
+	if !c.made() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {

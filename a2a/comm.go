@@ -163,38 +163,78 @@ func (c *Comm) initHandle(ipc driver.IpcMemHandle, shared handle.Shared, id [16]
 	c.selfBytes = self.Encode()
 }
 
+// made reports whether New made c: false for a nil Comm (what a failed
+// New or Join returns) and for the zero Comm. Every exported method
+// answers on those without panicking: the operations and the other
+// methods that return an error return one matching ErrNotConnected
+// (unmade), Close returns nil, and the accessors return zero values.
+func (c *Comm) made() bool { return c != nil && c.dev != nil }
+
+// unmade is what a method that returns an error returns on a Comm that
+// New did not make.
+func unmade(method string) error {
+	return fmt.Errorf("a2a: %s on a Comm that New did not make (nil, or the zero Comm): %w", method, ErrNotConnected)
+}
+
 // Handle returns the bytes peers need to map this rank's buffer (a few
 // hundred, of a length Connect checks). Pass every rank's handle, in rank
-// order, to Connect.
+// order, to Connect. It is nil for a Comm that New did not make.
 func (c *Comm) Handle() []byte {
+	if !c.made() {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]byte(nil), c.selfBytes...)
 }
 
 // Config returns the configuration the Comm was made with (Timeout as last
-// set by SetTimeout).
+// set by SetTimeout); the zero Config for a Comm that New did not make.
 func (c *Comm) Config() Config {
+	if !c.made() {
+		return Config{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cfg
 }
 
-// Rank returns this rank.
-func (c *Comm) Rank() int { return c.cfg.Rank }
+// Rank returns this rank (0 for a Comm that New did not make: check
+// WorldSize, which is 0 then).
+func (c *Comm) Rank() int {
+	if !c.made() {
+		return 0
+	}
+	return c.cfg.Rank
+}
 
-// WorldSize returns the number of ranks.
-func (c *Comm) WorldSize() int { return c.cfg.WorldSize }
+// WorldSize returns the number of ranks, or 0 for a Comm that New did not
+// make.
+func (c *Comm) WorldSize() int {
+	if !c.made() {
+		return 0
+	}
+	return c.cfg.WorldSize
+}
 
-// Device returns the device the Comm runs on, for the memory helpers. It is
-// released by Close: free what you allocated through it before closing.
-func (c *Comm) Device() *Device { return c.dev }
+// Device returns the device the Comm runs on, for the memory helpers (nil
+// for a Comm that New did not make). It is released by Close: free what
+// you allocated through it before closing.
+func (c *Comm) Device() *Device {
+	if !c.made() {
+		return nil
+	}
+	return c.dev
+}
 
 // Blocks returns the number of thread blocks each kernel runs: this
 // rank's wish until Connect, the group's least after (over NCCL, whose own
 // kernels move the bytes, 0, or with the fp8 wire this rank's wish, the
-// most its conversions run).
+// most its conversions run); 0 for a Comm that New did not make.
 func (c *Comm) Blocks() int {
+	if !c.made() {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.blocksLocked()
@@ -212,8 +252,13 @@ func (c *Comm) blocksLocked() int {
 // views lie in, as a [1, MaxTokens, 1, HiddenDim] tensor (with MaxTensors
 // over 1, [1, 1, 1, n] covering every packed output). Until the next
 // operation it is the caller's, to read or overwrite (tests poison it);
-// every other part of the buffer may be written by peers at any time.
+// every other part of the buffer may be written by peers at any time. It
+// is the zero Tensor once the Comm is closing, and for a Comm that New
+// did not make.
 func (c *Comm) Buffer() Tensor {
+	if !c.made() {
+		return Tensor{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {

@@ -15,7 +15,12 @@ import (
 // GPUs can reach each other (the same verdict on every rank, naming the
 // pair). A group that needs NCCL (NeedsNCCL) connects with ConnectNCCL
 // instead; Connect refuses it with ErrConfig.
-func (c *Comm) Connect(handles [][]byte) error { return c.connect(handles, nil) }
+func (c *Comm) Connect(handles [][]byte) error {
+	if !c.made() {
+		return unmade("Connect")
+	}
+	return c.connect(handles, nil)
+}
 
 // ConnectNCCL is Connect with rank 0's NCCL unique id (NewNCCLID), which
 // every rank must pass alike: for a group that uses NCCL, it starts joining
@@ -23,13 +28,21 @@ func (c *Comm) Connect(handles [][]byte) error { return c.connect(handles, nil) 
 // of one process may connect one after another, as NewGroup does); the
 // first operation waits for them, bounded by the timeout. For a group that
 // TransportAuto resolves to IPC, the id is not used.
-func (c *Comm) ConnectNCCL(handles [][]byte, id NCCLID) error { return c.connect(handles, &id) }
+func (c *Comm) ConnectNCCL(handles [][]byte, id NCCLID) error {
+	if !c.made() {
+		return unmade("ConnectNCCL")
+	}
+	return c.connect(handles, &id)
+}
 
 // NeedsNCCL reports whether the group of handles (every rank's, in rank
 // order, as Connect takes them) uses NCCL: it asked for TransportNCCL, or
 // TransportAuto chose it. Every rank gets the same answer. It costs a
 // decode of the handles.
 func (c *Comm) NeedsNCCL(handles [][]byte) (bool, error) {
+	if !c.made() {
+		return false, unmade("NeedsNCCL")
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	hs, err := c.checkHandles(handles)

@@ -18,11 +18,36 @@ import (
 // queued operations of a Comm whose buffer they touch (a view), never for
 // other work on the device (docs/RELIABILITY.md, "Concurrency"). They cost
 // a stream synchronisation each: for setup and tests, not the hot path.
+//
+// On a Device that OpenDevice did not make (nil, or the zero Device), the
+// helpers return an error matching ErrClosed, Close returns nil and Info
+// the zero DeviceInfo.
 type Device struct {
 	drv    *driver.Driver
 	ctx    *driver.Context
 	info   DeviceInfo
 	copies driver.Stream // the helpers' stream
+}
+
+// closedDeviceError is what a Device's helpers return when OpenDevice
+// did not make it. It matches ErrClosed.
+type closedDeviceError struct {
+	what string // the helper
+}
+
+func (e *closedDeviceError) Error() string {
+	return "a2a: " + e.what + " on a Device that OpenDevice did not make (nil, or the zero Device)"
+}
+
+// Is matches ErrClosed.
+func (e *closedDeviceError) Is(target error) bool { return target == ErrClosed }
+
+// usable returns nil when the helper what may run on d.
+func (d *Device) usable(what string) error {
+	if d == nil || d.ctx == nil {
+		return &closedDeviceError{what: what}
+	}
+	return nil
 }
 
 // OpenDevice retains the primary context of device ordinal. Close releases it.
@@ -76,11 +101,20 @@ func openDevice(ordinal *int, rank int) (*Device, error) {
 	return &Device{drv: drv, ctx: ctx, info: info, copies: copies}, nil
 }
 
-// Info describes the device.
-func (d *Device) Info() DeviceInfo { return d.info }
+// Info describes the device (the zero DeviceInfo for a Device that
+// OpenDevice did not make).
+func (d *Device) Info() DeviceInfo {
+	if d == nil {
+		return DeviceInfo{}
+	}
+	return d.info
+}
 
 // Close destroys the helpers' stream and releases the context; idempotent.
 func (d *Device) Close() error {
+	if d == nil || d.ctx == nil {
+		return nil
+	}
 	var errs []error
 	if d.copies != 0 {
 		if err := d.ctx.StreamDestroy(d.copies); err != nil {
@@ -103,6 +137,9 @@ func (d *Device) finish(what string, err error) error {
 // Alloc allocates an uninitialised tensor on the device (cuMemAlloc,
 // which waits for nothing).
 func (d *Device) Alloc(shape [4]int, dt DType) (Tensor, error) {
+	if err := d.usable("Alloc"); err != nil {
+		return Tensor{}, err
+	}
 	t := Tensor{Shape: shape, DType: dt}
 	if !dt.Valid() {
 		return Tensor{}, fmt.Errorf("a2a: %v: %w", dt, ErrDType)
@@ -129,6 +166,9 @@ func (d *Device) Alloc(shape [4]int, dt DType) (Tensor, error) {
 // has Comms on the device the memory is released later, when none of
 // their kernels runs (at the latest when the last one closes).
 func (d *Device) Free(t Tensor) error {
+	if err := d.usable("Free"); err != nil {
+		return err
+	}
 	if t.Ptr == 0 {
 		return nil
 	}
@@ -148,6 +188,9 @@ func (d *Device) Free(t Tensor) error {
 // If t lies in a Comm's buffer, the Comm's queued operations are waited for
 // first (as by all three helpers).
 func (d *Device) Upload(t Tensor, src []byte) error {
+	if err := d.usable("Upload"); err != nil {
+		return err
+	}
 	if err := checkDense("upload target", t); err != nil {
 		return err
 	}
@@ -168,12 +211,18 @@ func (d *Device) Upload(t Tensor, src []byte) error {
 
 // Download returns a copy of t's bytes.
 func (d *Device) Download(t Tensor) ([]byte, error) {
+	if err := d.usable("Download"); err != nil {
+		return nil, err
+	}
 	b := make([]byte, t.Bytes())
 	return b, d.DownloadInto(b, t)
 }
 
 // DownloadInto copies t's bytes into dst (exactly t.Bytes() long).
 func (d *Device) DownloadInto(dst []byte, t Tensor) error {
+	if err := d.usable("DownloadInto"); err != nil {
+		return err
+	}
 	if err := checkDense("download source", t); err != nil {
 		return err
 	}
@@ -195,6 +244,9 @@ func (d *Device) DownloadInto(dst []byte, t Tensor) error {
 // Fill sets every byte of t to v (tests use it to poison outputs) and
 // returns once it is done on the device.
 func (d *Device) Fill(t Tensor, v byte) error {
+	if err := d.usable("Fill"); err != nil {
+		return err
+	}
 	if err := checkDense("fill target", t); err != nil {
 		return err
 	}

@@ -9,6 +9,9 @@ import (
 // other CUDA binding who want Comm.On or CaptureGraph. It waits for
 // nothing. Destroy it with DestroyStream.
 func (d *Device) NewStream() (Stream, error) {
+	if err := d.usable("NewStream"); err != nil {
+		return 0, err
+	}
 	s, err := d.ctx.StreamCreate(true)
 	if err != nil {
 		return 0, api.WrapDriver("creating a stream", err)
@@ -18,6 +21,9 @@ func (d *Device) NewStream() (Stream, error) {
 
 // SyncStream waits until all work queued on s is done.
 func (d *Device) SyncStream(s Stream) error {
+	if err := d.usable("SyncStream"); err != nil {
+		return err
+	}
 	if err := d.ctx.StreamSynchronize(driver.Stream(s)); err != nil {
 		return api.WrapDriver("waiting for a stream", err)
 	}
@@ -27,6 +33,9 @@ func (d *Device) SyncStream(s Stream) error {
 // DestroyStream destroys a stream made by NewStream once its queued work
 // is done; it does not wait.
 func (d *Device) DestroyStream(s Stream) error {
+	if err := d.usable("DestroyStream"); err != nil {
+		return err
+	}
 	if err := d.ctx.StreamDestroy(driver.Stream(s)); err != nil {
 		return api.WrapDriver("destroying a stream", err)
 	}

@@ -59,6 +59,14 @@ func CaptureGraph(s Stream, record func() error, comms ...*Comm) (*Graph, error)
 	if len(comms) == 0 {
 		return nil, fmt.Errorf("a2a: CaptureGraph needs the Comms it captures: %w", ErrConfig)
 	}
+	if record == nil {
+		return nil, fmt.Errorf("a2a: CaptureGraph needs a record function: %w", ErrConfig)
+	}
+	for i, c := range comms {
+		if !c.made() {
+			return nil, fmt.Errorf("a2a: CaptureGraph of Comm %d: a Comm that New did not make (nil, or the zero Comm): %w", i, ErrNotConnected)
+		}
+	}
 	// The graph keeps a context reference of its own: it may outlive its
 	// Comms (and their Devices' references).
 	dev := comms[0].dev
@@ -187,8 +195,12 @@ func (c *Comm) takeTurn(s driver.Stream, t turn) error {
 // Launch replays the graph on s (cuGraphLaunch), ordered after the Comms'
 // earlier operations and before their later ones, like an operation on
 // s, preceded where CaptureGraph says by one launch that moves nothing.
-// It waits for nothing and allocates nothing.
+// It waits for nothing and allocates nothing. A closed Graph, or one that
+// CaptureGraph did not make, returns an error matching ErrClosed.
 func (g *Graph) Launch(s Stream) error {
+	if g == nil || g.ctx == nil {
+		return fmt.Errorf("a2a: launching a Graph that CaptureGraph did not make (nil, or the zero Graph): %w", ErrClosed)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -243,8 +255,12 @@ func (g *Graph) Launch(s Stream) error {
 }
 
 // Close destroys the graph (it must not be replaying) and forgets its
-// operations: their inputs no longer bound SetRankTokens. Idempotent.
+// operations: their inputs no longer bound SetRankTokens. Idempotent; nil
+// on a Graph that CaptureGraph did not make.
 func (g *Graph) Close() error {
+	if g == nil || g.ctx == nil {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {

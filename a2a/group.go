@@ -85,24 +85,43 @@ func (g *Group) connect(handles [][]byte) error {
 	return nil
 }
 
-// Comm returns rank r's Comm (nil if r is out of range).
+// Comm returns rank r's Comm (nil if r is out of range, or for a Group
+// that NewGroup did not make).
 func (g *Group) Comm(r int) *Comm {
-	if r < 0 || r >= len(g.comms) {
+	if g == nil || r < 0 || r >= len(g.comms) {
 		return nil
 	}
 	return g.comms[r]
 }
 
-// Size returns the number of ranks.
-func (g *Group) Size() int { return len(g.comms) }
+// Size returns the number of ranks (0 for a Group that NewGroup did not
+// make: nil, or the zero Group).
+func (g *Group) Size() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.comms)
+}
 
 // Sync waits for every rank's queued operations, all at once, and returns
-// what each Sync returned, joined.
-func (g *Group) Sync() error { return g.each((*Comm).Sync) }
+// what each Sync returned, joined. On a Group that NewGroup did not make
+// it returns an error matching ErrNotConnected.
+func (g *Group) Sync() error {
+	if g.Size() == 0 {
+		return fmt.Errorf("a2a: Sync on a Group that NewGroup did not make (nil, or the zero Group): %w", ErrNotConnected)
+	}
+	return g.each((*Comm).Sync)
+}
 
 // Close closes every rank at once (one at a time, each would wait for the
 // others' goodbyes until the timeout) and returns what went wrong, joined.
-func (g *Group) Close() error { return g.each((*Comm).Close) }
+// On a Group that NewGroup did not make it has nothing to close: nil.
+func (g *Group) Close() error {
+	if g.Size() == 0 {
+		return nil
+	}
+	return g.each((*Comm).Close)
+}
 
 // each runs f on every rank's Comm concurrently.
 func (g *Group) each(f func(*Comm) error) error {

@@ -19,6 +19,9 @@ type Exchanger interface {
 // rank 0's NCCL unique id, then ConnectNCCL. On failure nothing is left
 // allocated.
 func Join(ctx context.Context, cfg Config, ex Exchanger) (*Comm, error) {
+	if ex == nil {
+		return nil, fmt.Errorf("a2a: Join needs an Exchanger: %w", ErrConfig)
+	}
 	c, err := New(cfg)
 	if err != nil {
 		return nil, err

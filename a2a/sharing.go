@@ -118,8 +118,14 @@ func sharingSupport(drv *driver.Driver, ord int) (posixFD, fabric bool) {
 }
 
 // Sharing is how the Comm's buffer is shared, as Config.Sharing resolved
-// on its device: SharingLegacyIPC or SharingFD.
-func (c *Comm) Sharing() Sharing { return c.sharing }
+// on its device: SharingLegacyIPC or SharingFD (SharingDefault for a
+// Comm that New did not make).
+func (c *Comm) Sharing() Sharing {
+	if !c.made() {
+		return SharingDefault
+	}
+	return c.sharing
+}
 
 // serveFD starts handing the descriptor of alloc (a VMM buffer on ctx's
 // device, of requested bytes) to the peers that prove id, bound to this

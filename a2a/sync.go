@@ -14,6 +14,9 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("a2a: timeout %v must be positive: %w", d, ErrConfig)
 	}
+	if !c.made() {
+		return unmade("SetTimeout")
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
@@ -32,7 +35,12 @@ func (c *Comm) SetTimeout(d time.Duration) error {
 // meanwhile, and a Close made while it waits ends the device's waits for
 // peers, so that Sync returns within about 1 ms with an error matching
 // ErrClosed (or nil, if the operations had completed).
-func (c *Comm) Sync() error { return c.wait(true) }
+func (c *Comm) Sync() error {
+	if !c.made() {
+		return unmade("Sync")
+	}
+	return c.wait(true)
+}
 
 // SyncContext is Sync bounded by ctx. If ctx ends first, it ends the
 // device's waits for peers as Close does (within about 1 ms) and returns
@@ -43,6 +51,9 @@ func (c *Comm) Sync() error { return c.wait(true) }
 // operations with this rank fail too, once this rank closes or their
 // timeout passes. It costs a goroutine per call.
 func (c *Comm) SyncContext(ctx context.Context) error {
+	if !c.made() {
+		return unmade("SyncContext")
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.Sync() }()
 	select {

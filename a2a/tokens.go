@@ -10,6 +10,9 @@ import "github.com/ulysses-go/ulysses/internal/plan"
 // then it copies the counts (72 bytes) into its buffer for their replays
 // and waits for that copy alone.
 func (c *Comm) SetRankTokens(counts []int) error {
+	if !c.made() {
+		return unmade("SetRankTokens")
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.usable(false); err != nil {

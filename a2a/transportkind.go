@@ -44,8 +44,12 @@ func (t Transport) String() string { return api.Transport(t).String() }
 
 // Transport is the transport the Comm's operations use: after Connect (or
 // Join) TransportIPC or TransportNCCL, what TransportAuto chose; before,
-// the Config's. It costs the Comm's lock.
+// the Config's (the zero Transport for a Comm that New did not make). It
+// costs the Comm's lock.
 func (c *Comm) Transport() Transport {
+	if !c.made() {
+		return TransportIPC
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.t == nil {

@@ -17,6 +17,9 @@ import (
 // framing) and for at most TCPConfig.MaxConns connections; with WorldSize
 // 1 it does no I/O.
 func (x *TCP) AllGather(ctx context.Context, local []byte) ([][]byte, error) {
+	if !x.made() {
+		return nil, unmadeTCP("AllGather")
+	}
 	x.round.Lock()
 	defer x.round.Unlock()
 	r := x.cfg.Rank

@@ -38,11 +38,23 @@ type LocalRank struct {
 	rank int
 }
 
+// made reports whether m is a rank of a Local that NewLocal made. On one
+// that is not (the zero LocalRank, or a rank of a nil or zero Local),
+// AllGather returns an error matching ErrClosed and Close nil.
+func (m LocalRank) made() bool { return m.x != nil && m.x.changed != nil }
+
 // AllGather deposits local and returns every rank's deposit of the round,
 // in rank order. A context that ends first, or a rank that closes, ends
-// the wait (the round is then broken for every rank: ErrClosed).
+// the wait (the round is then broken for every rank: ErrClosed). A rank
+// outside the group's world (Local.Rank of a bad r) gets ErrRank.
 func (m LocalRank) AllGather(ctx context.Context, local []byte) ([][]byte, error) {
+	if !m.made() {
+		return nil, fmt.Errorf("exchange: AllGather on a LocalRank that Local.Rank of a NewLocal did not make: %w", ErrClosed)
+	}
 	x := m.x
+	if m.rank < 0 || m.rank >= x.world {
+		return nil, fmt.Errorf("exchange: rank %d of a Local group of %d: %w", m.rank, x.world, ErrRank)
+	}
 	stop := context.AfterFunc(ctx, func() { m.Close() })
 	defer stop()
 	x.mu.Lock()
@@ -71,6 +83,9 @@ func (m LocalRank) AllGather(ctx context.Context, local []byte) ([][]byte, error
 
 // Close quits the group: every rank's pending and later rounds fail.
 func (m LocalRank) Close() error {
+	if !m.made() {
+		return nil
+	}
 	m.x.mu.Lock()
 	m.x.closed = true
 	m.x.changed.Broadcast()

@@ -250,6 +250,9 @@ func applyTimeouts(cfg *TCPConfig) error {
 // and when already listening. The listener (one socket) stays open across
 // rounds until Close.
 func (x *TCP) Listen() error {
+	if !x.made() {
+		return unmadeTCP("Listen")
+	}
 	if x.cfg.Rank != 0 {
 		return nil
 	}
@@ -282,8 +285,11 @@ func (x *TCP) listener() (*net.TCPListener, error) {
 
 // Addr returns the address rank 0 actually listens on once it is listening
 // (useful with port 0), and the configured address otherwise. It does no
-// I/O.
+// I/O. It is "" for a TCP that NewTCP did not make.
 func (x *TCP) Addr() string {
+	if !x.made() {
+		return ""
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.ln != nil {
@@ -295,8 +301,13 @@ func (x *TCP) Addr() string {
 // Close closes rank 0's listener and any connections kept for the next
 // round, and makes pending and future AllGather calls fail with ErrClosed
 // (on rank 0, a pending round first sends its connected peers an error
-// frame). It does not wait for them, and it is idempotent.
+// frame). It does not wait for them, and it is idempotent. On a TCP that
+// NewTCP did not make (the nil a failed NewTCP returns, or the zero TCP)
+// it has nothing to close: nil.
 func (x *TCP) Close() error {
+	if !x.made() {
+		return nil
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
@@ -335,6 +346,16 @@ func (x *TCP) takeEarly() []net.Conn {
 	cs := x.early
 	x.early = nil
 	return cs
+}
+
+// made reports whether NewTCP made x. On a TCP it did not make (nil, or
+// the zero TCP), AllGather and Listen return an error matching ErrClosed
+// (unmadeTCP), Close returns nil and Addr "".
+func (x *TCP) made() bool { return x != nil && x.closing != nil }
+
+// unmadeTCP is what a method returns on a TCP that NewTCP did not make.
+func unmadeTCP(method string) error {
+	return fmt.Errorf("exchange: %s on a TCP that NewTCP did not make (nil, or the zero TCP): %w", method, ErrClosed)
 }
 
 // isClosed reports whether Close has been called.
