@@ -35,14 +35,16 @@ func main() {
 	fmt.Printf("rank %d: round trip: ok\n", *rank)
 }
 
-// run is one rank: B=1, 1024 tokens per rank, 32 heads of 128, bf16.
-func run(rank, world int, addr string, secret []byte) error {
+// run is one rank: B=1, 1024 tokens per rank, 32 heads of 128, bf16. It
+// returns the first error, joined with what the deferred Close and Free
+// calls return.
+func run(rank, world int, addr string, secret []byte) (err error) {
 	const batch, tokens, heads, headDim = 1, 1024, 32, 128
 	ex, err := exchange.NewTCP(exchange.TCPConfig{Addr: addr, Rank: rank, WorldSize: world, Secret: secret})
 	if err != nil {
 		return err
 	}
-	defer ex.Close()
+	defer func() { err = errors.Join(err, ex.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // rank 0 waits this long
 	defer cancel()
 	cfg := a2a.Config{Rank: rank, WorldSize: world, MaxTokens: tokens * world, HiddenDim: heads * headDim,
@@ -51,7 +53,8 @@ func run(rank, world int, addr string, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	defer comm.Close()
+	defer func() { err = errors.Join(err, comm.Close()) }() // Close waits for the peers' goodbyes
+
 	counts := make([]int, world) // tokens of every rank; uneven counts are fine
 	for r := range counts {
 		counts[r] = tokens
@@ -64,7 +67,7 @@ func run(rank, world int, addr string, secret []byte) error {
 	if err != nil {
 		return err
 	}
-	defer dev.Free(x)
+	defer func() { err = errors.Join(err, dev.Free(x)) }()
 	in := make([]byte, x.Bytes())
 	ref.FillRandom(in, 1, rank)
 	if err := dev.Upload(x, in); err != nil {
@@ -85,5 +88,5 @@ func run(rank, world int, addr string, secret []byte) error {
 	if !bytes.Equal(in, out) {
 		return errors.New("the round trip changed the data")
 	}
-	return comm.Sync()
+	return comm.Sync() // operations return at once; Sync waits for them, never forever
 }
