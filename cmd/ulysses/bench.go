@@ -39,7 +39,7 @@ func newBenchFlags(worker bool) (*flag.FlagSet, *benchOpts) {
 	fs.IntVar(&o.rotate, "rotate", 4, "distinct inputs used in turn (so the L2 cache does not flatter small sizes)")
 	fs.StringVar(&o.sms, "sms", "0", "SM counts (thread blocks per kernel) to time, e.g. 8,16,32,64,0; 0 = all SMs")
 	fs.StringVar(&o.json, "json", "", "also write every row, the hardware and the command line to this JSON file")
-	fs.StringVar(&o.plot, "plot", "", "also draw the times against size into this SVG file (and, over several --sms, against SMs into FILE-sms.svg); ulysses plot redraws from --json")
+	fs.StringVar(&o.plot, "plot", "", "also draw the times against size into this file, SVG or PNG by its extension (and, over several --sms, against SMs into FILE-sms.svg or .png); ulysses plot redraws from --json")
 	fs.BoolVar(&o.overlap, "overlap", false,
 		"also time each operation back to back while a compute-bound kernel of the bench's own (one "+strconv.Itoa(burnThreads)+"-thread block per SM) runs beside it, and report both slowdowns")
 	fs.StringVar(&o.mover, "mover", "kernels", "what moves the bytes: kernels, copy-engines or auto (a2a.Config.Mover)")
@@ -129,7 +129,7 @@ func (o *benchOpts) plan() (benchPlan, error) {
 	if err := o.checkSizes(p); err != nil {
 		return p, err
 	}
-	return p, errorsOf(checkWritable("--json", o.json), checkWritable("--plot", o.plot))
+	return p, errorsOf(checkWritable("--json", o.json), checkFigure("--plot", o.plot))
 }
 
 // checkSizes refuses, before anything runs, a size that holds no whole
@@ -378,7 +378,8 @@ func smsPlotPath(path string, plan benchPlan) string {
 	if len(plan.sms) < 2 {
 		return ""
 	}
-	return strings.TrimSuffix(path, ".svg") + "-sms.svg"
+	ext := filepath.Ext(path) // .svg or .png: checkFigure refused any other
+	return strings.TrimSuffix(path, ext) + "-sms" + ext
 }
 
 // writeBenchTable prints the header line, the ulysses table and the notes.

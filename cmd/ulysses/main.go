@@ -64,7 +64,7 @@ func commands() []command {
 		{"info", "show the CUDA driver, the GPUs, peer access and the embedded kernels", infoMain, func(w io.Writer) { fs, _ := newInfoFlags(); usageOf(fs, w) }},
 		{"check", "run the collectives on every GPU and compare them with the CPU reference", checkMain, func(w io.Writer) { fs, _ := newCheckFlags(); usageOf(fs, w) }},
 		{"bench", "time the collectives (and, with --compare nccl, PyTorch + NCCL)", benchMain, func(w io.Writer) { fs, _ := newBenchFlags(false); usageOf(fs, w) }},
-		{"plot", "draw a bench --json file as SVG figures", plotMain, func(w io.Writer) { fs, _ := newPlotFlags(); usageOf(fs, w) }},
+		{"plot", "draw a bench --json file as SVG or PNG figures", plotMain, func(w io.Writer) { fs, _ := newPlotFlags(); usageOf(fs, w) }},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/ulysses-go/ulysses/a2a"
@@ -30,12 +32,13 @@ type plotOpts struct {
 
 func newPlotFlags() (*flag.FlagSet, *plotOpts) {
 	o := &plotOpts{}
-	fs := newFlagSet("plot", "ulysses plot [-o FILE.svg] [--sms-o FILE.svg] [--dtype bf16] BENCH.json",
+	fs := newFlagSet("plot", "ulysses plot [-o FILE.svg|FILE.png] [--sms-o FILE.svg|FILE.png] [--dtype bf16] BENCH.json",
 		"Draws a bench --json file: the median time of each operation against the bytes per rank\n"+
 			"(log-log), with PyTorch + NCCL and the NVLink floor where the file has them; with --sms-o,\n"+
-			"the time against the SMs the kernels use, one line per size.")
-	fs.StringVar(&o.out, "o", "bench.svg", "the figure of time against size")
-	fs.StringVar(&o.smsOut, "sms-o", "", "also this figure of time against SMs (needs a bench run over several --sms)")
+			"the time against the SMs the kernels use, one line per size. A figure is SVG or PNG, as\n"+
+			"its file's extension says.")
+	fs.StringVar(&o.out, "o", "bench.svg", "the figure of time against size (.svg or .png)")
+	fs.StringVar(&o.smsOut, "sms-o", "", "also this figure of time against SMs, .svg or .png (needs a bench run over several --sms)")
 	fs.StringVar(&o.dtype, "dtype", "", "the element type to draw (default: the file's first)")
 	return fs, o
 }
@@ -54,7 +57,7 @@ func plotMain(args []string, stdout, stderr io.Writer) int {
 	}
 	dtype, err := plotDType(o.dtype)
 	if err == nil {
-		err = errorsOf(checkWritable("-o", o.out), checkWritable("--sms-o", o.smsOut))
+		err = errorsOf(checkFigure("-o", o.out), checkFigure("--sms-o", o.smsOut))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "plot: %s\n", oneLine(err))
@@ -108,21 +111,67 @@ func readReport(path string) (*benchReport, error) {
 	return rep, err
 }
 
+// figureFormats are the figures' formats, by file extension (in any
+// case): each makes a canvas of a size that writes itself in its format.
+var figureFormats = map[string]func(w, h vg.Length) vg.CanvasWriterTo{
+	".svg": func(w, h vg.Length) vg.CanvasWriterTo { return vgsvg.New(w, h) },
+	".png": func(w, h vg.Length) vg.CanvasWriterTo {
+		return vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(figureDPI))}
+	},
+}
+
+// figureDPI is the PNG figures' resolution: a 4 x 4 inch panel is 600
+// pixels square.
+const figureDPI = 150
+
+// figureFormat returns the canvas maker for path's extension, or an
+// error that names the flag and the formats there are.
+func figureFormat(flagName, path string) (func(w, h vg.Length) vg.CanvasWriterTo, error) {
+	ext := strings.ToLower(filepath.Ext(path))
+	if f, ok := figureFormats[ext]; ok {
+		return f, nil
+	}
+	if ext == "" {
+		return nil, fmt.Errorf("%s %s: no file extension to choose the figure's format by (want .svg or .png)", flagName, path)
+	}
+	return nil, fmt.Errorf("%s %s: unknown figure format %q (want .svg or .png)", flagName, path, ext)
+}
+
+// checkFigure refuses, before anything runs, a figure file of a format
+// there is none for, or one that cannot be created; "" is no file.
+func checkFigure(flagName, path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := checkWritable(flagName, path); err != nil {
+		return err
+	}
+	_, err := figureFormat(flagName, path)
+	return err
+}
+
 // writePlots draws rep's times against size into out and, when smsOut
-// is set, against SMs into smsOut.
+// is set, against SMs into smsOut, each in its extension's format.
 func writePlots(rep *benchReport, dtype, out, smsOut string) error {
 	if dtype == "" {
 		dtype = rep.Rows[0].DType
 	}
-	svg, err := sizeFigure(rep, dtype)
+	format, err := figureFormat("figure", out)
+	if err != nil {
+		return err
+	}
+	fig, err := sizeFigure(rep, dtype, format)
 	if err == nil {
-		err = os.WriteFile(out, svg, 0o644)
+		err = os.WriteFile(out, fig, 0o644)
 	}
 	if err != nil || smsOut == "" {
 		return err
 	}
-	if svg, err = smsFigure(rep, dtype); err == nil {
-		err = os.WriteFile(smsOut, svg, 0o644)
+	if format, err = figureFormat("figure", smsOut); err != nil {
+		return err
+	}
+	if fig, err = smsFigure(rep, dtype, format); err == nil {
+		err = os.WriteFile(smsOut, fig, 0o644)
 	}
 	return err
 }
@@ -141,7 +190,7 @@ func reportOps(rep *benchReport) []string {
 // sizeFigure is one panel per operation: ulysses' median on all SMs (a
 // line per wire), PyTorch + NCCL's and the NVLink floor against the bytes
 // per rank.
-func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
+func sizeFigure(rep *benchReport, dtype string, format func(w, h vg.Length) vg.CanvasWriterTo) ([]byte, error) {
 	var panels []*plot.Plot
 	for _, op := range reportOps(rep) {
 		lines := sizeLines(rep, op, dtype)
@@ -160,7 +209,7 @@ func sizeFigure(rep *benchReport, dtype string) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("no %s rows on all SMs to draw against size (bench --sms 0)", dtype)
 	}
-	return tiled(panels, fmt.Sprintf("%s, %s, %s", dtype, ranks(rep.World), gpuName(rep)))
+	return tiled(panels, fmt.Sprintf("%s, %s, %s", dtype, ranks(rep.World), gpuName(rep)), format)
 }
 
 // sizeLines are the lines of op's panel against size, as
@@ -214,7 +263,7 @@ func wireLabel(name, wire string) string {
 
 // smsFigure is one panel per operation: ulysses' median against the SMs
 // its kernels used (the blocks they ran), one line per size.
-func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
+func smsFigure(rep *benchReport, dtype string, format func(w, h vg.Length) vg.CanvasWriterTo) ([]byte, error) {
 	var panels []*plot.Plot
 	for _, op := range reportOps(rep) {
 		p := logLogPlot(op, "SMs (thread blocks)", "median time (us)")
@@ -235,7 +284,7 @@ func smsFigure(rep *benchReport, dtype string) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("no %s rows to draw against SMs", dtype)
 	}
-	return tiled(panels, fmt.Sprintf("%s, %s, %s: the SMs' share", dtype, ranks(rep.World), gpuName(rep)))
+	return tiled(panels, fmt.Sprintf("%s, %s, %s: the SMs' share", dtype, ranks(rep.World), gpuName(rep)), format)
 }
 
 // smsLines are the lines of op's panel against SMs, as
@@ -310,13 +359,13 @@ func (bytesTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ts
 }
 
-// tiled draws panels side by side under a title, as SVG.
-func tiled(panels []*plot.Plot, title string) ([]byte, error) {
+// tiled draws panels side by side under a title, on a canvas of format.
+func tiled(panels []*plot.Plot, title string, format func(w, h vg.Length) vg.CanvasWriterTo) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, fmt.Errorf("nothing to draw")
 	}
 	const w, h = 4 * vg.Inch, 3.6 * vg.Inch
-	img := vgsvg.New(vg.Length(len(panels))*w, h+0.4*vg.Inch)
+	img := format(vg.Length(len(panels))*w, h+0.4*vg.Inch)
 	dc := draw.New(img)
 	sty := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, 13), Handler: plot.DefaultTextHandler}
 	dc.FillText(sty, vg.Point{X: 0.3 * vg.Inch, Y: h + 0.15*vg.Inch}, title)

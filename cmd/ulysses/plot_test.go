@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,4 +138,49 @@ func TestPlotWires(t *testing.T) {
 			assert.Contains(t, string(b), w, "%s", path)
 		}
 	}
+}
+
+// A figure's format is its file's extension: a .png file (any case) is a
+// PNG of the figure's size at figureDPI, panels side by side; an .svg one
+// SVG; bench --plot's SM sweep beside it keeps the extension.
+func TestPlotPNG(t *testing.T) {
+	dir := t.TempDir()
+	out, sms := filepath.Join(dir, "b.png"), filepath.Join(dir, "s.PNG")
+	code, _, stderr := runArgs("plot", "../../docs/bench/h200x2-sms.json", "-o", out, "--sms-o", sms)
+	require.Equal(t, 0, code, stderr)
+	for _, path := range []string{out, sms} {
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		require.NoError(t, err, "%s is a PNG", path)
+		// Three panels of 4 x 3.6 inches, 0.4 inch of title above them.
+		assert.Equal(t, image.Pt(3*4*figureDPI, 4*figureDPI), img.Bounds().Size(), "%s", path)
+	}
+	assert.Equal(t, filepath.Join(dir, "b-sms.png"), smsPlotPath(filepath.Join(dir, "b.png"), benchPlan{sms: []int{0, 8}}))
+	assert.Equal(t, "b-sms.svg", smsPlotPath("b.svg", benchPlan{sms: []int{0, 8}}))
+}
+
+// A figure file of any other extension, or of none, is bad usage (exit 2,
+// one line naming the flag and the formats), before the file is read: it
+// would have been SVG under any name.
+func TestPlotUnknownFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plot", "/nonexistent.json", "-o", filepath.Join(dir, "b.pdf")}, `plot: -o ` + filepath.Join(dir, "b.pdf") + `: unknown figure format ".pdf" (want .svg or .png)`},
+		{[]string{"plot", "/nonexistent.json", "--sms-o", filepath.Join(dir, "s.jpg")}, `plot: --sms-o ` + filepath.Join(dir, "s.jpg") + `: unknown figure format ".jpg" (want .svg or .png)`},
+		{[]string{"plot", "/nonexistent.json", "-o", filepath.Join(dir, "figure")}, `plot: -o ` + filepath.Join(dir, "figure") + `: no file extension to choose the figure's format by (want .svg or .png)`},
+		{[]string{"bench", "--plot", filepath.Join(dir, "b.gif")}, `bench: --plot ` + filepath.Join(dir, "b.gif") + `: unknown figure format ".gif" (want .svg or .png)`},
+	} {
+		code, stdout, stderr := runArgs(tc.args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", tc.args, stderr)
+		assert.Empty(t, stdout, "%v", tc.args)
+		assert.Equal(t, tc.want+"\n", stderr, "%v", tc.args)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written")
 }
