@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,10 +46,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok
 }
 
 // parseFlagsArgs is parseFlags for a command that takes nargs arguments
-// after its flags.
+// (fs.Args() after it), before, between or after its flags.
 func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, nargs int) (code int, ok bool) {
 	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
+	err := parseInterspersed(fs, args)
 	fs.SetOutput(stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.Usage()
@@ -64,6 +65,48 @@ func parseFlagsArgs(fs *flag.FlagSet, args []string, stderr io.Writer, nargs int
 		return exitUsage, false
 	}
 	return 0, true
+}
+
+// parseInterspersed parses the flags in args into fs wherever they stand
+// among the positional arguments, which fs.Args() then returns in their
+// order: package flag stops at the first argument that is not a flag, so
+// that `plot FILE -o x.svg` and `plot --dtype bf16 FILE -o x.svg` would
+// refuse -o. A flag's value is the argument after it unless the flag is
+// boolean or written -name=value; "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // Parse reports it (or -h, -help)
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if err := fs.Parse(flags); err != nil {
+		return err
+	}
+	// Every flag is set; this leaves the positional arguments in fs.Args().
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // groupFlags lay out the ranks of check and bench: every rank on this

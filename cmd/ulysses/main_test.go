@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -174,4 +175,66 @@ func TestWriteInfo(t *testing.T) {
 	assert.Equal(t, []string{"sm_90", "sm_80"}, r.PTX[0].Cubins)
 	assert.Equal(t, "PTX", kernelsOf(sys.Devices[0]), "no machine code named")
 	assert.Equal(t, "sm_90+PTX", kernelsOf(a2a.DeviceInfo{MachineCode: "sm_90", PTXReason: "ulysses_wire.ptx: failed"}))
+}
+
+// Flags go before, between or after the positional arguments; a flag's
+// value is the next argument (even one that looks like a flag) unless it
+// is boolean or written -name=value; "--" ends the flags.
+func TestParseInterspersed(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		o, dtype  string
+		smsOut    string
+		overlap   bool
+		remaining []string
+	}{
+		{[]string{"a.json"}, "bench.svg", "", "", false, []string{"a.json"}},
+		{[]string{"--dtype", "bf16", "a.json", "-o", "y.svg"}, "y.svg", "bf16", "", false, []string{"a.json"}},
+		{[]string{"a.json", "-o=y.png", "--sms-o", "s.svg"}, "y.png", "", "s.svg", false, []string{"a.json"}},
+		{[]string{"-o", "--", "a.json", "b.json"}, "--", "", "", false, []string{"a.json", "b.json"}},
+		{[]string{"a.json", "--overlap", "b.json", "--dtype", "-fp8"}, "bench.svg", "-fp8", "", true, []string{"a.json", "b.json"}},
+		{[]string{"--", "-o", "a.json"}, "bench.svg", "", "", false, []string{"-o", "a.json"}},
+		{[]string{"-", "--overlap=false"}, "bench.svg", "", "", false, []string{"-"}},
+	} {
+		fs, o := newPlotFlags()
+		overlap := fs.Bool("overlap", false, "a boolean flag")
+		require.NoError(t, parseInterspersed(fs, tc.args), "%v", tc.args)
+		assert.Equal(t, tc.o, o.out, "%v: -o", tc.args)
+		assert.Equal(t, tc.dtype, o.dtype, "%v: --dtype", tc.args)
+		assert.Equal(t, tc.smsOut, o.smsOut, "%v: --sms-o", tc.args)
+		assert.Equal(t, tc.overlap, *overlap, "%v: --overlap", tc.args)
+		assert.Equal(t, tc.remaining, fs.Args(), "%v: the arguments", tc.args)
+	}
+	fs, _ := newPlotFlags()
+	assert.ErrorContains(t, parseInterspersed(fs, []string{"a.json", "-o"}), "flag needs an argument: -o")
+	fs, _ = newPlotFlags()
+	assert.ErrorContains(t, parseInterspersed(fs, []string{"a.json", "--nope", "x"}), "flag provided but not defined: -nope")
+}
+
+// Every subcommand takes its flags after an argument too: plot draws with
+// -o after the file; the others, which take no argument, refuse a stray
+// one wherever it stands, naming it, before the driver is loaded; -h
+// after an argument is still help.
+func TestFlagsAfterArguments(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "y.svg")
+	code, _, stderr := runArgs("plot", "--dtype", "bf16", "../../docs/bench/h200x2-sms.json", "-o", out)
+	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "<?xml"), "-o after the file is where the figure goes")
+	for _, args := range [][]string{
+		{"info", "stray", "--json"},
+		{"check", "stray", "--world", "2"},
+		{"check", "--world", "2", "stray"},
+		{"bench", "--iters", "1", "stray", "--warmup", "0"},
+	} {
+		code, stdout, stderr := runArgs(args...)
+		assert.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		assert.Empty(t, stdout, "%v", args)
+		assert.Equal(t, args[0]+": unexpected argument \"stray\"\n", stderr, "%v", args)
+	}
+	code, stdout, _ := runArgs("plot", "a.json", "-h")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, stdout, "help goes to stderr after -h, as before")
 }

@@ -45,9 +45,6 @@ func newPlotFlags() (*flag.FlagSet, *plotOpts) {
 
 func plotMain(args []string, stdout, stderr io.Writer) int {
 	fs, o := newPlotFlags()
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") { // the file first, then the flags
-		args = append(slices.Clone(args[1:]), args[0])
-	}
 	if code, ok := parseFlagsArgs(fs, args, stderr, 1); !ok {
 		return code
 	}
