@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/ulysses-go/ulysses/a2a"
 	"github.com/ulysses-go/ulysses/a2a/ref"
-	"github.com/ulysses-go/ulysses/internal/driver"
 	wireplan "github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/timing"
 	"github.com/ulysses-go/ulysses/internal/transport/ipc"
@@ -47,12 +47,24 @@ func benchWorker(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// benchRank runs rank m's part of the bench and closes its exchanger. It
+// benchRank runs rank m's part of the bench, the only rank of this
+// process, and closes its exchanger (and, with --overlap, the burn kernel
+// it opens before and closes after every Comm: see openRankBurner). It
 // returns rank 0's results, or nil and the exit code (0 on the other ranks
 // when they succeeded).
 func benchRank(m *member, o *benchOpts, plan benchPlan, stderr io.Writer) (*benchResults, int) {
 	defer m.ex.Close()
+	var err error
+	if o.overlap {
+		if m.burn, err = openRankBurner(m); err != nil {
+			fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
+			return nil, exitFailed
+		}
+	}
 	res, err := benchRun(m, o, plan, stderr)
+	if m.burn != nil {
+		err = errors.Join(err, m.burn.closeAfterComms())
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bench: rank %d: %s\n", m.rank, oneLine(err))
 		return nil, exitFailed
@@ -165,18 +177,7 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 	if wire != "" {
 		label += " over " + wire
 	}
-	var burn *burner
-	if o.overlap {
-		info := comm.Device().Info()
-		drv, err := driver.Load()
-		if err == nil {
-			burn, err = openBurner(drv, info.Ordinal, info.SMs)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the overlap's burn kernel: %w", err)
-		}
-		defer burn.close()
-	}
+	burn := m.burn // with --overlap; opened before any Comm, closed after the last
 	for _, sz := range sizes {
 		if lead {
 			fmt.Fprintf(stderr, "bench: %s %s SMs %s: %v ...\n", label, formatBytes(float64(sz.bytes)), smsLabel(sms, comm.Blocks()), ops)

@@ -310,6 +310,7 @@ type member struct {
 	rank, world int
 	device      *int // nil: the rank's default
 	ex          memberExchanger
+	burn        *burner // bench --overlap's burn kernel; nil otherwise
 }
 
 // memberExchanger is what a member exchanges through.

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/device"
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/timing"
 )
@@ -104,6 +105,55 @@ func (b *burner) run(iters uint32) (time.Duration, error) {
 
 // close releases everything openBurner made, last first.
 func (b *burner) close() error { return b.undo.run() }
+
+// openRankBurner opens the burn kernel on m's GPU (by default the rank
+// modulo the GPUs, as a Comm's), one block per SM, for bench --overlap.
+// It must be opened before the process has any Comm and closed after it
+// has none (closeAfterComms): loading and unloading its module and freeing
+// its memory wait for every kernel of the device's context, and a kernel
+// of a Comm may be waiting for a peer. With every rank in this process
+// (--single-process) that peer may be the rank doing the wait, which then
+// waits until the Comm's timeout: opened and closed with each Comm, as it
+// was, ranks sharing a GPU failed after 10 s ("rank 0 waited 10s in Close
+// for rank 1 to close too"). It refuses to open while a Comm is live.
+func openRankBurner(m *member) (*burner, error) {
+	if n := device.LiveShares(); n > 0 {
+		return nil, fmt.Errorf("the overlap's burn kernel: not loaded while Comms of this process are live on %d GPUs: its load waits for their kernels", n)
+	}
+	drv, err := driver.Load()
+	if err != nil {
+		return nil, fmt.Errorf("the overlap's burn kernel: %w", err)
+	}
+	ordinal := 0
+	if m.device != nil {
+		ordinal = *m.device
+	} else {
+		n, err := drv.RequireDevices()
+		if err != nil {
+			return nil, fmt.Errorf("the overlap's burn kernel: %w", err)
+		}
+		ordinal = m.rank % n
+	}
+	sms, err := drv.DeviceAttribute(ordinal, driver.AttrMultiprocessorCount)
+	if err == nil {
+		var b *burner
+		if b, err = openBurner(drv, ordinal, sms); err == nil {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("the overlap's burn kernel on GPU %d: %w", ordinal, err)
+}
+
+// closeAfterComms closes the burner of openRankBurner once the process
+// has no Comm. Closed while one is live, it still releases everything
+// but says so: its waits could have stalled that Comm's peers.
+func (b *burner) closeAfterComms() error {
+	var early error
+	if n := device.LiveShares(); n > 0 {
+		early = fmt.Errorf("the overlap's burn kernel was closed while Comms of this process were live on %d GPUs: its unload waits for their kernels", n)
+	}
+	return errors.Join(early, b.close())
+}
 
 // timeOverlap measures op's back-to-back run (iters operations of fn)
 // while the burn kernel runs beside it, sized to last as long as the
