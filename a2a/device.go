@@ -35,6 +35,7 @@ type closedDeviceError struct {
 	what string // the helper
 }
 
+// Error names the helper and why the Device cannot run it.
 func (e *closedDeviceError) Error() string {
 	return "a2a: " + e.what + " on a Device that OpenDevice did not make (nil, or the zero Device)"
 }

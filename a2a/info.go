@@ -12,14 +12,14 @@ import (
 
 // DeviceInfo describes one GPU as the driver reports it.
 type DeviceInfo struct {
-	Ordinal      int
-	Name         string
+	Ordinal      int    // the device's ordinal in this process (after CUDA_VISIBLE_DEVICES)
+	Name         string // as the driver names it, e.g. "NVIDIA H200"
 	BusID        string // PCI bus id, e.g. "0000:1A:00.0"
-	SMs          int
-	ClockKHz     int // peak SM clock
-	Major, Minor int // compute capability
-	TotalMemory  uint64
-	Unified      bool // unified addressing (required)
+	SMs          int    // streaming multiprocessors
+	ClockKHz     int    // peak SM clock
+	Major, Minor int    // compute capability
+	TotalMemory  uint64 // bytes of device memory
+	Unified      bool   // unified addressing (required)
 	// MachineCode is the architecture of the embedded machine code the
 	// kernels load as on this GPU ("sm_90", "sm_80"), or "" where the
 	// driver JIT-compiles their PTX instead, each kind of operation the
@@ -28,7 +28,7 @@ type DeviceInfo struct {
 	// kernels of the process's Comms on the GPU where it has any, else
 	// what a Comm made now would get.
 	MachineCode string
-	PTXReason   string
+	PTXReason   string // why PTX, where MachineCode is "" or some kernels take PTX; "" otherwise
 	// PosixFD: the device can export memory as a POSIX file descriptor
 	// (SharingFD) and the driver has the virtual memory API.
 	PosixFD bool
@@ -42,10 +42,10 @@ type DeviceInfo struct {
 // SystemInfo is what `ulysses info` prints: the driver, the GPUs and which
 // pairs of them can access each other's memory.
 type SystemInfo struct {
-	DriverVersion int // e.g. 13000 for CUDA 13.0
-	Library       string
-	Devices       []DeviceInfo
-	PeerAccess    [][]bool // PeerAccess[i][j]: device i can access device j (true on the diagonal)
+	DriverVersion int          // e.g. 13000 for CUDA 13.0
+	Library       string       // the path of the driver library loaded (libcuda.so.1, or $ULYSSES_LIBCUDA)
+	Devices       []DeviceInfo // by ordinal
+	PeerAccess    [][]bool     // PeerAccess[i][j]: device i can access device j (true on the diagonal)
 }
 
 // System reads the driver's view of the machine. On a machine without the

@@ -11,6 +11,8 @@ import (
 // included, the same on every rank. a2a/exchange has a TCP implementation;
 // any control plane (gRPC, etcd, torch.distributed) can provide one.
 type Exchanger interface {
+	// AllGather sends local to every rank and returns every rank's
+	// bytes, by rank, once each has sent its own; ctx bounds the wait.
 	AllGather(ctx context.Context, local []byte) ([][]byte, error)
 }
 
