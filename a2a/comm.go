@@ -219,7 +219,8 @@ func (c *Comm) WorldSize() int {
 
 // Device returns the device the Comm runs on, for the memory helpers (nil
 // for a Comm that New did not make). It is released by Close: free what
-// you allocated through it before closing.
+// you allocated through it before closing; afterwards its helpers return
+// an error matching ErrClosed.
 func (c *Comm) Device() *Device {
 	if !c.made() {
 		return nil

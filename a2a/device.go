@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/ulysses-go/ulysses/internal/api"
@@ -19,25 +20,31 @@ import (
 // other work on the device (docs/RELIABILITY.md, "Concurrency"). They cost
 // a stream synchronisation each: for setup and tests, not the hot path.
 //
-// On a Device that OpenDevice did not make (nil, or the zero Device), the
-// helpers return an error matching ErrClosed, Close returns nil and Info
-// the zero DeviceInfo.
+// Once closed (by Close, or with its Comm for Comm.Device), and on a
+// Device that OpenDevice did not make (nil, or the zero Device), the
+// helpers return an error matching ErrClosed and Close returns nil; Info
+// still describes the device (the zero DeviceInfo for one never made).
 type Device struct {
 	drv    *driver.Driver
 	ctx    *driver.Context
 	info   DeviceInfo
 	copies driver.Stream // the helpers' stream
+	closed atomic.Bool   // Close has begun: the helpers refuse
 }
 
-// closedDeviceError is what a Device's helpers return when OpenDevice
-// did not make it. It matches ErrClosed.
+// closedDeviceError is what a Device's helpers return once it is closed,
+// or when OpenDevice did not make it. It matches ErrClosed.
 type closedDeviceError struct {
-	what string // the helper
+	what  string // the helper
+	never bool   // OpenDevice did not make the Device
 }
 
 // Error names the helper and why the Device cannot run it.
 func (e *closedDeviceError) Error() string {
-	return "a2a: " + e.what + " on a Device that OpenDevice did not make (nil, or the zero Device)"
+	if e.never {
+		return "a2a: " + e.what + " on a Device that OpenDevice did not make (nil, or the zero Device)"
+	}
+	return "a2a: " + e.what + " on a closed Device (closed by Close, or with its Comm): its context is released"
 }
 
 // Is matches ErrClosed.
@@ -46,6 +53,9 @@ func (e *closedDeviceError) Is(target error) bool { return target == ErrClosed }
 // usable returns nil when the helper what may run on d.
 func (d *Device) usable(what string) error {
 	if d == nil || d.ctx == nil {
+		return &closedDeviceError{what: what, never: true}
+	}
+	if d.closed.Load() {
 		return &closedDeviceError{what: what}
 	}
 	return nil
@@ -111,9 +121,12 @@ func (d *Device) Info() DeviceInfo {
 	return d.info
 }
 
-// Close destroys the helpers' stream and releases the context; idempotent.
+// Close destroys the helpers' stream and releases the context;
+// idempotent. Afterwards the helpers return an error matching ErrClosed:
+// free what was allocated through the Device first (memory that Free has
+// not released goes with the context, once nothing else retains it).
 func (d *Device) Close() error {
-	if d == nil || d.ctx == nil {
+	if d == nil || d.ctx == nil || d.closed.Swap(true) {
 		return nil
 	}
 	var errs []error

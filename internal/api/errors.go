@@ -16,7 +16,7 @@ var (
 	ErrConfig       = errors.New("invalid configuration")
 	ErrDType        = errors.New("wrong dtype")
 	ErrShape        = errors.New("wrong shape")
-	ErrTokens       = errors.New("token counts disagree")
+	ErrTokens       = errors.New("wrong token counts")
 	ErrCapacity     = errors.New("capacity exceeded")
 	ErrAlignment    = errors.New("misaligned pointer")
 	ErrAliased      = errors.New("tensor overlaps the Comm's buffer")

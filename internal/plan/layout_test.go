@@ -420,26 +420,29 @@ func TestPlanOpVerdictAgreesAcrossRanks(t *testing.T) {
 }
 
 // Token counts whose sum would wrap around, or exceed what the kernels
-// index, are refused before anything changes.
+// index, negative ones and too few or many are refused before anything
+// changes, naming the rank and the count.
 func TestCheckTokenCounts(t *testing.T) {
 	for _, tc := range []struct {
 		counts []int
-		ok     bool
+		want   string // "": accepted
 	}{
-		{[]int{0, 0}, true},
-		{[]int{1 << 29, 1 << 29}, true},
-		{[]int{1 << 30, 1}, false},
-		{[]int{math.MaxInt64, 2}, false},
-		{[]int{2, math.MaxInt64}, false},
-		{[]int{-1, 3}, false},
-		{[]int{3}, false},
+		{[]int{0, 0}, ""},
+		{[]int{1 << 29, 1 << 29}, ""},
+		{[]int{1 << 30, 1}, "over 2^30 tokens in all (1073741825 by rank 1)"},
+		{[]int{math.MaxInt64, 2}, "rank 0's token count 9223372036854775807 is over 2^30, the most the kernels index"},
+		{[]int{2, math.MaxInt64}, "rank 1's token count 9223372036854775807 is over 2^30, the most the kernels index"},
+		{[]int{-1, 3}, "rank 0's token count -1 is negative"},
+		{[]int{3, -5}, "rank 1's token count -5 is negative"},
+		{[]int{3}, "1 token counts for world size 2 (one per rank)"},
 	} {
 		err := CheckTokenCounts(tc.counts, 2)
-		if tc.ok {
+		if tc.want == "" {
 			assert.NoError(t, err, "%v", tc.counts)
-		} else {
-			assert.ErrorIs(t, err, api.ErrTokens, "%v", tc.counts)
+			continue
 		}
+		assert.ErrorIs(t, err, api.ErrTokens, "%v", tc.counts)
+		assert.Equal(t, "a2a: SetRankTokens: "+tc.want+": wrong token counts", err.Error(), "%v", tc.counts)
 	}
 }
 

@@ -11,18 +11,23 @@ import (
 const maxTotalTokens = 1 << 30
 
 // CheckTokenCounts validates SetRankTokens' counts for a group of world
-// ranks. Each count is bounded before it is added, so the sum cannot wrap.
+// ranks: one per rank, none negative, at most 2^30 in all. Each count is
+// bounded before it is added, so the sum cannot wrap. Its errors name the
+// rank and the count, and match api.ErrTokens.
 func CheckTokenCounts(counts []int, world int) error {
 	if len(counts) != world {
-		return fmt.Errorf("a2a: %d token counts for world size %d: %w", len(counts), world, api.ErrTokens)
+		return fmt.Errorf("a2a: SetRankTokens: %d token counts for world size %d (one per rank): %w", len(counts), world, api.ErrTokens)
 	}
 	var total int64
 	for r, n := range counts {
-		if n < 0 || n > maxTotalTokens {
-			return fmt.Errorf("a2a: rank %d has %d tokens, not in 0..2^30: %w", r, n, api.ErrTokens)
+		if n < 0 {
+			return fmt.Errorf("a2a: SetRankTokens: rank %d's token count %d is negative: %w", r, n, api.ErrTokens)
+		}
+		if n > maxTotalTokens {
+			return fmt.Errorf("a2a: SetRankTokens: rank %d's token count %d is over 2^30, the most the kernels index: %w", r, n, api.ErrTokens)
 		}
 		if total += int64(n); total > maxTotalTokens {
-			return fmt.Errorf("a2a: over 2^30 tokens in all (%d by rank %d): %w", total, r, api.ErrTokens)
+			return fmt.Errorf("a2a: SetRankTokens: over 2^30 tokens in all (%d by rank %d): %w", total, r, api.ErrTokens)
 		}
 	}
 	return nil
