@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -150,4 +151,45 @@ func selectorString(sel *ast.SelectorExpr) string {
 		return id.Name + "." + sel.Sel.Name
 	}
 	return "?." + sel.Sel.Name
+}
+
+// slug is the anchor GitHub gives a heading: lower case, spaces as
+// hyphens, other punctuation gone.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// docs/GUIDE.md's contents list every one of its sections, in order, each
+// linked to its heading's anchor, and nothing else.
+func TestGuideContentsListEverySection(t *testing.T) {
+	b, err := os.ReadFile("../docs/GUIDE.md")
+	require.NoError(t, err)
+	guide := string(b)
+	var headings, contents []string
+	inCode := false
+	for _, line := range strings.Split(guide, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inCode = !inCode
+		case inCode:
+		case strings.HasPrefix(line, "## "):
+			h := strings.TrimPrefix(line, "## ")
+			headings = append(headings, "["+h+"](#"+slug(h)+")")
+		case strings.HasPrefix(line, "- [") && len(headings) == 0:
+			contents = append(contents, strings.TrimPrefix(line, "- "))
+		}
+	}
+	require.Greater(t, len(headings), 10, "the guide's sections")
+	assert.Equal(t, headings, contents, "docs/GUIDE.md's contents (the list before its first section) and its sections")
+	assert.Equal(t, "how-the-buffers-are-shared-configsharing", slug("How the buffers are shared (Config.Sharing)"))
+	assert.Equal(t, "gorgoniaorgcu", slug("gorgonia.org/cu"))
 }
