@@ -46,7 +46,7 @@ func TestSharingKilledPeer(t *testing.T) {
 				Exe: os.Args[0], Args: testutil.ScenarioArgs(), World: 4, Devices: []int{0, 0, 0, 0}, Output: testWriter{t},
 				Env: append(testutil.ScenarioEnv("share-killed"), a2a.EnvTestSharing+"=fd", envVictim+"=3", envVictimWhen+"="+when),
 			})
-			require.ErrorContains(t, err, "rank 3: signal: killed")
+			require.ErrorContains(t, err, "rank 3 failed first: signal: killed (a signal the launcher did not send)")
 			for _, r := range res[:3] {
 				require.Contains(t, r.Output, fmt.Sprintf("OK rank %d", r.Rank))
 			}

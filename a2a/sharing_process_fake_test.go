@@ -69,7 +69,7 @@ func TestFakeSharingKilledPeer(t *testing.T) {
 				Env: append(testutil.ScenarioEnv("share-killed"), driver.EnvLibrary+"="+lib, fakecuda.EnvDevices+"=2",
 					envVictim+"=2", envVictimWhen+"="+when),
 			})
-			require.ErrorContains(t, err, "rank 2: signal: killed", "the victim alone failed")
+			require.ErrorContains(t, err, "rank 2 failed first: signal: killed (a signal the launcher did not send)", "the victim alone failed")
 			require.NotContains(t, err.Error(), "rank 0")
 			require.NotContains(t, err.Error(), "rank 1:")
 			for _, r := range res[:2] {

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ulysses-go/ulysses/a2a"
+	"github.com/ulysses-go/ulysses/internal/driver"
+	"github.com/ulysses-go/ulysses/internal/testutil"
 )
 
 func TestSizePlans(t *testing.T) {
@@ -135,4 +140,26 @@ func TestParseMover(t *testing.T) {
 	}
 	_, err := parseMover("dma")
 	assert.Error(t, err)
+}
+
+// A rank whose size fails says so on its own output at once, before the
+// round that reports it to rank 0: a rank whose peer died waits in that
+// round until the launcher stops it, and the launcher quotes the last
+// line of its output. On the stub driver, a launch failing on one rank.
+func TestBenchRankSaysItsFailureAtOnce(t *testing.T) {
+	testutil.RunChild(t, "TestBenchRankSaysItsFailureAtOnceChild", driver.EnvLibrary+"="+testutil.FakeCUDA(t), "FAKECUDA_FAIL_LAUNCH_AFTER=5")
+}
+
+func TestBenchRankSaysItsFailureAtOnceChild(t *testing.T) {
+	testutil.SkipUnlessChild(t)
+	code, _, stderr := runArgs("bench", "--single-process", "--world", "2", "--bytes", "128K", "--iters", "2", "--warmup", "0",
+		"--rotate", "1", "--ops", "send_recv_heads", "--dtypes", "bf16")
+	require.Equal(t, exitFailed, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	own := slices.IndexFunc(lines, func(l string) bool {
+		return regexp.MustCompile(`^bench: rank [01]: bf16 128 KiB: send_recv_heads.*CUDA_ERROR_LAUNCH_FAILED`).MatchString(l)
+	})
+	require.GreaterOrEqual(t, own, 0, "the failing rank's own line:\n%s", stderr)
+	assert.Less(t, own, len(lines)-1, "before the group's error, the last line:\n%s", stderr)
+	assert.Contains(t, lines[len(lines)-1], "bf16 128 KiB on rank")
 }

@@ -186,6 +186,10 @@ func benchComm(m *member, comm *a2a.Comm, dt a2a.DType, o *benchOpts, ops []benc
 		var rep rankReport
 		if err != nil {
 			rep.Err = oneLine(err)
+			// Said now, before the round that reports it to rank 0: a rank
+			// whose peer died waits there until it is stopped, and the
+			// launcher quotes the last line of its output.
+			fmt.Fprintf(stderr, "bench: rank %d: %s %s: %s\n", m.rank, label, formatBytes(float64(sz.bytes)), rep.Err)
 		} else {
 			rep.Stats = stats
 		}

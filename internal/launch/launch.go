@@ -16,7 +16,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -51,17 +53,30 @@ type Spec struct {
 	// Output receives every line the ranks print, prefixed "[rank N] ".
 	// Nil keeps it only in the Results.
 	Output io.Writer
-	// Grace is how long the others may run on after one rank fails before
-	// they are killed (they are bounded by their own timeouts too); 0: 15 s.
+	// Grace is how long the others may run on after one rank fails (exits
+	// non-zero or dies of a signal), to fail on their own (a Comm whose
+	// peer is gone times out within its Config.Timeout, 10 s by default),
+	// before they are stopped: SIGTERM, then SIGKILL if they are still
+	// running 5 s later; 0: 15 s.
 	Grace time.Duration
 }
 
 // Result is how one rank ended.
 type Result struct {
 	Rank   int
-	Err    error // nil when it exited 0
+	Err    error // nil when it exited 0; an *exec.ExitError when it ran
 	Output string
+	// Stopped: the launcher stopped the rank (SIGTERM, then SIGKILL),
+	// Grace after another rank failed or when Run's context ended.
+	Stopped bool
 }
+
+// stopDelay is how long a rank that the launcher stopped with SIGTERM
+// has to exit before it is killed; a variable for the tests.
+var stopDelay = 5 * time.Second
+
+// tailBytes bounds the end of a rank's output that Run's error quotes.
+const tailBytes = 300
 
 // FreeAddr returns a loopback address with a port that was free just now.
 func FreeAddr() (string, error) {
@@ -74,11 +89,14 @@ func FreeAddr() (string, error) {
 }
 
 // Run starts the ranks and waits for all of them, or until ctx ends (then
-// they are killed). Every rank gets its rank, the world size, rank 0's
-// address (a free loopback port), its device (if Devices is set) and a
-// secret made for this group (NewSecret), after Env and this process's
-// environment, so these win. It returns every rank's result, and an error
-// naming the ranks that failed.
+// they are stopped: SIGTERM, then SIGKILL 5 s later). Every rank gets its
+// rank, the world size, rank 0's address (a free loopback port), its
+// device (if Devices is set) and a secret made for this group
+// (NewSecret), after Env and this process's environment, so these win.
+// It returns every rank's result, and an error naming the ranks that
+// failed: the first to fail first, with its exit status or signal, then
+// each other rank's own status, or that the launcher stopped it and
+// when, each with the last line of its output.
 func Run(ctx context.Context, s Spec) ([]Result, error) {
 	addr, err := FreeAddr()
 	if err != nil {
@@ -106,18 +124,81 @@ func Run(ctx context.Context, s Spec) ([]Result, error) {
 			return nil, fmt.Errorf("launch: starting rank %d: %w", r, err)
 		}
 	}
-	results := waitAll(cmds, grace, cancel)
-	var errs []error
+	results, first := waitAll(ctx, cmds, grace, cancel)
 	for r := range results {
 		results[r].Output = bufs[r].String()
-		if results[r].Err != nil {
-			errs = append(errs, fmt.Errorf("rank %d: %w", r, results[r].Err))
-		}
 	}
-	if len(errs) > 0 {
-		return results, fmt.Errorf("launch: %w", errors.Join(errs...))
+	if err := failures(results, first, grace); err != nil {
+		return results, fmt.Errorf("launch: %w", err)
 	}
 	return results, nil
+}
+
+// failures describes the ranks that failed, the first to fail on its own
+// (first, or -1) first, then the others in rank order; nil if none did.
+func failures(results []Result, first int, grace time.Duration) error {
+	var errs []error
+	describe := func(res Result) {
+		if res.Err == nil {
+			return
+		}
+		tail := outputTail(res.Output)
+		switch {
+		case res.Stopped && first >= 0:
+			errs = append(errs, fmt.Errorf("rank %d: stopped by the launcher %v after rank %d failed (SIGTERM%s): %w%s",
+				res.Rank, grace, first, killedLater(res.Err), res.Err, tail))
+		case res.Stopped:
+			errs = append(errs, fmt.Errorf("rank %d: stopped by the launcher as its context ended (SIGTERM%s): %w%s",
+				res.Rank, killedLater(res.Err), res.Err, tail))
+		case res.Rank == first:
+			errs = append(errs, fmt.Errorf("rank %d failed first: %w%s%s", res.Rank, res.Err, bySignal(res.Err), tail))
+		default:
+			errs = append(errs, fmt.Errorf("rank %d: %w%s%s", res.Rank, res.Err, bySignal(res.Err), tail))
+		}
+	}
+	if first >= 0 {
+		describe(results[first])
+	}
+	for _, res := range results {
+		if res.Rank != first {
+			describe(res)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// bySignal says, for a rank that died of a signal the launcher did not
+// send, that it did not: another process (or the kernel) sent it.
+func bySignal(err error) string {
+	if _, ok := signalOf(err); ok {
+		return " (a signal the launcher did not send)"
+	}
+	return ""
+}
+
+// killedLater says, for a rank the launcher stopped that died of
+// SIGKILL, that SIGTERM did not end it within stopDelay.
+func killedLater(err error) string {
+	if sig, ok := signalOf(err); ok && sig == os.Kill {
+		return fmt.Sprintf(", then SIGKILL %v later", stopDelay)
+	}
+	return ""
+}
+
+// outputTail is the last line of a rank's output, at most tailBytes of
+// its end, quoted after "; its output ended: ", or "; no output".
+func outputTail(out string) string {
+	out = strings.TrimRight(out, "\n")
+	if out == "" {
+		return "; no output"
+	}
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:]
+	}
+	if len(out) > tailBytes {
+		out = "..." + out[len(out)-tailBytes:]
+	}
+	return fmt.Sprintf("; its output ended: %q", out)
 }
 
 // rankCommand is rank r's process, not started: its environment, and its
@@ -136,28 +217,60 @@ func rankCommand(ctx context.Context, s Spec, r int, addr, secret string, outMu 
 		w = io.MultiWriter(w, &prefixWriter{mu: outMu, w: s.Output, prefix: fmt.Sprintf("[rank %d] ", r)})
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.WaitDelay = 5 * time.Second
+	// When ctx ends (Grace after a rank failed, or the caller's context):
+	// SIGTERM, and SIGKILL if the rank still runs stopDelay later.
+	cmd.Cancel = func() error { return terminate(cmd.Process) }
+	cmd.WaitDelay = stopDelay
 	tieToParent(cmd)
 	return cmd, buf
 }
 
-// waitAll waits for every started rank; the first failure kills the
-// others (cancel) after grace.
-func waitAll(cmds []*exec.Cmd, grace time.Duration, cancel func()) []Result {
-	results := make([]Result, len(cmds))
+// terminate asks p to exit (SIGTERM), or kills it where signals cannot
+// be sent (Windows).
+func terminate(p *os.Process) error {
+	err := p.Signal(syscall.SIGTERM)
+	if err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return p.Kill()
+	}
+	return err
+}
+
+// signalOf returns the signal a rank died of.
+func signalOf(err error) (os.Signal, bool) {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return nil, false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return nil, false
+	}
+	return ws.Signal(), true
+}
+
+// waitAll waits for every started rank of ctx (the one their commands
+// were made with). The first to fail on its own (first; -1 if none did)
+// stops the others (cancel) grace later; a rank that ends after ctx ended
+// was stopped.
+func waitAll(ctx context.Context, cmds []*exec.Cmd, grace time.Duration, cancel func()) (results []Result, first int) {
+	results = make([]Result, len(cmds))
+	first = -1
+	var mu sync.Mutex
 	var wg sync.WaitGroup
-	var failOnce sync.Once
 	for r, cmd := range cmds {
 		wg.Go(func() {
 			err := cmd.Wait()
-			results[r] = Result{Rank: r, Err: err}
-			if err != nil {
-				failOnce.Do(func() { time.AfterFunc(grace, cancel) })
+			mu.Lock()
+			defer mu.Unlock()
+			results[r] = Result{Rank: r, Err: err, Stopped: err != nil && ctx.Err() != nil}
+			if err != nil && !results[r].Stopped && first < 0 {
+				first = r
+				time.AfterFunc(grace, cancel)
 			}
 		})
 	}
 	wg.Wait()
-	return results
+	return results, first
 }
 
 // Rank is what a rank process learns from its environment.
