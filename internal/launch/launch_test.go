@@ -105,14 +105,18 @@ func TestRunGivesEachRankItsEnvironment(t *testing.T) {
 	require.NotEqual(t, secret, secretOf(t, res[0].Output))
 }
 
-// secretOf returns the secret a rank process printed.
-func secretOf(t *testing.T, out string) string {
+// printed returns what a rank process printed after label ("secret ",
+// "addr ") up to the end of that line.
+func printed(t *testing.T, out, label string) string {
 	t.Helper()
-	i := strings.Index(out, "secret ")
+	i := strings.Index(out, label)
 	require.GreaterOrEqual(t, i, 0, out)
-	line, _, _ := strings.Cut(out[i+len("secret "):], "\n")
+	line, _, _ := strings.Cut(out[i+len(label):], "\n")
 	return line
 }
+
+// secretOf returns the secret a rank process printed.
+func secretOf(t *testing.T, out string) string { t.Helper(); return printed(t, out, "secret ") }
 
 func TestNewSecret(t *testing.T) {
 	a, b := NewSecret(), NewSecret()
@@ -150,13 +154,7 @@ func TestRunStopsAtTheContextDeadline(t *testing.T) {
 }
 
 // addrOf returns the address a rank process printed.
-func addrOf(t *testing.T, out string) string {
-	t.Helper()
-	i := strings.Index(out, "addr ")
-	require.GreaterOrEqual(t, i, 0, out)
-	line, _, _ := strings.Cut(out[i+len("addr "):], "\n")
-	return line
-}
+func addrOf(t *testing.T, out string) string { t.Helper(); return printed(t, out, "addr ") }
 
 // When a rank dies of a signal, the others get the grace to fail on their
 // own: Run's error names the dead rank first, with its signal, then the
