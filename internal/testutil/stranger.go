@@ -36,6 +36,12 @@ func StartStranger(tb testing.TB, ctx context.Context, test string, env ...strin
 	if os.Geteuid() != 0 {
 		tb.Skipf("starting a process of another user needs root; this runs as uid %d", os.Geteuid())
 	}
+	if head, err := readHead(os.Args[0], 2); err != nil || string(head) == "#!" {
+		// A wrapper script (user-mode emulation runs the tests so: see
+		// .ci/arm64) starts a binary beside it that another user cannot
+		// be lent.
+		tb.Skipf("the test binary %s is a script, not a binary to copy for another user (%v)", os.Args[0], err)
+	}
 	dir, err := os.MkdirTemp("", "ulysses-stranger-") // not tb.TempDir: its parent is closed to others
 	if err != nil {
 		tb.Fatal(err)
@@ -107,6 +113,18 @@ func UntilStdinCloses() <-chan struct{} {
 		close(done)
 	}()
 	return done
+}
+
+// readHead returns the first n bytes of the file at path.
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	_, err = io.ReadFull(f, b)
+	return b, err
 }
 
 func copyFile(from, to string, mode os.FileMode) error {
