@@ -37,7 +37,7 @@ type Server struct {
 	stats  Stats
 }
 
-// Stats counts what a Server met, for the tests and the bench.
+// Stats counts what a Server met, for the tests.
 type Stats struct {
 	Given     int // descriptors handed over
 	Evicted   int // unproven connections closed to make room
