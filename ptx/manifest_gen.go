@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "681e6c4d125098eb2df27ff6aaf90743d91735d1f50dae409e24f536a6ebf909"
+const SourceHash = "814bdb09981ae63cd61ad8506f4c9e832331a6b3ad7ad2562355420cc09460a3"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "5d64a0ee11c587bb39d1301b62b7cbca1289c6a81d7640e683da4324c8ef5cf8", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "8673fe26eae368b78d23c5876523b1db9ebbc10433e97df02a0fc2d1df43772d", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "551c205d3d7865725a6e315ff731187e4412a7dcae71acbb5cfdadc57962d83d", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "0d170107f26ffa175e453087b446bc3abea8771f5547ccf6003a9239a99055db", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "21ae122eda4137d9cca7d628e79bf9d956362a26f0f24664b543e9fb80c35c0d", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "ea7d7c3fd7555a8f2aecc327b6db009cfabeace8aba5faf324cdb4b58ddecb0e", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "5d64a0ee11c587bb39d1301b62b7cbca1289c6a81d7640e683da4324c8ef5cf8", SHA256: "48006d01aa2fae4d0152c2dd3416988d9d6eb9e4000defc92ec340bf312c752c", Bytes: 1299400},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "5d64a0ee11c587bb39d1301b62b7cbca1289c6a81d7640e683da4324c8ef5cf8", SHA256: "7918346c48d17a4b86ce4e61eb0591faee54d905a3d685efea2c831588db4926", Bytes: 1226336},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "551c205d3d7865725a6e315ff731187e4412a7dcae71acbb5cfdadc57962d83d", SHA256: "24c6af6e76991aaa241a2095fe5dd2d75e23384606b08f125568e6d59d8138ab", Bytes: 1291464},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "551c205d3d7865725a6e315ff731187e4412a7dcae71acbb5cfdadc57962d83d", SHA256: "d1db7d2e015484f90e38b222224285b1f68b6ba0ae7ef840391cf13e6b4cea93", Bytes: 1218656},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "21ae122eda4137d9cca7d628e79bf9d956362a26f0f24664b543e9fb80c35c0d", SHA256: "dd4e178475602ebe61cdbec3273171bd4dc7367e50dbf3c6deb3889074ae4f8f", Bytes: 5473048},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "8673fe26eae368b78d23c5876523b1db9ebbc10433e97df02a0fc2d1df43772d", SHA256: "26952d2fac042ce046d46b9ad34d18ee9de4361c6f041a44c657068cd4150df1", Bytes: 1309256},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "8673fe26eae368b78d23c5876523b1db9ebbc10433e97df02a0fc2d1df43772d", SHA256: "7ec45acc4ccf883d1fec23b4ff5679446a3b4d4adc36932345a1ff0445fd7867", Bytes: 1233376},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "0d170107f26ffa175e453087b446bc3abea8771f5547ccf6003a9239a99055db", SHA256: "a551f4a015a773a1d1e3376d4418c1fc6113a7b035b26a3bf1ade8828e379b62", Bytes: 1301320},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "0d170107f26ffa175e453087b446bc3abea8771f5547ccf6003a9239a99055db", SHA256: "2e4d9fd9b26950ebf9a68265dac906716df47dc5653856d9c331361ab0b1adcf", Bytes: 1225568},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "ea7d7c3fd7555a8f2aecc327b6db009cfabeace8aba5faf324cdb4b58ddecb0e", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
 }

@@ -278,9 +278,10 @@ __device__ __forceinline__ void most_tokens(u32 &most, const Shared &sh, const A
 // With count, the block then counts itself in: the last block to do so
 // (every other one has started, so it keeps no block of this kernel out
 // of an SM) will wait for the peers at the end. It counts in after it has
-// read the epoch, and so has every other block, before the last one
-// advances it. Returns the number of active blocks, or 0 when this block
-// does not take part.
+// read the epoch, and so has every other active block, before the last
+// one advances it (an inactive block of a captured operation may read it
+// later, so only active blocks report). Returns the number of active
+// blocks, or 0 when this block does not take part.
 // Captured operations have entries of their own (CAPTURED): the Live path
 // compiled into every entry cost 0.3 us per operation at 1 MiB.
 template <bool CAPTURED>
@@ -307,9 +308,6 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
         sh.data[p] = a.data[p] + ((e & 1u) ? a.half_bytes : 0ull);
         // Relaxed: a bye seen here only stops the operation.
         sh.gone[p] = p != a.rank && load_relaxed_sys32(&signals_of(a, a.rank)->bye[p]) != 0u;
-        if (sh.gone[p]) {
-            report(a, STATUS_PEER_CLOSED, PHASE_START, p, e, blockIdx.x, a.sig, 0u);
-        }
         if (p == 0) {
             sh.epoch = e;
             sh.claimed = static_cast<int>(*reinterpret_cast<const volatile u32 *>(&st->claimed));
@@ -320,8 +318,8 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
             // operations replayed), and two operations in a row would
             // write one half, a peer's second overwriting this rank's first
             // view while it is read.
+            // Reported below, once this block knows it takes part.
             if (a.half_bytes != 0ull && a.half != (e & 1u)) {
-                report(a, STATUS_HALF_REUSED, PHASE_START, a.rank, e, blockIdx.x, a.sig, 0u);
                 sh.claimed = 1;
             }
         }
@@ -354,6 +352,17 @@ __device__ u32 begin(const Args &a, Shared &sh, bool count) {
     }
     if (threadIdx.x == 0) {
         sh.active = active;  // read after end's barrier
+    }
+    // Only a block that takes part reports what it found. A captured
+    // operation's block learns that only here, and one past the active
+    // count may start after the last active block has advanced the epoch:
+    // it would read the next operation's epoch (a half out of turn that
+    // is not) and a bye a peer said after this operation.
+    if (p < a.world && sh.gone[p]) {
+        report(a, STATUS_PEER_CLOSED, PHASE_START, p, sh.epoch, blockIdx.x, a.sig, 0u);
+    }
+    if (p == 0 && a.half_bytes != 0ull && a.half != (sh.epoch & 1u)) {
+        report(a, STATUS_HALF_REUSED, PHASE_START, a.rank, sh.epoch, blockIdx.x, a.sig, 0u);
     }
     bool ok = sh.claimed == 0;
     for (u32 q = 0; q < a.world; q++) {
