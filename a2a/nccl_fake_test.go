@@ -77,12 +77,12 @@ func runRanks(comms []*a2a.Comm, f func(c *a2a.Comm) error) error {
 		wg.Go(func() { errs[r] = f(c) })
 	}
 	wg.Wait()
-	for r, err := range errs {
+	for r, err := range errs { // every rank's: the first may only say that it waited for another's
 		if err != nil {
-			return fmt.Errorf("rank %d: %w", r, err)
+			errs[r] = fmt.Errorf("rank %d: %w", r, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ncclCases are the cases of world: uneven and zero token counts, uneven
