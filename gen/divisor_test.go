@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// divisor is wire.cuh's divisor_of, step for step: the multiplier and
+// divisor is walks.cuh's divisor_of, step for step: the multiplier and
 // shift of a division by d.
 func divisor(d uint32) (mul, shift uint32) {
 	d = max(d, 1)
@@ -32,10 +32,10 @@ func quotient(n, mul, shift uint32) uint32 {
 // indices they meet (and the edges of 32 bits), so that the kernels may
 // use it wherever they divided.
 func TestDivisorIsExact(t *testing.T) {
-	src, err := os.ReadFile("kernels/wire.cuh")
+	src, err := os.ReadFile("kernels/walks.cuh")
 	require.NoError(t, err)
 	require.True(t, strings.Contains(string(src), "(static_cast<u64>(__umulhi(n, mul)) + n) >> shift"),
-		"wire.cuh's Divisor::div is no longer the formula this test checks")
+		"walks.cuh's Divisor::div is no longer the formula this test checks")
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	var ds []uint32

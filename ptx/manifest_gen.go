@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "814bdb09981ae63cd61ad8506f4c9e832331a6b3ad7ad2562355420cc09460a3"
+const SourceHash = "1aaac62426d2cd880f8bc99c3e0d4782cc02959c8c14dbbb619efebc8b910324"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "8673fe26eae368b78d23c5876523b1db9ebbc10433e97df02a0fc2d1df43772d", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "061046cd442c68d2c714b8f7f3bac0ff99b19ec16fda4747ef80532317bb5a28", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "0d170107f26ffa175e453087b446bc3abea8771f5547ccf6003a9239a99055db", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "f09b0de1ba6331d1e92298091f03f130ed9b96c570256700bed4c722aab50822", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "ea7d7c3fd7555a8f2aecc327b6db009cfabeace8aba5faf324cdb4b58ddecb0e", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "749ca9025a67452a6a0aec61b595021eaf7eb5124dd186a5479149120b9dab6a", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "8673fe26eae368b78d23c5876523b1db9ebbc10433e97df02a0fc2d1df43772d", SHA256: "26952d2fac042ce046d46b9ad34d18ee9de4361c6f041a44c657068cd4150df1", Bytes: 1309256},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "8673fe26eae368b78d23c5876523b1db9ebbc10433e97df02a0fc2d1df43772d", SHA256: "7ec45acc4ccf883d1fec23b4ff5679446a3b4d4adc36932345a1ff0445fd7867", Bytes: 1233376},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "0d170107f26ffa175e453087b446bc3abea8771f5547ccf6003a9239a99055db", SHA256: "a551f4a015a773a1d1e3376d4418c1fc6113a7b035b26a3bf1ade8828e379b62", Bytes: 1301320},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "0d170107f26ffa175e453087b446bc3abea8771f5547ccf6003a9239a99055db", SHA256: "2e4d9fd9b26950ebf9a68265dac906716df47dc5653856d9c331361ab0b1adcf", Bytes: 1225568},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "ea7d7c3fd7555a8f2aecc327b6db009cfabeace8aba5faf324cdb4b58ddecb0e", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "061046cd442c68d2c714b8f7f3bac0ff99b19ec16fda4747ef80532317bb5a28", SHA256: "0d7a9f89b5e74daa3b7dfd4ba88705842e32c9faedd7a36a871f32bc0dd1d31c", Bytes: 1200328},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "061046cd442c68d2c714b8f7f3bac0ff99b19ec16fda4747ef80532317bb5a28", SHA256: "e6e30d472b16a86eb225ad8bc30b19af98c147ddf0daf4a92ae38ea4c6361e22", Bytes: 1120992},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "f09b0de1ba6331d1e92298091f03f130ed9b96c570256700bed4c722aab50822", SHA256: "1486ca5fff2ce6f7f7a4cb8448d35c3685322468309adf7d37ff79c9e7acce8d", Bytes: 1194568},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "f09b0de1ba6331d1e92298091f03f130ed9b96c570256700bed4c722aab50822", SHA256: "d35a48cc10e54897dfe96992cb4d0af0f15d010790de50e429ec5b15a59e21c4", Bytes: 1116128},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "749ca9025a67452a6a0aec61b595021eaf7eb5124dd186a5479149120b9dab6a", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
 }

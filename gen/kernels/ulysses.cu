@@ -257,9 +257,8 @@ __device__ __forceinline__ u32 fnv_add(u32 h, u64 v) {
 
 // Sets most to the largest token count of any rank, from the counts in
 // shared memory. It reads the world size from a and writes through a
-// reference because so every entry's PTX is what it was with the loop
-// written out at each caller (returning a value computed from a.world
-// passed by value let nvcc drop a bound check and changed 30 entries).
+// reference: returning a value computed from a.world passed by value let
+// nvcc drop a bound check.
 __device__ __forceinline__ void most_tokens(u32 &most, const Shared &sh, const Args &a) {
     most = 0;
     for (u32 q = 0; q < a.world; q++) {
@@ -402,351 +401,131 @@ struct V2 { unsigned short x; };
 struct V1 { unsigned char x; };
 #endif
 
-// Read-only input: the non-coherent path keeps it out of the way of the
-// stores (the input never aliases a buffer written during the launch).
+// Read-only input, read once: at L2 (.cg: no line of it is read again
+// from L1) and on the coherent path. With the non-coherent one (__ldg)
+// ptxas knows a load aliases no store, and moved each store up to its own
+// load: a thread then waited for every load before issuing the next, one
+// vector in flight instead of UNROLL. These loads keep the stores behind
+// them, and the memory clobber keeps nvcc from moving either.
 template <typename V>
-__device__ __forceinline__ V load_input(const V *p) {
-    return __ldg(p);
-}
+__device__ __forceinline__ V load_input(const V *p);
 
-// __ldg has overloads for the built-in vector types only; route ours through them.
 template <>
 __device__ __forceinline__ V16 load_input<V16>(const V16 *p) {
-    uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
-    V16 r = {v.x, v.y, v.z, v.w};
+    V16 r;
+    asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p)
+                 : "memory");
     return r;
 }
 template <>
 __device__ __forceinline__ V8 load_input<V8>(const V8 *p) {
-    uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
-    V8 r = {v.x, v.y};
+    V8 r;
+    asm volatile("ld.global.cg.v2.u32 {%0, %1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p) : "memory");
     return r;
 }
 template <>
 __device__ __forceinline__ V4 load_input<V4>(const V4 *p) {
-    V4 r = {__ldg(reinterpret_cast<const unsigned int *>(p))};
+    V4 r;
+    asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(r.x) : "l"(p) : "memory");
     return r;
 }
 #if ELEM_BYTES == 2
 template <>
 __device__ __forceinline__ V2 load_input<V2>(const V2 *p) {
-    V2 r = {__ldg(reinterpret_cast<const unsigned short *>(p))};
+    V2 r;
+    asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(r.x) : "l"(p) : "memory");
     return r;
 }
 #else
 template <>
 __device__ __forceinline__ V1 load_input<V1>(const V1 *p) {
-    V1 r = {__ldg(reinterpret_cast<const unsigned char *>(p))};
+    unsigned short x;
+    asm volatile("ld.global.cg.u8 %0, [%1];" : "=h"(x) : "l"(p) : "memory");
+    V1 r = {static_cast<unsigned char>(x)};
     return r;
 }
 #endif
 
-// ---- where each input vector goes -------------------------------------------
+#include "walks.cuh"
 
-// SendRecvHeads. Input [B, T_r, H, D] read in order (b, t, q, v): chunk
-// c = (b*T_r + t)*P + q holds heads q*Hp.. of token t, and goes to rank q at
-// token p_r + t of its [B, T, Hp, D] output. The input is read linearly and
-// consecutive chunks go to different ranks, so every block spreads its
-// stores over all links.
-template <typename V>
-struct SendRecvHeadsMap {
-    const u64 *dst;  // Shared::data
-    u64 limit;       // vectors in one data half
-    u32 units, world, rank_tokens, total_tokens, rank_prefix;
-    __device__ void store(u32 j, const V &v) const {
-        const u32 c = j / units, u = j - c * units;
-        const u32 q = c % world, row = c / world;
-        const u32 b = row / rank_tokens, t = row - b * rank_tokens;
-        const u64 at = (static_cast<u64>(b) * total_tokens + rank_prefix + t) * units + u;
-        if (at < limit) {  // only ranks that disagree on the token counts could go past it
-            reinterpret_cast<V *>(dst[q])[at] = v;
-        }
-    }
-};
+// ---- the operations ---------------------------------------------------------
+// Each runs divide_ahead before begin, whose barrier publishes the
+// divisors, and walks its input with the divisors it needs.
 
-// Where vector j of GatherHeads' walk lies: chunk c = j / units of
-// this rank's heads of one token, taken in the order (b, k, r) (below).
-struct GatherIndex {
-    u32 b, k, r, u;
-};
-
-// A divisor as the hardware divides: the face the index functions below
-// take, which the wire's walks give with a faster division of their own
-// (Divisor, wire.cuh).
-struct Plain {
-    u32 d;
-    __device__ u32 div(u32 n) const { return n / d; }
-    __device__ u32 rem(u32 n) const { return n % d; }
-};
-
-template <typename Div>
-__device__ __forceinline__ GatherIndex gather_index_by(u32 j, const Div &units, const Div &world, const Div &max_tokens) {
-    GatherIndex g;
-    const u32 c = units.div(j);
-    g.u = j - c * units.d;
-    g.r = world.rem(c);
-    const u32 bk = world.div(c);
-    g.b = max_tokens.div(bk);
-    g.k = bk - g.b * max_tokens.d;
-    return g;
-}
-
-__device__ __forceinline__ GatherIndex gather_index(u32 j, u32 units, u32 world, u32 max_tokens) {
-    return gather_index_by(j, Plain{units}, Plain{world}, Plain{max_tokens});
-}
-
-// GatherHeads. Input [B, T, Hp, D]: token t holds this rank's heads of a
-// token owned by the rank r with p_r <= t < p_r + T_r, and goes to token
-// t - p_r, heads rank*Hp.. of r's [B, T_r, H, D] output. To keep every
-// link busy all the time, chunks are taken in the order (b, k, r) -- the
-// k-th token of each rank in turn -- rather than in input order, which would
-// copy all of one rank's tokens before the next's. With uneven counts some
-// (k, r) have no token (k >= T_r): those indices are skipped.
-template <typename V>
-struct GatherHeadsMap {
-    const u64 *dst;  // Shared::data
-    const int *tokens;
-    const int *prefix;
-    const V *src;
-    u64 limit;
-    u32 units, world, rank, total_tokens, max_tokens;
-    __device__ bool load(u32 j, V &v) const {
-        const GatherIndex g = gather_index(j, units, world, max_tokens);
-        if (g.k >= static_cast<u32>(tokens[g.r])) {
-            return false;
-        }
-        v = load_input(src + (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * units + g.u);
-        return true;
-    }
-    __device__ void store(u32 j, const V &v) const {
-        const GatherIndex g = gather_index(j, units, world, max_tokens);
-        const u64 at = ((static_cast<u64>(g.b) * tokens[g.r] + g.k) * world + rank) * units + g.u;
-        if (at < limit) {
-            reinterpret_cast<V *>(dst[g.r])[at] = v;
-        }
-    }
-};
-
-// AllGather. Input [B, T_r, H, D] read in order (b, t, v); token row (b, t)
-// goes to row (b, p_r + t) of every rank's [B, T, H, D] output.
-template <typename V>
-struct AllGatherMap {
-    const u64 *dst;  // Shared::data
-    u64 limit;
-    u32 units, world, rank_tokens, total_tokens, rank_prefix;
-    __device__ void store(u32 j, const V &v) const {
-        const u32 row = j / units, u = j - row * units;
-        const u32 b = row / rank_tokens, t = row - b * rank_tokens;
-        const u64 at = (static_cast<u64>(b) * total_tokens + rank_prefix + t) * units + u;
-        if (at >= limit) {
-            return;
-        }
-        for (u32 q = 0; q < world; q++) {
-            reinterpret_cast<V *>(dst[q])[at] = v;
-        }
-    }
-};
-
-// ---- the general head operations --------------------------------------------
-// Heads split unevenly (rank q holds heads heads[q]..heads[q+1]-1: H/P
-// each, one more on the first H mod P ranks), inputs whose tokens are
-// in_row vectors apart, and several tensors of one shape, tensor k's
-// output region vectors after tensor k-1's. One head is head_units vectors.
-
-// The rank holding head h: the first `extra` ranks hold base+1 heads
-// (base1), the others base.
-template <typename Div>
-__device__ __forceinline__ u32 head_owner_by(u32 h, const Div &base1, const Div &base, u32 extra) {
-    const u32 boundary = extra * base1.d;
-    return h < boundary ? base1.div(h) : extra + base.div(h - boundary);
-}
-
-__device__ __forceinline__ u32 head_owner(u32 h, u32 base, u32 extra) {
-    return head_owner_by(h, Plain{base + 1u}, Plain{base}, extra);
-}
-
-// SendRecvHeads, general. Input [B, T_r, H, D] (tokens in_row apart) read
-// in order (b, t, h, v): head h of token t goes to rank q = head_owner(h),
-// token p_r + t, head h - heads[q] of its [B, T, H_q, D] output. As in
-// SendRecvHeadsMap, consecutive heads go to ranks in turn.
-template <typename V>
-struct GeneralSendMap {
-    const u64 *dst;  // Shared::data
-    const int *heads;
-    const V *src;
-    u64 limit, region;  // vectors
-    u32 row_units, head_units, in_row, base, extra, rank_tokens, total_tokens, rank_prefix;
-    __device__ bool load(u32 j, V &v) const {
-        const u32 row = j / row_units, col = j - row * row_units;
-        v = load_input(src + static_cast<u64>(row) * in_row + col);
-        return true;
-    }
-    __device__ void store(u32 j, const V &v) const {
-        const u32 row = j / row_units, col = j - row * row_units;
-        const u32 h = col / head_units, u = col - h * head_units;
-        const u32 q = head_owner(h, base, extra);
-        const u32 first = static_cast<u32>(heads[q]), count = static_cast<u32>(heads[q + 1]) - first;
-        const u32 b = row / rank_tokens, t = row - b * rank_tokens;
-        const u64 at = region + ((static_cast<u64>(b) * total_tokens + rank_prefix + t) * count + (h - first)) * head_units + u;
-        if (at < limit) {
-            reinterpret_cast<V *>(dst[q])[at] = v;
-        }
-    }
-};
-
-// GatherHeads, general. Input [B, T, H_rank, D] (tokens in_row apart),
-// walked in GatherHeadsMap's order (b, k, r): token p_r + k goes to token k
-// of rank r's [B, T_r, H, D] output, heads heads[rank].. of it. units is
-// this rank's heads times head_units; out_row is H * head_units.
-template <typename V>
-struct GeneralGatherMap {
-    const u64 *dst;  // Shared::data
-    const int *tokens;
-    const int *prefix;
-    const V *src;
-    u64 limit, region;  // vectors
-    u32 units, in_row, out_row, col, world, total_tokens, max_tokens;
-    __device__ bool load(u32 j, V &v) const {
-        const GatherIndex g = gather_index(j, units, world, max_tokens);
-        if (g.k >= static_cast<u32>(tokens[g.r])) {
-            return false;
-        }
-        v = load_input(src + (static_cast<u64>(g.b) * total_tokens + prefix[g.r] + g.k) * in_row + g.u);
-        return true;
-    }
-    __device__ void store(u32 j, const V &v) const {
-        const GatherIndex g = gather_index(j, units, world, max_tokens);
-        const u64 at = region + (static_cast<u64>(g.b) * tokens[g.r] + g.k) * out_row + col + g.u;
-        if (at < limit) {
-            reinterpret_cast<V *>(dst[g.r])[at] = v;
-        }
-    }
-};
-
-// HeadAllGather. Input [B, T, H_rank, D] (tokens in_row apart) read in
-// order (b, t, v); row (b, t) goes to heads heads[rank].. of row (b, t) of
-// every rank's [B, T, H, D] output.
-template <typename V>
-struct HeadAllGatherMap {
-    const u64 *dst;  // Shared::data
-    const V *src;
-    u64 limit, region;  // vectors
-    u32 units, in_row, out_row, col, world;
-    __device__ bool load(u32 j, V &v) const {
-        const u32 row = j / units, u = j - row * units;
-        v = load_input(src + static_cast<u64>(row) * in_row + u);
-        return true;
-    }
-    __device__ void store(u32 j, const V &v) const {
-        const u32 row = j / units, u = j - row * units;
-        const u64 at = region + static_cast<u64>(row) * out_row + col + u;
-        if (at >= limit) {
-            return;
-        }
-        for (u32 q = 0; q < world; q++) {
-            reinterpret_cast<V *>(dst[q])[at] = v;
-        }
-    }
-};
-
-// ---- the copy loop ----------------------------------------------------------
-
-// Loads of the ops whose input is read in order: vector j of the input.
-template <typename V>
-struct LinearInput {
-    const V *src;
-    __device__ bool load(u32 j, V &v) const {
-        v = load_input(src + j);
-        return true;
-    }
-};
-
-// Grid-stride over n vectors with the `active` blocks, UNROLL loads in
-// flight per thread before the stores. One pass of the grid covers a
-// contiguous window, so each warp's loads and stores are coalesced, and
-// every block sees every destination.
-template <typename V, typename In, typename Map>
-__device__ __forceinline__ void copy_vectors(u32 n, u32 active, const In &in, const Map &map) {
-    const u32 stride = active * blockDim.x;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += UNROLL * stride) {
-        V v[UNROLL];
-        bool ok[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            const u32 j = i + k * stride;
-            ok[k] = j < n && in.load(j, v[k]);
-        }
-#pragma unroll
-        for (int k = 0; k < UNROLL; k++) {
-            if (ok[k]) {
-                map.store(i + k * stride, v[k]);
-            }
-        }
-    }
+// What every map takes from the frame: its input, the destinations and
+// the bound.
+template <typename V, typename Map>
+__device__ __forceinline__ void set_base(Map &m, const Args &a, const Shared &sh, u64 src) {
+    m.src = reinterpret_cast<const V *>(src);
+    m.dst = sh.data;
+    m.limit = a.capacity / sizeof(V);
 }
 
 template <typename V, bool CAPTURED>
 __device__ __forceinline__ void send_recv_heads(const Args &a) {
     __shared__ Shared sh;
+    __shared__ Divisor div[DIVISORS];
+    divide_ahead<CAPTURED>(a, div);
     const u32 active = begin<CAPTURED>(a, sh, true);
     if (active == 0u) {
         return;
     }
     SendRecvHeadsMap<V> m;
-    m.dst = sh.data;
-    m.limit = a.capacity / sizeof(V);
-    m.units = a.units;
-    m.world = a.world;
-    m.rank_tokens = sh.tokens[a.rank];
+    set_base<V>(m, a, sh, a.input);
+    m.units = div[DIV_UNITS];
+    m.world = div[DIV_WORLD];
+    m.rank_tokens = div[DIV_RANK_TOKENS];
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[a.rank];
-    const u32 n = a.batch * m.rank_tokens * a.world * a.units;
-    const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
-    copy_vectors<V>(n, active, in, m);
+    const u32 n = a.batch * static_cast<u32>(sh.tokens[a.rank]) * a.world * a.units;
+    copy_vectors<V>(n, active, m);
     end(a, sh);
 }
 
 template <typename V, bool CAPTURED>
 __device__ __forceinline__ void gather_heads(const Args &a) {
     __shared__ Shared sh;
+    __shared__ Divisor div[DIVISORS];
+    divide_ahead<CAPTURED>(a, div);
     const u32 active = begin<CAPTURED>(a, sh, true);
     if (active == 0u) {
         return;
     }
     GatherHeadsMap<V> m;
-    m.dst = sh.data;
+    set_base<V>(m, a, sh, a.input);
     m.tokens = sh.tokens;
     m.prefix = sh.prefix;
-    m.src = reinterpret_cast<const V *>(a.input);
-    m.limit = a.capacity / sizeof(V);
-    m.units = a.units;
-    m.world = a.world;
+    m.units = div[DIV_UNITS];
+    m.world = div[DIV_WORLD];
+    m.max_tokens = div[DIV_MOST];
     m.rank = a.rank;
     m.total_tokens = sh.prefix[a.world];
-    most_tokens(m.max_tokens, sh, a);
-    const u32 n = a.batch * m.max_tokens * a.world * a.units;
-    copy_vectors<V>(n, active, m, m);
+    u32 most;  // not max_tokens.d, which is 1 where every count is 0
+    most_tokens(most, sh, a);
+    copy_vectors<V>(a.batch * most * a.world * a.units, active, m);
     end(a, sh);
 }
 
 template <typename V, bool CAPTURED>
 __device__ __forceinline__ void all_gather(const Args &a) {
     __shared__ Shared sh;
+    __shared__ Divisor div[DIVISORS];
+    divide_ahead<CAPTURED>(a, div);
     const u32 active = begin<CAPTURED>(a, sh, true);
     if (active == 0u) {
         return;
     }
     AllGatherMap<V> m;
-    m.dst = sh.data;
-    m.limit = a.capacity / sizeof(V);
-    m.units = a.units;
+    set_base<V>(m, a, sh, a.input);
     m.world = a.world;
-    m.rank_tokens = sh.tokens[a.rank];
+    m.units = div[DIV_UNITS];
+    m.rank_tokens = div[DIV_RANK_TOKENS];
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[a.rank];
-    const u32 n = a.batch * m.rank_tokens * a.units;
-    const LinearInput<V> in = {reinterpret_cast<const V *>(a.input)};
-    copy_vectors<V>(n, active, in, m);
+    const u32 n = a.batch * static_cast<u32>(sh.tokens[a.rank]) * a.units;
+    copy_vectors<V>(n, active, m);
     end(a, sh);
 }
 
@@ -758,78 +537,86 @@ __device__ __forceinline__ void copy_tensors(const Args &a, u32 n, u32 active, M
     for (u32 k = 0; k < a.tensors; k++) {
         m.src = reinterpret_cast<const V *>(a.inputs[k]);
         m.region = k * region;
-        copy_vectors<V>(n, active, m, m);
+        copy_vectors<V>(n, active, m);
     }
 }
 
 template <typename V>
 __device__ __forceinline__ void send_recv_heads_general(const Args &a) {
     __shared__ Shared sh;
+    __shared__ Divisor div[DIVISORS];
     __shared__ int heads[MAX_RANKS + 1];
     if (threadIdx.x <= a.world) {
         heads[threadIdx.x] = a.heads[threadIdx.x];  // before begin's barrier
     }
+    divide_ahead<true>(a, div);
     const u32 active = begin<true>(a, sh, true);
     if (active == 0u) {
         return;
     }
     GeneralSendMap<V> m;
-    m.dst = sh.data;
+    set_base<V>(m, a, sh, a.input);
     m.heads = heads;
-    m.limit = a.capacity / sizeof(V);
-    m.head_units = a.head_units;
-    m.row_units = a.units;
+    m.row_units = div[DIV_UNITS];
+    m.head_units = div[DIV_HEAD_UNITS];
+    m.base = div[DIV_BASE];
+    m.base1 = div[DIV_BASE1];
+    m.rank_tokens = div[DIV_RANK_TOKENS];
     m.in_row = a.in_row;
-    m.base = static_cast<u32>(heads[a.world]) / a.world;
-    m.extra = static_cast<u32>(heads[a.world]) - m.base * a.world;
-    m.rank_tokens = sh.tokens[a.rank];
+    m.extra = static_cast<u32>(heads[a.world]) - m.base.d * a.world;
     m.total_tokens = sh.prefix[a.world];
     m.rank_prefix = sh.prefix[a.rank];
-    copy_tensors<V>(a, a.batch * m.rank_tokens * m.row_units, active, m);
+    copy_tensors<V>(a, a.batch * static_cast<u32>(sh.tokens[a.rank]) * a.units, active, m);
     end(a, sh);
 }
 
 // What the maps that write this rank's heads as columns of [.., H, D]
-// rows share (GeneralGatherMap, HeadAllGatherMap): the destinations, the
-// bound, the walk's row and the output's row and first column.
+// rows share (GeneralGatherMap, HeadAllGatherMap): the walk's row and the
+// output's row and first column.
 template <typename V, typename Map>
-__device__ __forceinline__ void set_head_columns(Map &m, const Args &a, const Shared &sh) {
-    m.dst = sh.data;
-    m.limit = a.capacity / sizeof(V);
-    m.units = a.units;
+__device__ __forceinline__ void set_head_columns(Map &m, const Args &a, const Shared &sh, const Divisor *div) {
+    set_base<V>(m, a, sh, a.input);
+    m.units = div[DIV_UNITS];
     m.in_row = a.in_row;
     m.out_row = static_cast<u32>(a.heads[a.world]) * a.head_units;
     m.col = static_cast<u32>(a.heads[a.rank]) * a.head_units;
-    m.world = a.world;
 }
 
 template <typename V>
 __device__ __forceinline__ void gather_heads_general(const Args &a) {
     __shared__ Shared sh;
+    __shared__ Divisor div[DIVISORS];
+    divide_ahead<true>(a, div);
     const u32 active = begin<true>(a, sh, true);
     if (active == 0u) {
         return;
     }
     GeneralGatherMap<V> m;
-    set_head_columns<V>(m, a, sh);
+    set_head_columns<V>(m, a, sh, div);
     m.tokens = sh.tokens;
     m.prefix = sh.prefix;
+    m.world = div[DIV_WORLD];
+    m.max_tokens = div[DIV_MOST];
     m.total_tokens = sh.prefix[a.world];
-    most_tokens(m.max_tokens, sh, a);
-    copy_tensors<V>(a, a.batch * m.max_tokens * a.world * m.units, active, m);
+    u32 most;  // not max_tokens.d, which is 1 where every count is 0
+    most_tokens(most, sh, a);
+    copy_tensors<V>(a, a.batch * most * a.world * a.units, active, m);
     end(a, sh);
 }
 
 template <typename V>
 __device__ __forceinline__ void head_all_gather_general(const Args &a) {
     __shared__ Shared sh;
+    __shared__ Divisor div[DIVISORS];
+    divide_ahead<true>(a, div);
     const u32 active = begin<true>(a, sh, true);
     if (active == 0u) {
         return;
     }
     HeadAllGatherMap<V> m;
-    set_head_columns<V>(m, a, sh);
-    copy_tensors<V>(a, a.batch * static_cast<u32>(sh.prefix[a.world]) * m.units, active, m);
+    set_head_columns<V>(m, a, sh, div);
+    m.world = a.world;
+    copy_tensors<V>(a, a.batch * static_cast<u32>(sh.prefix[a.world]) * a.units, active, m);
     end(a, sh);
 }
 

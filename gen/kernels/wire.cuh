@@ -222,34 +222,12 @@ __device__ __forceinline__ u32 encode_elems(const Elems<EPL> &e, float inv) {
 // Row j of an operation's walk (one head of one token of tensor k's input)
 // is read at src (elements from the tensor's input) and lands at row `row`
 // of the output of ranks q0..q1-1 (one rank for the head exchanges, every
-// rank for the gathers). The walks are those of ulysses.cu's maps, one
+// rank for the gathers). The walks are those of walks.cuh's maps, one
 // head at a time. A walk of n rows holds, in every period rows from a
 // multiple of period on, `run` consecutive rows for rank q, from `off`
 // (picks): the rows of a parcel that land on one rank, without locating
 // the others. Each walk is made for any rank r (the *_rows functions), so
 // that a receiver can walk a peer's rows as the peer does.
-
-// Division by a divisor fixed for a walk, in a multiplication and a shift
-// (Granlund and Montgomery, "Division by invariant integers using
-// multiplication", 1994): with l = ceil(log2 d) and
-// mul = floor(2^32 * (2^l - d) / d) + 1, n / d = (umulhi(n, mul) + n) >> l
-// for every 32-bit n and every d >= 1 (the sum taken in 64 bits). A walk
-// divides each row's index two or three times; the hardware's division is
-// a dozen instructions a quotient, this one four. divisor_of(0) divides by
-// 1: a walk of no rows never divides.
-struct Divisor {
-    u32 d, mul, shift;
-    __device__ u32 div(u32 n) const { return static_cast<u32>((static_cast<u64>(__umulhi(n, mul)) + n) >> shift); }
-    __device__ u32 rem(u32 n) const { return n - div(n) * d; }
-};
-
-__device__ __forceinline__ Divisor divisor_of(u32 d) {
-    Divisor v;
-    v.d = max(d, 1u);
-    v.shift = 32u - static_cast<u32>(__clz(v.d - 1u));
-    v.mul = static_cast<u32>((((1ull << v.shift) - v.d) << 32) / v.d + 1ull);
-    return v;
-}
 
 struct RowDest {
     u64 src;
@@ -270,7 +248,7 @@ struct SendRecvRows {
     __device__ bool locate(u32 j, RowDest &d) const {
         const u32 tok = H.div(j), h = j - tok * H.d;
         const u32 b = rank_tokens.div(tok), t = tok - b * rank_tokens.d;
-        const u32 q = head_owner_by(h, base1, base, extra);
+        const u32 q = head_owner(h, base1, base, extra);
         const u32 first = static_cast<u32>(heads[q]), count = static_cast<u32>(heads[q + 1]) - first;
         d.src = tok * in_row + static_cast<u64>(h) * D;
         d.row = (b * total_tokens + rank_prefix + t) * count + h - first;
@@ -312,7 +290,7 @@ struct GatherRows {
     Divisor mine, world, max_tokens;
     u32 D, H, first, total_tokens, n, period;
     __device__ bool locate(u32 j, RowDest &d) const {
-        const GatherIndex g = gather_index_by(j, mine, world, max_tokens);  // g.u: the head among mine
+        const GatherIndex g = gather_index(j, mine, world, max_tokens);  // g.u: the head among mine
         if (g.k >= static_cast<u32>(tokens[g.r])) {
             return false;
         }
