@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,64 +188,84 @@ func withSingleBuffer(single bool) func(*a2a.Config) {
 	return func(c *a2a.Config) { c.SingleBuffer = single }
 }
 
+// envCollectivesMode is the index in collectiveModes of the mode a
+// "collectives" group runs.
+const envCollectivesMode = "ULYSSES_TEST_COLLECTIVES_MODE"
+
+// collectiveMode is one Comm the collectives scenario checks every case
+// and the back-to-back races on.
+type collectiveMode struct {
+	dt     a2a.DType
+	single bool
+	mover  a2a.Mover
+	sms    int
+}
+
+// collectiveModes: the 16-SM mode gives every thread several of a wide
+// case's vectors.
+var collectiveModes = []collectiveMode{
+	{a2a.BFloat16, false, a2a.MoverKernels, 0}, {a2a.Float8E4M3, false, a2a.MoverKernels, 0}, {a2a.BFloat16, true, a2a.MoverKernels, 0},
+	{a2a.BFloat16, false, a2a.MoverKernels, 16},
+	{a2a.BFloat16, false, a2a.MoverCopyEngines, 0}, {a2a.Float8E4M3, true, a2a.MoverCopyEngines, 0},
+}
+
+// String names the mode as its subtest: "bf16-double-kernels-sms0".
+func (m collectiveMode) String() string {
+	buffers := "double"
+	if m.single {
+		buffers = "single"
+	}
+	return fmt.Sprintf("%v-%s-%v-sms%d", m.dt, buffers, m.mover, m.sms)
+}
+
 func workerCollectives(rk launch.Rank) error {
+	i, err := strconv.Atoi(os.Getenv(envCollectivesMode))
+	if err != nil || i < 0 || i >= len(collectiveModes) {
+		return fmt.Errorf("collectives: %s=%q, want a mode of 0 to %d", envCollectivesMode, os.Getenv(envCollectivesMode), len(collectiveModes)-1)
+	}
+	mode := collectiveModes[i]
 	ex, err := exchangerFor(rk)
 	if err != nil {
 		return err
 	}
 	defer ex.Close()
-	// The 16-SM mode gives every thread several of a wide case's vectors.
-	modes := []struct {
-		dt     a2a.DType
-		single bool
-		mover  a2a.Mover
-		sms    int
-	}{
-		{a2a.BFloat16, false, a2a.MoverKernels, 0}, {a2a.Float8E4M3, false, a2a.MoverKernels, 0}, {a2a.BFloat16, true, a2a.MoverKernels, 0},
-		{a2a.BFloat16, false, a2a.MoverKernels, 16},
-		{a2a.BFloat16, false, a2a.MoverCopyEngines, 0}, {a2a.Float8E4M3, true, a2a.MoverCopyEngines, 0},
+	dt := mode.dt
+	fmt.Printf("mode %v single-buffer=%v mover=%v sms=%d\n", dt, mode.single, mode.mover, mode.sms)
+	cases := collectiveCases(rk.World, dt)
+	comm, err := joinFor(rk, ex, dt, cases, mode.single, withMover(mode.mover), func(c *a2a.Config) { c.NumSMs = mode.sms })
+	if err != nil {
+		return err
 	}
-	for _, mode := range modes {
-		dt := mode.dt
-		fmt.Printf("mode %v single-buffer=%v mover=%v sms=%d\n", dt, mode.single, mode.mover, mode.sms)
-		cases := collectiveCases(rk.World, dt)
-		comm, err := joinFor(rk, ex, dt, cases, mode.single, withMover(mode.mover), func(c *a2a.Config) { c.NumSMs = mode.sms })
-		if err != nil {
-			return err
+	for i, c := range cases {
+		start := time.Now()
+		if err := check.Run(comm, c, uint64(1000+i)); err != nil {
+			comm.Close()
+			return fmt.Errorf("%v: %w", c, err)
 		}
-		for i, c := range cases {
-			start := time.Now()
-			if err := check.Run(comm, c, uint64(1000+i)); err != nil {
-				comm.Close()
-				return fmt.Errorf("%v: %w", c, err)
-			}
-			fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
-		}
-		// Back to back, with per-rank random delays before each view is read.
-		iters := backToBackIters()
-		races := [][2]int{{2 * rk.World, 64}, {3*rk.World + 1, 64}} // heads, head size
-		if mode.sms != 0 {
-			races = append(races, [2]int{16 * rk.World, 128})
-		}
-		for _, hd := range races {
-			race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: hd[0], HeadDim: hd[1], DType: dt}
-			start := time.Now()
-			if err := check.BackToBack(comm, race, iters, 3*time.Millisecond, 77); err != nil {
-				comm.Close()
-				return fmt.Errorf("%v: %w", race, err)
-			}
-			fmt.Printf("PASS %v x%d (%v)\n", race, iters, time.Since(start).Round(time.Millisecond))
-		}
-		if err := comm.Close(); err != nil {
-			return err
-		}
+		fmt.Printf("PASS %v (%v)\n", c, time.Since(start).Round(time.Millisecond))
 	}
-	return nil
+	// Back to back, with per-rank random delays before each view is read.
+	iters := backToBackIters()
+	races := [][2]int{{2 * rk.World, 64}, {3*rk.World + 1, 64}} // heads, head size
+	if mode.sms != 0 {
+		races = append(races, [2]int{16 * rk.World, 128})
+	}
+	for _, hd := range races {
+		race := check.Case{Name: "back-to-back", Batch: 2, Tokens: cases[1].Tokens, Heads: hd[0], HeadDim: hd[1], DType: dt}
+		start := time.Now()
+		if err := check.BackToBack(comm, race, iters, 3*time.Millisecond, 77); err != nil {
+			comm.Close()
+			return fmt.Errorf("%v: %w", race, err)
+		}
+		fmt.Printf("PASS %v x%d (%v)\n", race, iters, time.Since(start).Round(time.Millisecond))
+	}
+	return comm.Close()
 }
 
 // TestCollectivesMultiProcess runs one process per rank, several ranks per
 // GPU where the world is larger than the GPUs, and checks every operation
-// against the CPU reference.
+// against the CPU reference: a group per world and mode (world8/bf16-
+// double-kernels-sms0, ...), so that one mode can run alone.
 func TestCollectivesMultiProcess(t *testing.T) {
 	info := requireGPU(t)
 	n := len(info.Devices)
@@ -252,14 +273,19 @@ func TestCollectivesMultiProcess(t *testing.T) {
 	if testing.Short() {
 		worlds = []int{1, 2}
 	}
-	for _, world := range worlds {
-		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
-			runGroup(t, "collectives", world, nil)
-		})
+	groups := func(world int, devices []int) func(*testing.T) {
+		return func(t *testing.T) {
+			for i, m := range collectiveModes {
+				t.Run(m.String(), func(t *testing.T) {
+					runGroup(t, "collectives", world, devices, fmt.Sprintf("%s=%d", envCollectivesMode, i))
+				})
+			}
+		}
 	}
-	t.Run("world2-same-gpu", func(t *testing.T) {
-		runGroup(t, "collectives", 2, []int{0, 0})
-	})
+	for _, world := range worlds {
+		t.Run(fmt.Sprintf("world%d", world), groups(world, nil))
+	}
+	t.Run("world2-same-gpu", groups(2, []int{0, 0}))
 	if n < 2 {
 		t.Logf("only %d GPU: every rank shares it", n)
 	}
