@@ -82,8 +82,8 @@ func runGroup(t *testing.T, scenario string, world int, devices []int, env ...st
 // groupLimit is how long runGroup lets a group of world ranks run: 8
 // minutes, 2 a rank where more than 4 share the busiest GPU, whose
 // contexts then take turns on it. Eight ranks on one H200 run each
-// back-to-back x1002 of the collectives in 25-40 s and the whole scenario
-// in over 8 minutes, every rank passing.
+// back-to-back x1002 of the collectives in 25-40 s (all six modes in one
+// group took over 8 minutes, every rank passing).
 func groupLimit(world int, devices []int) time.Duration {
 	busiest := world
 	if len(devices) > 0 {
