@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "1aaac62426d2cd880f8bc99c3e0d4782cc02959c8c14dbbb619efebc8b910324"
+const SourceHash = "038f4ef3cc1ba940e2473e8c04ca7badfeb8ecc3e7aa9709399e1e9d0f65d3bf"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "061046cd442c68d2c714b8f7f3bac0ff99b19ec16fda4747ef80532317bb5a28", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "6c44083ca119e772c45ee45484eaed6c9c2c9efa3cd2e062affa3bb6aa5d8ae4", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "f09b0de1ba6331d1e92298091f03f130ed9b96c570256700bed4c722aab50822", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "c6bab3e5b6f2773690e0db45170563f63f6f81837de14d1da573bd13781eab0a", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "749ca9025a67452a6a0aec61b595021eaf7eb5124dd186a5479149120b9dab6a", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "b3ef959c9743bef1101e4871ebbb15963ac58df0ad9d63ef12d464738dca1a27", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "061046cd442c68d2c714b8f7f3bac0ff99b19ec16fda4747ef80532317bb5a28", SHA256: "0d7a9f89b5e74daa3b7dfd4ba88705842e32c9faedd7a36a871f32bc0dd1d31c", Bytes: 1200328},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "061046cd442c68d2c714b8f7f3bac0ff99b19ec16fda4747ef80532317bb5a28", SHA256: "e6e30d472b16a86eb225ad8bc30b19af98c147ddf0daf4a92ae38ea4c6361e22", Bytes: 1120992},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "f09b0de1ba6331d1e92298091f03f130ed9b96c570256700bed4c722aab50822", SHA256: "1486ca5fff2ce6f7f7a4cb8448d35c3685322468309adf7d37ff79c9e7acce8d", Bytes: 1194568},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "f09b0de1ba6331d1e92298091f03f130ed9b96c570256700bed4c722aab50822", SHA256: "d35a48cc10e54897dfe96992cb4d0af0f15d010790de50e429ec5b15a59e21c4", Bytes: 1116128},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "749ca9025a67452a6a0aec61b595021eaf7eb5124dd186a5479149120b9dab6a", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "6c44083ca119e772c45ee45484eaed6c9c2c9efa3cd2e062affa3bb6aa5d8ae4", SHA256: "0d7a9f89b5e74daa3b7dfd4ba88705842e32c9faedd7a36a871f32bc0dd1d31c", Bytes: 1200328},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "6c44083ca119e772c45ee45484eaed6c9c2c9efa3cd2e062affa3bb6aa5d8ae4", SHA256: "e6e30d472b16a86eb225ad8bc30b19af98c147ddf0daf4a92ae38ea4c6361e22", Bytes: 1120992},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "c6bab3e5b6f2773690e0db45170563f63f6f81837de14d1da573bd13781eab0a", SHA256: "1486ca5fff2ce6f7f7a4cb8448d35c3685322468309adf7d37ff79c9e7acce8d", Bytes: 1194568},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "c6bab3e5b6f2773690e0db45170563f63f6f81837de14d1da573bd13781eab0a", SHA256: "d35a48cc10e54897dfe96992cb4d0af0f15d010790de50e429ec5b15a59e21c4", Bytes: 1116128},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "b3ef959c9743bef1101e4871ebbb15963ac58df0ad9d63ef12d464738dca1a27", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
 }

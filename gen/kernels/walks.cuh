@@ -47,7 +47,7 @@ __device__ __forceinline__ Divisor divisor_of(u32 d) {
 
 // Makes the walk's divisors into div, one per lane of the block's second
 // warp, all at once: a caller runs it before begin, whose barrier
-// publishes them, and its latency hides under begin's loads. The token
+// publishes them, so that its latency runs beside begin's loads. The token
 // counts are read as begin reads them (from the Live table when the
 // operation was captured), so both agree.
 template <bool CAPTURED>
