@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "038f4ef3cc1ba940e2473e8c04ca7badfeb8ecc3e7aa9709399e1e9d0f65d3bf"
+const SourceHash = "df691303dd1574a5dab787134e46a5a0ffbba5a118f95e580d375eabb4b2b7d0"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "6c44083ca119e772c45ee45484eaed6c9c2c9efa3cd2e062affa3bb6aa5d8ae4", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "375163efc4eae89cc6317250115a2ef66d4ab0f4ed00504d6b205a16f77af913", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "c6bab3e5b6f2773690e0db45170563f63f6f81837de14d1da573bd13781eab0a", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "73a0cce7da7515a963dcc461eeeb4a3219a86aef77dab14787c0427df866a677", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "b3ef959c9743bef1101e4871ebbb15963ac58df0ad9d63ef12d464738dca1a27", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "6f15aec60da33d331911dd73c7366f8f09a307cb1e8674a2650b14fdef678da4", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "6c44083ca119e772c45ee45484eaed6c9c2c9efa3cd2e062affa3bb6aa5d8ae4", SHA256: "0d7a9f89b5e74daa3b7dfd4ba88705842e32c9faedd7a36a871f32bc0dd1d31c", Bytes: 1200328},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "6c44083ca119e772c45ee45484eaed6c9c2c9efa3cd2e062affa3bb6aa5d8ae4", SHA256: "e6e30d472b16a86eb225ad8bc30b19af98c147ddf0daf4a92ae38ea4c6361e22", Bytes: 1120992},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "c6bab3e5b6f2773690e0db45170563f63f6f81837de14d1da573bd13781eab0a", SHA256: "1486ca5fff2ce6f7f7a4cb8448d35c3685322468309adf7d37ff79c9e7acce8d", Bytes: 1194568},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "c6bab3e5b6f2773690e0db45170563f63f6f81837de14d1da573bd13781eab0a", SHA256: "d35a48cc10e54897dfe96992cb4d0af0f15d010790de50e429ec5b15a59e21c4", Bytes: 1116128},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "b3ef959c9743bef1101e4871ebbb15963ac58df0ad9d63ef12d464738dca1a27", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "375163efc4eae89cc6317250115a2ef66d4ab0f4ed00504d6b205a16f77af913", SHA256: "0d7a9f89b5e74daa3b7dfd4ba88705842e32c9faedd7a36a871f32bc0dd1d31c", Bytes: 1200328},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "375163efc4eae89cc6317250115a2ef66d4ab0f4ed00504d6b205a16f77af913", SHA256: "e6e30d472b16a86eb225ad8bc30b19af98c147ddf0daf4a92ae38ea4c6361e22", Bytes: 1120992},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "73a0cce7da7515a963dcc461eeeb4a3219a86aef77dab14787c0427df866a677", SHA256: "1486ca5fff2ce6f7f7a4cb8448d35c3685322468309adf7d37ff79c9e7acce8d", Bytes: 1194568},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "73a0cce7da7515a963dcc461eeeb4a3219a86aef77dab14787c0427df866a677", SHA256: "d35a48cc10e54897dfe96992cb4d0af0f15d010790de50e429ec5b15a59e21c4", Bytes: 1116128},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "6f15aec60da33d331911dd73c7366f8f09a307cb1e8674a2650b14fdef678da4", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
 }
