@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "df691303dd1574a5dab787134e46a5a0ffbba5a118f95e580d375eabb4b2b7d0"
+const SourceHash = "6186eb7add862069fe970124dd0f7fe77ca8bf6010ee8bc07a7efcee636e88ed"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "375163efc4eae89cc6317250115a2ef66d4ab0f4ed00504d6b205a16f77af913", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "425c8472f2e668a413dddf88ea49cc0aee66083f83ab66e8592fbd3b3f18254e", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "73a0cce7da7515a963dcc461eeeb4a3219a86aef77dab14787c0427df866a677", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "2369db1280da3efa4b54bff548b1ae99bee013ff8c99d7da13228f5b0dd4d0ea", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "6f15aec60da33d331911dd73c7366f8f09a307cb1e8674a2650b14fdef678da4", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "9f8b703398ba4b9aad0aa1583990cba1955ee22f62cd3174fd4ede9d4f3435e7", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "375163efc4eae89cc6317250115a2ef66d4ab0f4ed00504d6b205a16f77af913", SHA256: "0d7a9f89b5e74daa3b7dfd4ba88705842e32c9faedd7a36a871f32bc0dd1d31c", Bytes: 1200328},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "375163efc4eae89cc6317250115a2ef66d4ab0f4ed00504d6b205a16f77af913", SHA256: "e6e30d472b16a86eb225ad8bc30b19af98c147ddf0daf4a92ae38ea4c6361e22", Bytes: 1120992},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "73a0cce7da7515a963dcc461eeeb4a3219a86aef77dab14787c0427df866a677", SHA256: "1486ca5fff2ce6f7f7a4cb8448d35c3685322468309adf7d37ff79c9e7acce8d", Bytes: 1194568},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "73a0cce7da7515a963dcc461eeeb4a3219a86aef77dab14787c0427df866a677", SHA256: "d35a48cc10e54897dfe96992cb4d0af0f15d010790de50e429ec5b15a59e21c4", Bytes: 1116128},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "6f15aec60da33d331911dd73c7366f8f09a307cb1e8674a2650b14fdef678da4", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "425c8472f2e668a413dddf88ea49cc0aee66083f83ab66e8592fbd3b3f18254e", SHA256: "494b9f8a2d72dd44b30069ba31d6f356ae5e1791d305825fc3725f1b4d77c2ce", Bytes: 1119176},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "425c8472f2e668a413dddf88ea49cc0aee66083f83ab66e8592fbd3b3f18254e", SHA256: "bae1ad4ca2eb4e322f25e17e4a6e1b548c962817930c4d4235c760e26a29170d", Bytes: 1046880},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "2369db1280da3efa4b54bff548b1ae99bee013ff8c99d7da13228f5b0dd4d0ea", SHA256: "11afecddbe887dcd99a755d527abb1f8cb0a17b3a996c3bfe2699b662eb2a246", Bytes: 1113160},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "2369db1280da3efa4b54bff548b1ae99bee013ff8c99d7da13228f5b0dd4d0ea", SHA256: "9472640415a30dbd0960299e0c83266136a7561c179a683b9086978175fbd572", Bytes: 1042912},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "9f8b703398ba4b9aad0aa1583990cba1955ee22f62cd3174fd4ede9d4f3435e7", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
 }

@@ -74,6 +74,15 @@
 #define FEW_BLOCKS 64
 #define LARGE_GRANULE 65536
 
+// A division by an operation's fixed divisor d, as walks.cuh's Divisor holds
+// it: d, the multiplier and the shift (plan.DivisorOf makes them). The Live
+// table holds TOKEN_DIVISORS of them, by TOKEN_DIV_*: of this rank's token
+// count and of the most any rank has.
+#define DIVISOR_WORDS 3
+#define TOKEN_DIV_RANK 0u
+#define TOKEN_DIV_MOST 1u
+#define TOKEN_DIVISORS 2
+
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
@@ -94,6 +103,7 @@ struct Live {
     int tokens[MAX_RANKS];
     int prefix[MAX_RANKS + 1];
     u32 token_hash;  // the FNV-1a hash of the counts, which signatures mix in
+    u32 token_div[TOKEN_DIVISORS][DIVISOR_WORDS];  // the divisions by this rank's count and by the most tokens, made by the host
 };
 
 // The signal area of each rank's buffer: written only by its peers.
@@ -175,10 +185,11 @@ static_assert(offsetof(State, epoch) == 0, "State.epoch");
 static_assert(offsetof(State, arrived) == 4, "State.arrived");
 static_assert(offsetof(State, claimed) == 8, "State.claimed");
 static_assert(offsetof(State, reserved) == 12, "State.reserved");
-static_assert(sizeof(Live) == 72, "sizeof(Live)");
+static_assert(sizeof(Live) == 96, "sizeof(Live)");
 static_assert(offsetof(Live, tokens) == 0, "Live.tokens");
 static_assert(offsetof(Live, prefix) == 32, "Live.prefix");
 static_assert(offsetof(Live, token_hash) == 68, "Live.token_hash");
+static_assert(offsetof(Live, token_div) == 72, "Live.token_div");
 static_assert(sizeof(Signals) == 163872, "sizeof(Signals)");
 static_assert(offsetof(Signals, flag) == 0, "Signals.flag");
 static_assert(offsetof(Signals, bye) == 131072, "Signals.bye");

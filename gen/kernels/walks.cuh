@@ -26,7 +26,8 @@ struct Divisor {
 };
 
 // About a hundred dependent instructions (a 64-bit division): made once
-// per block, never per vector.
+// per block, never per vector. internal/plan's DivisorOf makes the same on
+// the host.
 __device__ __forceinline__ Divisor divisor_of(u32 d) {
     Divisor v;
     v.d = max(d, 1u);
@@ -47,28 +48,32 @@ __device__ __forceinline__ Divisor divisor_of(u32 d) {
 
 // Makes the walk's divisors into div, one per lane of the block's second
 // warp, all at once: a caller runs it before begin, whose barrier
-// publishes them, so that its latency runs beside begin's loads. The token
-// counts are read as begin reads them (from the Live table when the
-// operation was captured), so both agree.
+// publishes them, so that its latency runs beside begin's loads. A
+// captured operation's divisions by its token counts come made from the
+// Live table (the host made them with the counts, which begin reads from
+// the same table): made here after reading the counts, they ran past
+// begin's loads.
 template <bool CAPTURED>
 __device__ __forceinline__ void divide_ahead(const Args &a, Divisor *div) {
     const u32 lane = threadIdx.x - 32u;  // wraps for the first warp
     if (lane >= DIVISORS) {
         return;
     }
-    const Live *live = CAPTURED ? reinterpret_cast<const Live *>(a.live) : nullptr;
+    const Live *live = CAPTURED ? reinterpret_cast<const Live *>(a.live) : nullptr;  // the general entries: null unless captured
+    if (live != nullptr && (lane == DIV_RANK_TOKENS || lane == DIV_MOST)) {
+        const volatile u32 *w = live->token_div[lane == DIV_MOST ? TOKEN_DIV_MOST : TOKEN_DIV_RANK];
+        div[lane] = Divisor{w[0], w[1], w[2]};
+        return;
+    }
     u32 d = a.units;
     if (lane == DIV_WORLD) {
         d = a.world;
     } else if (lane == DIV_RANK_TOKENS || lane == DIV_MOST) {
         u32 most = 0u, mine = 0u;
         for (u32 q = 0; q < a.world; q++) {
-            int t = a.tokens[q];  // as begin: no select between the two
-            if (live != nullptr) {
-                t = *reinterpret_cast<const volatile int *>(&live->tokens[q]);
-            }
-            most = max(most, static_cast<u32>(t));
-            mine = q == a.rank ? static_cast<u32>(t) : mine;
+            const u32 t = static_cast<u32>(a.tokens[q]);
+            most = max(most, t);
+            mine = q == a.rank ? t : mine;
         }
         d = lane == DIV_MOST ? most : mine;
     } else if (lane == DIV_HEAD_UNITS) {

@@ -67,6 +67,15 @@ const (
 	SmallGranule = 4096  // SMALL_GRANULE
 	FewBlocks    = 64    // FEW_BLOCKS
 	LargeGranule = 65536 // LARGE_GRANULE
+
+	// A division by an operation's fixed divisor d, as walks.cuh's Divisor holds
+	// it: d, the multiplier and the shift (plan.DivisorOf makes them). The Live
+	// table holds TOKEN_DIVISORS of them, by TOKEN_DIV_*: of this rank's token
+	// count and of the most any rank has.
+	DivisorWords  = 3 // DIVISOR_WORDS
+	TokenDivRank  = 0 // TOKEN_DIV_RANK
+	TokenDivMost  = 1 // TOKEN_DIV_MOST
+	TokenDivisors = 2 // TOKEN_DIVISORS
 )
 
 // State mirrors struct State of the kernels. Local state at the end of each
@@ -86,7 +95,8 @@ type State struct {
 type Live struct {
 	Tokens    [MaxRanks]int32
 	Prefix    [MaxRanks + 1]int32
-	TokenHash uint32 // the FNV-1a hash of the counts, which signatures mix in
+	TokenHash uint32                              // the FNV-1a hash of the counts, which signatures mix in
+	TokenDiv  [TokenDivisors][DivisorWords]uint32 // the divisions by this rank's count and by the most tokens, made by the host
 }
 
 // Signals mirrors struct Signals of the kernels. The signal area of each rank's

@@ -66,5 +66,5 @@ func TestLayoutFigures(t *testing.T) {
 	assert.Equal(t, uintptr(131104+8*1024*4), unsafe.Sizeof(sig))
 	assert.Equal(t, uintptr(16), unsafe.Sizeof(kernelabi.State{}))
 	assert.Equal(t, uintptr(36), unsafe.Sizeof(kernelabi.Status{}))
-	assert.Equal(t, uintptr(72), unsafe.Sizeof(kernelabi.Live{}))
+	assert.Equal(t, uintptr(96), unsafe.Sizeof(kernelabi.Live{}))
 }

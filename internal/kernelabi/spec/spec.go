@@ -82,6 +82,10 @@ var Consts = []Const{
 	{C: "SMALL_GRANULE", Go: "SmallGranule", Value: 4096, Doc: "How many blocks an operation activates for the input bytes its largest rank walks: one per SMALL_GRANULE bytes up to FEW_BLOCKS, and one per LARGE_GRANULE bytes beyond, when that is more. From 128 KiB to 4 MiB, 64 blocks or fewer beat 128 by 0.7-1.0 us on 2 x H200; at 8 MiB every count above 64 ran level."},
 	{C: "FEW_BLOCKS", Go: "FewBlocks", Value: 64},
 	{C: "LARGE_GRANULE", Go: "LargeGranule", Value: 65536},
+	{C: "DIVISOR_WORDS", Go: "DivisorWords", Value: 3, Doc: "A division by an operation's fixed divisor d, as walks.cuh's Divisor holds it: d, the multiplier and the shift (plan.DivisorOf makes them). The Live table holds TOKEN_DIVISORS of them, by TOKEN_DIV_*: of this rank's token count and of the most any rank has."},
+	{C: "TOKEN_DIV_RANK", Go: "TokenDivRank", Value: 0, Suffix: "u"},
+	{C: "TOKEN_DIV_MOST", Go: "TokenDivMost", Value: 1, Suffix: "u"},
+	{C: "TOKEN_DIVISORS", Go: "TokenDivisors", Value: 2},
 }
 
 // Structs are the shared structures.
@@ -96,6 +100,7 @@ var Structs = []Struct{
 		{C: "tokens", Type: I32, Dims: []Dim{{Const: "MAX_RANKS"}}},
 		{C: "prefix", Type: I32, Dims: []Dim{{Const: "MAX_RANKS", Add: 1}}},
 		{C: "token_hash", Type: U32, Doc: "the FNV-1a hash of the counts, which signatures mix in"},
+		{C: "token_div", Type: U32, Dims: []Dim{{Const: "TOKEN_DIVISORS"}, {Const: "DIVISOR_WORDS"}}, Doc: "the divisions by this rank's count and by the most tokens, made by the host"},
 	}},
 	{Name: "Signals", Doc: "The signal area of each rank's buffer: written only by its peers.", Fields: []Field{
 		{C: "flag", Type: U64, Dims: []Dim{{Const: "FLAG_PHASES"}, {Const: "MAX_BLOCKS"}, {Const: "MAX_RANKS"}}, Doc: "{epoch | signature << 32} from (block, peer)"},

@@ -17,6 +17,7 @@ import (
 	"github.com/ulysses-go/ulysses/internal/driver"
 	"github.com/ulysses-go/ulysses/internal/fakecuda"
 	"github.com/ulysses-go/ulysses/internal/handle"
+	"github.com/ulysses-go/ulysses/internal/kernelabi"
 	"github.com/ulysses-go/ulysses/internal/plan"
 	"github.com/ulysses-go/ulysses/internal/transport"
 	"github.com/ulysses-go/ulysses/internal/transport/transporttest"
@@ -135,6 +136,10 @@ func TestRefreshCaptured(t *testing.T) {
 	assert.Equal(t, [...]int32{6, 2}, [2]int32(live.Tokens[:2]))
 	assert.Equal(t, [...]int32{0, 6, 8}, [3]int32(live.Prefix[:3]))
 	assert.Equal(t, ts.Hash, live.TokenHash)
+	// Rank 1's divisions: by its own 2 tokens, and by the most (6).
+	assert.Equal(t, [3]uint32{2, 1, 1}, live.TokenDiv[kernelabi.TokenDivRank])
+	assert.Equal(t, plan.DivisorOf(6).Words(), live.TokenDiv[kernelabi.TokenDivMost])
+	assert.Equal(t, uint32(6), live.TokenDiv[kernelabi.TokenDivMost][0])
 	require.NoError(t, g.d.Share.Ctx.MemsetD32(at, 0, 1))
 	require.NoError(t, tr.RefreshCaptured())
 	assert.Zero(t, read().Tokens[0], "fresh: nothing copied again")

@@ -106,11 +106,12 @@ func (t *Transport) Kind() api.Transport { return api.TransportIPC }
 func (t *Transport) Blocks() int { return t.nblocks }
 
 // SetTokens puts the counts in the argument of later launches and stages
-// them for the live table (refreshCaptured).
+// them, with their divisors, for the live table (refreshCaptured).
 func (t *Transport) SetTokens(ts plan.Tokens) {
 	transport.SetArgsTokens(&t.args, ts)
 	live := (*liveTable)(t.liveHost)
 	live.Tokens, live.Prefix, live.TokenHash = t.args.Tokens, t.args.Prefix, ts.Hash
+	live.TokenDiv = ts.Divisors(int(t.args.Rank))
 	t.liveFresh = false
 }
 
