@@ -33,8 +33,8 @@ func init() {
 
 // Environment of the comms-at-once scenario.
 const (
-	envComms = "ULYSSES_TEST_COMMS"   // Comms per process
-	envSMs   = "ULYSSES_TEST_NUM_SMS" // Config.NumSMs of each
+	envComms = "ULYSSES_TEST_COMMS"     // Comms per process
+	envSMs   = "ULYSSES_TEST_COMMS_SMS" // Config.NumSMs of each
 )
 
 // envWire is "1" when the comms-at-once and close-during-op scenarios may

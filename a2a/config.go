@@ -164,12 +164,20 @@ func (c Config) validate() error {
 	return nil
 }
 
+// defaultNumSMs is what NumSMs 0 asks for: every SM (0). A variable only
+// so that a test binary can run its whole GPU suite on a few SMs, as a
+// model step would leave the exchange.
+var defaultNumSMs int
+
 // blocks is how many thread blocks this rank wishes its kernels to run on
 // a device of sms SMs: one per SM it may use, never more than the SMs (the
 // protocol's waits rely on a block an SM: with 264 blocks on an H200's
 // 132, a graph's replay found a data half written twice in a row).
 func (c Config) blocks(sms int) int {
 	n := c.NumSMs
+	if n == 0 {
+		n = defaultNumSMs
+	}
 	if n == 0 || n > sms {
 		n = sms
 	}

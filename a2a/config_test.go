@@ -107,6 +107,9 @@ func TestConfigValidateBad(t *testing.T) {
 // A rank's blocks: every SM by default, fewer when asked, never more than
 // the device's SMs nor maxBlocks.
 func TestConfigBlocks(t *testing.T) {
+	was := defaultNumSMs // $ULYSSES_TEST_NUM_SMS's, where the suite runs on a few SMs
+	t.Cleanup(func() { defaultNumSMs = was })
+	defaultNumSMs = 0
 	for _, c := range []struct{ numSMs, sms, want int }{
 		{0, 132, 132}, {32, 132, 32}, {132, 132, 132}, {264, 132, 132}, {maxBlocks, 132, 132}, {0, 2000, maxBlocks},
 	} {
@@ -114,6 +117,31 @@ func TestConfigBlocks(t *testing.T) {
 		cfg.NumSMs = c.numSMs
 		assert.Equal(t, c.want, cfg.blocks(c.sms), "NumSMs %d on %d SMs", c.numSMs, c.sms)
 	}
+}
+
+// $ULYSSES_TEST_NUM_SMS makes NumSMs 0 ask for that many SMs (a Comm's own
+// NumSMs still wins); a value that is no SM count is refused and changes
+// nothing.
+func TestDefaultNumSMsFromEnv(t *testing.T) {
+	was := defaultNumSMs
+	t.Cleanup(func() { defaultNumSMs = was })
+	defaultNumSMs = 0
+	for _, bad := range []string{"x", "0", "-3", "1025", "16 "} {
+		t.Setenv(EnvTestNumSMs, bad)
+		require.Error(t, SetDefaultNumSMsFromEnv(), bad)
+		assert.Zero(t, defaultNumSMs, bad)
+	}
+	t.Setenv(EnvTestNumSMs, "16")
+	require.NoError(t, SetDefaultNumSMsFromEnv())
+	cfg := goodConfig()
+	assert.Equal(t, 16, cfg.blocks(132), "NumSMs 0")
+	assert.Equal(t, 8, cfg.blocks(8), "never more than the device's SMs")
+	cfg.NumSMs = 32
+	assert.Equal(t, 32, cfg.blocks(132), "a Comm's own count")
+	t.Setenv(EnvTestNumSMs, "")
+	defaultNumSMs = 0
+	require.NoError(t, SetDefaultNumSMsFromEnv())
+	assert.Zero(t, defaultNumSMs, "unset: every SM")
 }
 
 // MaxTokens*HiddenDim*elem must not wrap around int64 and slip under the

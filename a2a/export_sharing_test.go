@@ -3,6 +3,7 @@ package a2a
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/ulysses-go/ulysses/internal/device"
@@ -29,6 +30,27 @@ func SetDefaultSharingFromEnv() error {
 		return fmt.Errorf("%s=%q: want legacy-ipc, fd or auto", EnvTestSharing, v)
 	}
 	defaultSharing = s
+	return nil
+}
+
+// EnvTestNumSMs names the SMs (Config.NumSMs) that NumSMs 0 asks for in
+// this test binary's processes, its rank processes included: how the GPU
+// suite runs on a few SMs.
+const EnvTestNumSMs = "ULYSSES_TEST_NUM_SMS"
+
+// SetDefaultNumSMsFromEnv makes NumSMs 0 mean $ULYSSES_TEST_NUM_SMS SMs,
+// if set, for the process's life; TestMain calls it before the tests or a
+// rank's scenario start.
+func SetDefaultNumSMsFromEnv() error {
+	v := os.Getenv(EnvTestNumSMs)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxBlocks {
+		return fmt.Errorf("%s=%q: want an SM count of 1 to %d", EnvTestNumSMs, v, maxBlocks)
+	}
+	defaultNumSMs = n
 	return nil
 }
 

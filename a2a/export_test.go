@@ -21,18 +21,21 @@ import (
 )
 
 // UseDriver makes the package open d, or fail with err, instead of the
-// process's driver (driver.Load) until tb ends. No Comm of the process may
-// be live then, nor when tb ends: what the Comms of a device share (its
-// context, the loaded kernels) belongs to the driver it came from.
+// process's driver (driver.Load) until tb ends, with NumSMs 0 asking for
+// every SM of d's devices (whatever $ULYSSES_TEST_NUM_SMS asks of the
+// GPU's). No Comm of the process may be live then, nor when tb ends: what
+// the Comms of a device share (its context, the loaded kernels) belongs to
+// the driver it came from.
 func UseDriver(tb testing.TB, d *driver.Driver, err error) {
 	tb.Helper()
 	if n := liveShares(); n != 0 {
 		tb.Fatalf("a2a.UseDriver: Comms of an earlier test are live on %d devices", n)
 	}
-	old := loadDriver
+	old, oldSMs := loadDriver, defaultNumSMs
 	loadDriver = func() (*driver.Driver, error) { return d, err }
+	defaultNumSMs = 0
 	tb.Cleanup(func() {
-		loadDriver = old
+		loadDriver, defaultNumSMs = old, oldSMs
 		if n := liveShares(); n != 0 {
 			tb.Errorf("a2a.UseDriver: the test left Comms live on %d devices", n)
 		}

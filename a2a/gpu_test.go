@@ -30,7 +30,7 @@ func requireGPU(t testing.TB) a2a.SystemInfo {
 // TestMain lets this test binary serve as a rank process that runs a
 // scenario (runGroup starts them).
 func TestMain(m *testing.M) {
-	for _, set := range []func() error{a2a.SetDefaultSharingFromEnv, a2a.SetNCCLTuningFromEnv} {
+	for _, set := range []func() error{a2a.SetDefaultSharingFromEnv, a2a.SetDefaultNumSMsFromEnv, a2a.SetNCCLTuningFromEnv} {
 		if err := set(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
