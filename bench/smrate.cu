@@ -150,7 +150,7 @@ int main() {
     CK(cudaFuncSetAttribute(bulk_k<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, 4 * CHUNK));
     CK(cudaFuncSetAttribute(bulk_k<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, 8 * CHUNK));
     CK(cudaFuncSetAttribute(bulk_k<12>, cudaFuncAttributeMaxDynamicSharedMemorySize, 12 * CHUNK));
-    printf("%-22s %5s %10s %12s\n", "kernel", "SMs", "us", "GB/s a SM");
+    printf("%-22s %5s %10s %12s\n", "kernel", "SMs", "us", "GB/s an SM");
     const int counts[] = {8, 16, 32, 64, sms};
     for (int s : counts) {
         auto row = [&](const char *name, float us) { printf("%-22s %5d %10.1f %12.1f\n", name, s, us, bytes / us / 1e3 / s); };
