@@ -107,9 +107,7 @@ func TestConfigValidateBad(t *testing.T) {
 // A rank's blocks: every SM by default, fewer when asked, never more than
 // the device's SMs nor maxBlocks.
 func TestConfigBlocks(t *testing.T) {
-	was := defaultNumSMs // $ULYSSES_TEST_NUM_SMS's, where the suite runs on a few SMs
-	t.Cleanup(func() { defaultNumSMs = was })
-	defaultNumSMs = 0
+	everySM(t) // whatever $ULYSSES_TEST_NUM_SMS asked of the suite
 	for _, c := range []struct{ numSMs, sms, want int }{
 		{0, 132, 132}, {32, 132, 32}, {132, 132, 132}, {264, 132, 132}, {maxBlocks, 132, 132}, {0, 2000, maxBlocks},
 	} {
@@ -123,9 +121,7 @@ func TestConfigBlocks(t *testing.T) {
 // NumSMs still wins); a value that is no SM count is refused and changes
 // nothing.
 func TestDefaultNumSMsFromEnv(t *testing.T) {
-	was := defaultNumSMs
-	t.Cleanup(func() { defaultNumSMs = was })
-	defaultNumSMs = 0
+	everySM(t)
 	for _, bad := range []string{"x", "0", "-3", "1025", "16 "} {
 		t.Setenv(EnvTestNumSMs, bad)
 		require.Error(t, SetDefaultNumSMsFromEnv(), bad)

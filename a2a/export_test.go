@@ -31,15 +31,23 @@ func UseDriver(tb testing.TB, d *driver.Driver, err error) {
 	if n := liveShares(); n != 0 {
 		tb.Fatalf("a2a.UseDriver: Comms of an earlier test are live on %d devices", n)
 	}
-	old, oldSMs := loadDriver, defaultNumSMs
+	everySM(tb)
+	old := loadDriver
 	loadDriver = func() (*driver.Driver, error) { return d, err }
-	defaultNumSMs = 0
 	tb.Cleanup(func() {
-		loadDriver, defaultNumSMs = old, oldSMs
+		loadDriver = old
 		if n := liveShares(); n != 0 {
 			tb.Errorf("a2a.UseDriver: the test left Comms live on %d devices", n)
 		}
 	})
+}
+
+// everySM makes NumSMs 0 ask for every SM until tb ends, whatever
+// $ULYSSES_TEST_NUM_SMS asked of the process.
+func everySM(tb testing.TB) {
+	was := defaultNumSMs
+	defaultNumSMs = 0
+	tb.Cleanup(func() { defaultNumSMs = was })
 }
 
 // liveShares counts the devices where the process has Comms.
