@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "6186eb7add862069fe970124dd0f7fe77ca8bf6010ee8bc07a7efcee636e88ed"
+const SourceHash = "6f5339e4392b527f4e4b7baf08ed6e8dd6e2dcff3040149830ca0bf688dfd23e"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "425c8472f2e668a413dddf88ea49cc0aee66083f83ab66e8592fbd3b3f18254e", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "556b0b4e314437fa4438ed6a70b8cb8f9505ed853d0e3445032e4d26e14ac62e", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "2369db1280da3efa4b54bff548b1ae99bee013ff8c99d7da13228f5b0dd4d0ea", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "0db8673bc608a3159d97d060411cff144ffbf898fe760391fc4521ea643f691b", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "9f8b703398ba4b9aad0aa1583990cba1955ee22f62cd3174fd4ede9d4f3435e7", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "c085dcd8c17e7db830d24fad853c82b9fa97edf4ba85b640bf2c6e205a2a129a", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "425c8472f2e668a413dddf88ea49cc0aee66083f83ab66e8592fbd3b3f18254e", SHA256: "494b9f8a2d72dd44b30069ba31d6f356ae5e1791d305825fc3725f1b4d77c2ce", Bytes: 1119176},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "425c8472f2e668a413dddf88ea49cc0aee66083f83ab66e8592fbd3b3f18254e", SHA256: "bae1ad4ca2eb4e322f25e17e4a6e1b548c962817930c4d4235c760e26a29170d", Bytes: 1046880},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "2369db1280da3efa4b54bff548b1ae99bee013ff8c99d7da13228f5b0dd4d0ea", SHA256: "11afecddbe887dcd99a755d527abb1f8cb0a17b3a996c3bfe2699b662eb2a246", Bytes: 1113160},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "2369db1280da3efa4b54bff548b1ae99bee013ff8c99d7da13228f5b0dd4d0ea", SHA256: "9472640415a30dbd0960299e0c83266136a7561c179a683b9086978175fbd572", Bytes: 1042912},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "9f8b703398ba4b9aad0aa1583990cba1955ee22f62cd3174fd4ede9d4f3435e7", SHA256: "e6077929d95a842dd1ec9279ed2dc38d20b344d1a82d77f9945686939d6493b7", Bytes: 5485336},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "556b0b4e314437fa4438ed6a70b8cb8f9505ed853d0e3445032e4d26e14ac62e", SHA256: "494b9f8a2d72dd44b30069ba31d6f356ae5e1791d305825fc3725f1b4d77c2ce", Bytes: 1119176},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "556b0b4e314437fa4438ed6a70b8cb8f9505ed853d0e3445032e4d26e14ac62e", SHA256: "bae1ad4ca2eb4e322f25e17e4a6e1b548c962817930c4d4235c760e26a29170d", Bytes: 1046880},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "0db8673bc608a3159d97d060411cff144ffbf898fe760391fc4521ea643f691b", SHA256: "11afecddbe887dcd99a755d527abb1f8cb0a17b3a996c3bfe2699b662eb2a246", Bytes: 1113160},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "0db8673bc608a3159d97d060411cff144ffbf898fe760391fc4521ea643f691b", SHA256: "9472640415a30dbd0960299e0c83266136a7561c179a683b9086978175fbd572", Bytes: 1042912},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "c085dcd8c17e7db830d24fad853c82b9fa97edf4ba85b640bf2c6e205a2a129a", SHA256: "cee0ee623b04884695b558d3048d8df926ef7682adcd5d8c3c4e8fa352a6c53e", Bytes: 6090264},
 }

@@ -97,11 +97,21 @@ __device__ __forceinline__ int scale_exp(u32 amax) {
     return min(max(k, MIN_SCALE_EXP), MAX_SCALE_EXP);
 }
 
+// Two 16-bit halves as a word, lo in the low half, and back: register
+// halves to ptxas, so that neither takes a mask or a shift.
+__device__ __forceinline__ u32 join_halves(u16 lo, u16 hi) {
+    u32 w;
+    asm("mov.b32 %0, {%1, %2};" : "=r"(w) : "h"(lo), "h"(hi));
+    return w;
+}
+
+__device__ __forceinline__ void split_halves(u32 w, u16 &lo, u16 &hi) { asm("mov.b32 {%0, %1}, %2;" : "=h"(lo), "=h"(hi) : "r"(w)); }
+
 // Two float32 to two fp8 codes, lo in the low byte. cvt.rn.satfinite
 // rounds to nearest even and saturates (Inf included); a NaN becomes some
 // NaN code, which same_nan then makes 0x7F.
 template <int FMT>
-__device__ __forceinline__ u32 encode2(float lo, float hi) {
+__device__ __forceinline__ u16 encode2(float lo, float hi) {
     u16 r;
     if (FMT == 0) {
         asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
@@ -111,14 +121,21 @@ __device__ __forceinline__ u32 encode2(float lo, float hi) {
     return r;
 }
 
-// 0x80 in every byte of c (four codes) that is a NaN code, else 0: with
-// the sign cleared a byte is at most 0x7F, so adding 0x80 - first_nan
-// sets its top bit exactly when it is first_nan or above, and never
-// carries into the next byte: four codes a few instructions, instead of
-// a comparison per element.
+// c (four codes) with each byte's top bit set exactly where the byte is a
+// NaN code (the other bits are meaningless): with the sign cleared a byte
+// is at most 0x7F, so adding 0x80 - first_nan sets its top bit exactly
+// when it is first_nan or above, and never carries into the next byte.
+// ORed over many words, the top bits still say whether any code was NaN.
+template <int FMT>
+__device__ __forceinline__ u32 nan_tops(u32 c) {
+    return (c & 0x7F7F7F7Fu) + (0x80u - WireFormat<FMT>::first_nan) * 0x01010101u;
+}
+
+// 0x80 in every byte of c (four codes) that is a NaN code, else 0: four
+// codes a few instructions, instead of a comparison per element.
 template <int FMT>
 __device__ __forceinline__ u32 nan_bytes(u32 c) {
-    return ((c & 0x7F7F7F7Fu) + (0x80u - WireFormat<FMT>::first_nan) * 0x01010101u) & 0x80808080u;
+    return nan_tops<FMT>(c) & 0x80808080u;
 }
 
 // c (four codes) with every NaN code made 0x7F, whatever its sign and
@@ -132,9 +149,8 @@ __device__ __forceinline__ u32 same_nan(u32 c) {
 // Two fp8 codes (lo in the low byte) to two float32, exactly (every fp8
 // value is an f16).
 template <int FMT>
-__device__ __forceinline__ void decode2(u32 codes, float &lo, float &hi) {
+__device__ __forceinline__ void decode2(u16 c, float &lo, float &hi) {
     u32 h;
-    const u16 c = static_cast<u16>(codes);
     if (FMT == 0) {
         asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h) : "h"(c));
     } else {
@@ -201,12 +217,15 @@ __device__ __forceinline__ u32 finite_max(const Elems<EPL> &e, u32 amax) {
     return amax;
 }
 
-// Two words of two 16-bit patterns each, scaled by inv, to four codes.
-template <int FMT, int OUT>
+// Two words of two 16-bit patterns each, scaled by inv, to four codes. A
+// LEAN caller's row is finite: its codes are never NaN, and same_nan is
+// left out.
+template <int FMT, int OUT, bool LEAN = false>
 __device__ __forceinline__ u32 encode4(u32 a, u32 b, float inv) {
-    const u32 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
-    const u32 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
-    return same_nan<FMT>(lo | hi << 16);
+    const u16 lo = encode2<FMT>(half_to_float<OUT>(a & 0xFFFFu) * inv, half_to_float<OUT>(a >> 16) * inv);
+    const u16 hi = encode2<FMT>(half_to_float<OUT>(b & 0xFFFFu) * inv, half_to_float<OUT>(b >> 16) * inv);
+    const u32 c = join_halves(lo, hi);
+    return LEAN ? c : same_nan<FMT>(c);
 }
 
 // EPL elements scaled by inv to EPL codes, the first in the low byte.
@@ -441,14 +460,17 @@ __device__ __forceinline__ bool fits_output(float p) {
 // Four codes times p to two words of two 16-bit outputs each, as
 // float_to_half gives them. Codes of a row that fits_output, none of them
 // NaN, take pack2: two conversions an instruction and no check per
-// element (almost every row).
-template <int FMT, int OUT>
+// element (almost every row). A LEAN caller has checked that for the
+// whole row, so the codes take pack2 with no check at all.
+template <int FMT, int OUT, bool LEAN = false>
 __device__ __forceinline__ uint2 decode4(u32 c, float p) {
     float v[4];
-    decode2<FMT>(c & 0xFFFFu, v[0], v[1]);
-    decode2<FMT>(c >> 16, v[2], v[3]);
+    u16 lo, hi;
+    split_halves(c, lo, hi);
+    decode2<FMT>(lo, v[0], v[1]);
+    decode2<FMT>(hi, v[2], v[3]);
     uint2 o;
-    if (nan_bytes<FMT>(c) == 0u && fits_output<FMT, OUT>(p)) {
+    if (LEAN || (nan_bytes<FMT>(c) == 0u && fits_output<FMT, OUT>(p))) {
         o.x = pack2<OUT>(v[0] * p, v[1] * p);
         o.y = pack2<OUT>(v[2] * p, v[3] * p);
     } else {
@@ -475,17 +497,17 @@ __device__ __forceinline__ bool own_row(const Args &a, u32 q) { return q == a.ra
 
 __device__ __forceinline__ bool direct_to(const Args &a, u32 q) { return a.wire_mode == WIRE_DIRECT || own_row(a, q); }
 
-// N codes times p as 16-bit values at out.
-template <int FMT, int OUT, int N>
+// N codes times p as 16-bit values at out (LEAN: as decode4).
+template <int FMT, int OUT, int N, bool LEAN = false>
 __device__ __forceinline__ void put_values(u16 *out, uint2 c, float p) {
     if (N == 8) {
-        const uint2 lo = decode4<FMT, OUT>(c.x, p), hi = decode4<FMT, OUT>(c.y, p);
+        const uint2 lo = decode4<FMT, OUT, LEAN>(c.x, p), hi = decode4<FMT, OUT, LEAN>(c.y, p);
         *reinterpret_cast<uint4 *>(out) = make_uint4(lo.x, lo.y, hi.x, hi.y);
     } else if (N == 4) {
         *reinterpret_cast<uint2 *>(out) = decode4<FMT, OUT>(c.x, p);
     } else {
         float lo, hi;
-        decode2<FMT>(c.x, lo, hi);
+        decode2<FMT>(static_cast<u16>(c.x), lo, hi);
         *out = static_cast<u16>(float_to_half<OUT>(lo * p));
     }
 }
@@ -666,32 +688,35 @@ __device__ __forceinline__ u32 wide_lanes(u32 D) {
     return g;
 }
 
-// The packed maximum of two words of two 16-bit elements each, half by
-// half; a NaN half loses to a number (and two NaN halves give a NaN).
+// The packed maximum of two words' magnitudes, half by half: each half of
+// the result has the larger magnitude of its two inputs (its sign bit is
+// meaningless), and a NaN wins over any number, so a half at or above the
+// Inf pattern says a NaN or an Inf was among them.
 template <int OUT>
-__device__ __forceinline__ u32 max2(u32 a, u32 b) {
+__device__ __forceinline__ u32 max_abs2(u32 a, u32 b) {
     u32 r;
     if (OUT == 0) {
-        asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     } else {
-        asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     }
     return r;
 }
 
-// Eight 16-bit patterns' largest finite magnitude, with amax. The packed
-// maximum of the magnitudes skips NaNs; when it is Inf (or NaN: a half
-// that saw only NaNs) the element-wise maximum decides, which a row
-// without Inf and NaN never reaches (two elements an instruction instead
-// of a few instructions each).
+// A chunk's eight magnitudes folded into m by max_abs2: two elements an
+// instruction, with no mask and no check per element.
+template <int OUT>
+__device__ __forceinline__ u32 fold_abs8(const uint4 &v, u32 m) {
+    return max_abs2<OUT>(max_abs2<OUT>(max_abs2<OUT>(v.x, v.y), max_abs2<OUT>(v.z, v.w)), m);
+}
+
+// The larger magnitude pattern of a word's two halves.
+__device__ __forceinline__ u32 top_half(u32 m) { return max(m & 0x7FFFu, m >> 16 & 0x7FFFu); }
+
+// Eight 16-bit patterns' largest finite magnitude, with amax, element by
+// element: for a lane whose chunks hold a NaN or an Inf.
 template <int OUT>
 __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
-    const u32 mag = 0x7FFF7FFFu;
-    const u32 m = max2<OUT>(max2<OUT>(v.x & mag, v.y & mag), max2<OUT>(v.z & mag, v.w & mag));
-    const u32 top = max(m & 0xFFFFu, m >> 16);
-    if (top < HalfFormat<OUT>::inf) {
-        return max(amax, top);
-    }
     const u32 w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int i = 0; i < 8; i++) {
@@ -701,24 +726,47 @@ __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
     return amax;
 }
 
+// Whether a lane's chunks of codes of a row with scale p (those in the
+// row) can take decode4's LEAN path: none is a NaN code (nan_tops, ORed:
+// two instructions a word) and the row fits_output.
+template <int FMT, int OUT>
+__device__ __forceinline__ bool lean_codes(const uint2 (&codes)[WIDE_CHUNKS], u32 gl, u32 G, u32 D, float p) {
+    u32 seen = 0u;
+#pragma unroll
+    for (int c = 0; c < WIDE_CHUNKS; c++) {
+        if ((gl + c * G) * 8u < D) {
+            seen |= nan_tops<FMT>(codes[c].x) | nan_tops<FMT>(codes[c].y);
+        }
+    }
+    return (seen & 0x80808080u) == 0u && fits_output<FMT, OUT>(p);
+}
+
+// A lane's chunks of codes of a row (chunk c: elements (gl + c*G)*8 ..+7)
+// times p as 16-bit values at out, the row's first element (LEAN: as
+// decode4).
+template <int FMT, int OUT, bool LEAN>
+__device__ __forceinline__ void put_chunks(u16 *out, const uint2 (&codes)[WIDE_CHUNKS], u32 gl, u32 G, u32 D, float p) {
+#pragma unroll
+    for (int c = 0; c < WIDE_CHUNKS; c++) {
+        const u32 e = (gl + c * G) * 8u;
+        if (e < D) {
+            put_values<FMT, OUT, 8, LEAN>(out + e, codes[c], p);
+        }
+    }
+}
+
 // Stores a lane's chunks of row d's codes (chunk c holds elements
 // (gl + c*G)*8 ..+7 of tensor k, scale exponent s) at every destination of
 // the row: each destination's row address is found once, not once a chunk.
-template <int FMT, int OUT>
+// LEAN: the row is finite and fits_output (put_values).
+template <int FMT, int OUT, bool LEAN>
 __device__ __forceinline__ void store_row(const Args &a, const Shared &sh, const RowDest &d, u32 k, u32 gl, u32 G, const uint2 (&codes)[WIDE_CHUNKS], int s) {
     const u32 D = a.head_units;
     const u64 at = static_cast<u64>(d.row) * D;  // in the output's elements and in codes alike
     const float p = pow2f(s);
     for (u32 q = d.q0; q < d.q1; q++) {
         if (direct_to(a, q)) {
-            u16 *out = reinterpret_cast<u16 *>(sh.data[q] + k * a.region) + at;
-#pragma unroll
-            for (int c = 0; c < WIDE_CHUNKS; c++) {
-                const u32 e = (gl + c * G) * 8u;
-                if (e < D) {
-                    put_values<FMT, OUT, 8>(out + e, codes[c], p);
-                }
-            }
+            put_chunks<FMT, OUT, LEAN>(reinterpret_cast<u16 *>(sh.data[q] + k * a.region) + at, codes, gl, G, D, p);
         } else {
             u8 *staged = reinterpret_cast<u8 *>(sh.data[q] + a.stage + k * a.stage_region) + at;
 #pragma unroll
@@ -732,11 +780,40 @@ __device__ __forceinline__ void store_row(const Args &a, const Shared &sh, const
     }
 }
 
+// Encodes a lane's chunks x of row d with scale exponent s and stores them
+// (store_row), and the row's scale byte (store_scale).
+template <int FMT, int OUT, bool LEAN>
+__device__ __forceinline__ void send_row(const Args &a, const Shared &sh, const RowDest &d, u32 k, u32 gl, u32 G, const uint4 (&x)[WIDE_CHUNKS], int s) {
+    const float inv = pow2f(-s);
+    uint2 codes[WIDE_CHUNKS];
+#pragma unroll
+    for (int c = 0; c < WIDE_CHUNKS; c++) {
+        if ((gl + c * G) * 8u < a.head_units) {
+            codes[c].x = encode4<FMT, OUT, LEAN>(x[c].x, x[c].y, inv);
+            codes[c].y = encode4<FMT, OUT, LEAN>(x[c].z, x[c].w, inv);
+        }
+    }
+    store_row<FMT, OUT, LEAN>(a, sh, d, k, gl, G, codes, s);
+    if (gl == 0u) {
+        store_scale(a, sh, d, k, s);
+    }
+}
+
 // quantize_rows on the wide path, for rows j0..j1-1 of the walk shared by
 // `slots` warps, this one being slot0 among them: slot t of warp w holds
 // rows j0 + (w + t*slots)*per_warp.., and a warp takes WIDE_ROWS slots at
 // once. The whole walk over the active blocks' warps is j0 = 0, j1 = n,
 // slot0 the warp's global index, slots all active warps.
+//
+// Each lane folds its chunks' magnitudes with max_abs2 first. Where every
+// row the warp holds is finite and fits_output (almost always), the warp
+// takes the lean path: codes without same_nan, values without the checks
+// for NaN and saturation (a third of the instructions of the checked
+// path, whose checks made the kernel bound by its instructions on few
+// SMs). Otherwise it takes the checked path, each lane finding its
+// finite maximum element by element where its chunks hold a NaN or Inf.
+// The choice is the whole warp's (__all_sync), so the two paths never
+// split a warp.
 template <int FMT, int OUT, typename Rows>
 __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, const Rows &m, u32 k, u32 j0, u32 j1, u32 slot0, u32 slots) {
     const u32 D = a.head_units, G = wide_lanes(D);
@@ -748,6 +825,7 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
         RowDest d[WIDE_ROWS];
         uint4 x[WIDE_ROWS][WIDE_CHUNKS];
         u32 amax[WIDE_ROWS];
+        int s[WIDE_ROWS];
         bool ok[WIDE_ROWS];
 #pragma unroll
         for (int r = 0; r < WIDE_ROWS; r++) {
@@ -761,37 +839,46 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
                 }
             }
         }
+        bool lean = true;
 #pragma unroll
         for (int r = 0; r < WIDE_ROWS; r++) {
-            amax[r] = 0u;
+            u32 folded = 0u;
 #pragma unroll
             for (int c = 0; c < WIDE_CHUNKS; c++) {
                 if (ok[r] && (gl + c * G) * 8u < D) {
-                    amax[r] = finite_max8<OUT>(x[r][c], amax[r]);
+                    folded = fold_abs8<OUT>(x[r][c], folded);
+                }
+            }
+            amax[r] = top_half(folded);
+            if (amax[r] >= HalfFormat<OUT>::inf) {
+                lean = false;
+                amax[r] = 0u;
+#pragma unroll
+                for (int c = 0; c < WIDE_CHUNKS; c++) {
+                    if (ok[r] && (gl + c * G) * 8u < D) {
+                        amax[r] = finite_max8<OUT>(x[r][c], amax[r]);
+                    }
                 }
             }
             for (u32 o = G >> 1; o > 0u; o >>= 1) {
                 amax[r] = max(amax[r], __shfl_xor_sync(0xFFFFFFFFu, amax[r], o));
             }
+            s[r] = scale_exp<FMT, OUT>(amax[r]);
+            lean = lean && (!ok[r] || fits_output<FMT, OUT>(pow2f(s[r])));
         }
+        if (__all_sync(0xFFFFFFFFu, lean)) {
 #pragma unroll
-        for (int r = 0; r < WIDE_ROWS; r++) {
-            if (!ok[r]) {
-                continue;
-            }
-            const int s = scale_exp<FMT, OUT>(amax[r]);
-            const float inv = pow2f(-s);
-            uint2 codes[WIDE_CHUNKS];
-#pragma unroll
-            for (int c = 0; c < WIDE_CHUNKS; c++) {
-                if ((gl + c * G) * 8u < D) {
-                    codes[c].x = encode4<FMT, OUT>(x[r][c].x, x[r][c].y, inv);
-                    codes[c].y = encode4<FMT, OUT>(x[r][c].z, x[r][c].w, inv);
+            for (int r = 0; r < WIDE_ROWS; r++) {
+                if (ok[r]) {
+                    send_row<FMT, OUT, true>(a, sh, d[r], k, gl, G, x[r], s[r]);
                 }
             }
-            store_row<FMT, OUT>(a, sh, d[r], k, gl, G, codes, s);
-            if (gl == 0u) {
-                store_scale(a, sh, d[r], k, s);
+        } else {
+#pragma unroll
+            for (int r = 0; r < WIDE_ROWS; r++) {
+                if (ok[r]) {
+                    send_row<FMT, OUT, false>(a, sh, d[r], k, gl, G, x[r], s[r]);
+                }
             }
         }
     }
@@ -801,6 +888,37 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
 // bytes, then the codes of those not 0, so each round trip to memory
 // serves twice the rows quantize_wide holds.
 #define DECODE_ROWS 4
+
+// Writes the values of a lane's held rows: slot r is row row[r] of out,
+// with scale byte sb[r] (0: nothing to write) and codes c[r].
+template <int FMT, int OUT, int ROWS, bool LEAN>
+__device__ __forceinline__ void decode_rows(u16 *out, const u32 (&row)[ROWS], const u32 (&sb)[ROWS], const uint2 (&c)[ROWS][WIDE_CHUNKS], u32 gl,
+                                            u32 G, u32 D) {
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+        if (sb[r] != 0u) {
+            put_chunks<FMT, OUT, LEAN>(out + static_cast<u64>(row[r]) * D, c[r], gl, G, D, pow2f(static_cast<int>(sb[r]) - 128));
+        }
+    }
+}
+
+// decode_rows on the lean path where every held row of the warp passes
+// lean_codes (almost always), else on the checked one: the choice is the
+// whole warp's, so the two paths never split a warp.
+template <int FMT, int OUT, int ROWS>
+__device__ __forceinline__ void decode_held(u16 *out, const u32 (&row)[ROWS], const u32 (&sb)[ROWS], const uint2 (&c)[ROWS][WIDE_CHUNKS], u32 gl,
+                                            u32 G, u32 D) {
+    bool lean = true;
+#pragma unroll
+    for (int r = 0; r < ROWS; r++) {
+        lean = lean && (sb[r] == 0u || lean_codes<FMT, OUT>(c[r], gl, G, D, pow2f(static_cast<int>(sb[r]) - 128)));
+    }
+    if (__all_sync(0xFFFFFFFFu, lean)) {
+        decode_rows<FMT, OUT, ROWS, true>(out, row, sb, c, gl, G, D);
+    } else {
+        decode_rows<FMT, OUT, ROWS, false>(out, row, sb, c, gl, G, D);
+    }
+}
 
 // The decode on the wide path: rows 0..rows-1 of one tensor, laid out as
 // quantize_wide's, so that no element's row needs a division. A row whose
@@ -814,41 +932,25 @@ __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 
     const u32 stride = gridDim.x * warps * per_warp;
     for (u32 first = (blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; first < rows; first += DECODE_ROWS * stride) {
         uint2 c[DECODE_ROWS][WIDE_CHUNKS];
-        u32 sb[DECODE_ROWS];
+        u32 row[DECODE_ROWS], sb[DECODE_ROWS];
 #pragma unroll
         for (int r = 0; r < DECODE_ROWS; r++) {
-            const u32 row = first + r * stride + lane / G;
-            sb[r] = row < rows ? __ldg(scales + row) : 0u;
+            row[r] = first + r * stride + lane / G;
+            sb[r] = row[r] < rows ? __ldg(scales + row[r]) : 0u;
         }
 #pragma unroll
         for (int r = 0; r < DECODE_ROWS; r++) {
-            const u32 row = first + r * stride + lane / G;
             if (sb[r] != 0u) {
 #pragma unroll
                 for (int k = 0; k < WIDE_CHUNKS; k++) {
                     const u32 e = (gl + k * G) * 8u;
                     if (e < D) {
-                        c[r][k] = __ldg(reinterpret_cast<const uint2 *>(codes + static_cast<u64>(row) * D + e));
+                        c[r][k] = __ldg(reinterpret_cast<const uint2 *>(codes + static_cast<u64>(row[r]) * D + e));
                     }
                 }
             }
         }
-#pragma unroll
-        for (int r = 0; r < DECODE_ROWS; r++) {
-            const u32 row = first + r * stride + lane / G;
-            if (sb[r] == 0u) {
-                continue;
-            }
-            const float p = pow2f(static_cast<int>(sb[r]) - 128);
-#pragma unroll
-            for (int k = 0; k < WIDE_CHUNKS; k++) {
-                const u32 e = (gl + k * G) * 8u;
-                if (e < D) {
-                    const uint2 lo = decode4<FMT, OUT>(c[r][k].x, p), hi = decode4<FMT, OUT>(c[r][k].y, p);
-                    *reinterpret_cast<uint4 *>(out + static_cast<u64>(row) * D + e) = make_uint4(lo.x, lo.y, hi.x, hi.y);
-                }
-            }
-        }
+        decode_held<FMT, OUT>(out, row, sb, c, gl, G, D);
     }
 }
 
@@ -959,21 +1061,10 @@ __device__ __forceinline__ void decode_landed(const Args &a, const Shared &sh, c
             }
             sb[r] = __shfl_sync(0xFFFFFFFFu, mine, leader);
         }
+        decode_held<FMT, OUT>(out, row, sb, c, gl, G, D);
 #pragma unroll
         for (int r = 0; r < LANDED_ROWS; r++) {
-            if (sb[r] == 0u) {
-                continue;
-            }
-            const float p = pow2f(static_cast<int>(sb[r]) - 128);
-#pragma unroll
-            for (int q = 0; q < WIDE_CHUNKS; q++) {
-                const u32 e = (gl + q * G) * 8u;
-                if (e < D) {
-                    const uint2 lo = decode4<FMT, OUT>(c[r][q].x, p), hi = decode4<FMT, OUT>(c[r][q].y, p);
-                    *reinterpret_cast<uint4 *>(out + static_cast<u64>(row[r]) * D + e) = make_uint4(lo.x, lo.y, hi.x, hi.y);
-                }
-            }
-            if (gl == 0u) {
+            if (sb[r] != 0u && gl == 0u) {
                 scales[row[r]] = 0;
             }
         }
@@ -1150,7 +1241,7 @@ __device__ __forceinline__ void decode_narrow(u16 *out, const u8 *codes, const u
                 *reinterpret_cast<uint2 *>(out + i) = decode4<FMT, OUT>(c[r], p);
             } else {
                 float lo, hi;
-                decode2<FMT>(c[r], lo, hi);
+                decode2<FMT>(static_cast<u16>(c[r]), lo, hi);
                 out[i] = static_cast<u16>(float_to_half<OUT>(lo * p));
             }
         }
