@@ -728,7 +728,8 @@ __device__ __forceinline__ u32 finite_max8(const uint4 &v, u32 amax) {
 
 // Whether a lane's chunks of codes of a row with scale p (those in the
 // row) can take decode4's LEAN path: none is a NaN code (nan_tops, ORed:
-// two instructions a word) and the row fits_output.
+// five instructions a chunk of eight codes in ptxas 11.8's sm_90 code) and
+// the row fits_output.
 template <int FMT, int OUT>
 __device__ __forceinline__ bool lean_codes(const uint2 (&codes)[WIDE_CHUNKS], u32 gl, u32 G, u32 D, float p) {
     u32 seen = 0u;
@@ -808,9 +809,9 @@ __device__ __forceinline__ void send_row(const Args &a, const Shared &sh, const 
 // Each lane folds its chunks' magnitudes with max_abs2 first. Where every
 // row the warp holds is finite and fits_output (almost always), the warp
 // takes the lean path: codes without same_nan, values without the checks
-// for NaN and saturation (a third of the instructions of the checked
-// path, whose checks made the kernel bound by its instructions on few
-// SMs). Otherwise it takes the checked path, each lane finding its
+// for NaN and saturation, whose instructions made the kernel bound by its
+// instructions on few SMs (docs/BENCHMARKS.md, "The fp8 wire's lean
+// path"). Otherwise it takes the checked path, each lane finding its
 // finite maximum element by element where its chunks hold a NaN or Inf.
 // The choice is the whole warp's (__all_sync), so the two paths never
 // split a warp.
@@ -824,7 +825,6 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
     for (u32 first = j0 + slot0 * per_warp; first < j1; first += WIDE_ROWS * stride) {
         RowDest d[WIDE_ROWS];
         uint4 x[WIDE_ROWS][WIDE_CHUNKS];
-        u32 amax[WIDE_ROWS];
         int s[WIDE_ROWS];
         bool ok[WIDE_ROWS];
 #pragma unroll
@@ -849,21 +849,21 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
                     folded = fold_abs8<OUT>(x[r][c], folded);
                 }
             }
-            amax[r] = top_half(folded);
-            if (amax[r] >= HalfFormat<OUT>::inf) {
+            u32 amax = top_half(folded);
+            if (amax >= HalfFormat<OUT>::inf) {
                 lean = false;
-                amax[r] = 0u;
+                amax = 0u;
 #pragma unroll
                 for (int c = 0; c < WIDE_CHUNKS; c++) {
                     if (ok[r] && (gl + c * G) * 8u < D) {
-                        amax[r] = finite_max8<OUT>(x[r][c], amax[r]);
+                        amax = finite_max8<OUT>(x[r][c], amax);
                     }
                 }
             }
             for (u32 o = G >> 1; o > 0u; o >>= 1) {
-                amax[r] = max(amax[r], __shfl_xor_sync(0xFFFFFFFFu, amax[r], o));
+                amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
             }
-            s[r] = scale_exp<FMT, OUT>(amax[r]);
+            s[r] = scale_exp<FMT, OUT>(amax);
             lean = lean && (!ok[r] || fits_output<FMT, OUT>(pow2f(s[r])));
         }
         if (__all_sync(0xFFFFFFFFu, lean)) {
