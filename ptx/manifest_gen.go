@@ -3,13 +3,13 @@
 package ptx
 
 // SourceHash is the sha256 of gen/kernels when these files were made.
-const SourceHash = "52390c08058f93c7cc3925648884702e462131105be1ac24ab3d0c61c99f6abf"
+const SourceHash = "038cda2cc6d64e5d1aef7fe8df31a716a8f81ae525750e319f2ff5208d79ba4b"
 
 // NVCCVersion is the nvcc that made these files.
 const NVCCVersion = "11.8.89"
 
 var manifest = []File{
-	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "bfdc0bc9a06c5d63044fff4bdbbb7a4d3e16bea8d15021767204da27d5b86193", Entries: []Entry{
+	{Name: "ulysses_2byte.ptx", ElemBytes: 2, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "523219f9b1d46c69dda81c51a1b8a03a305ade55bcbbef1c1c167f846805ea47", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -50,7 +50,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "ff9b1e5a2ede99f907137029ab613a101f97661eb2cd09293e1cb35b9505f8d5", Entries: []Entry{
+	{Name: "ulysses_1byte.ptx", ElemBytes: 1, Wire: false, ISA: "7.8", Target: "sm_70", ArgsBytes: 448, SHA256: "4b41aa8244481559059fa06a8ea1f87f334c2d1af2c8a12bd7fd51af0efb684c", Entries: []Entry{
 		"ulysses_send_recv_heads_v16",
 		"ulysses_gather_heads_v16",
 		"ulysses_all_gather_v16",
@@ -91,7 +91,7 @@ var manifest = []File{
 		"ulysses_sync",
 		"ulysses_close",
 	}},
-	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "11a959b8082a4d78bffad355db73473212889bf8f86f6291cbb42a8fc4ed0b1b", Entries: []Entry{
+	{Name: "ulysses_wire.ptx", ElemBytes: 2, Wire: true, ISA: "7.8", Target: "sm_90", ArgsBytes: 448, SHA256: "a41b03ea0e468883bf4f6738ce80c676a2df2d6458cff2647cb25f5417056d5e", Entries: []Entry{
 		"ulysses_send_recv_heads_wire_e4m3_bf16_v16",
 		"ulysses_gather_heads_wire_e4m3_bf16_v16",
 		"ulysses_all_gather_wire_e4m3_bf16_v16",
@@ -180,9 +180,9 @@ var manifest = []File{
 }
 
 var cubins = []Cubin{
-	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "bfdc0bc9a06c5d63044fff4bdbbb7a4d3e16bea8d15021767204da27d5b86193", SHA256: "494b9f8a2d72dd44b30069ba31d6f356ae5e1791d305825fc3725f1b4d77c2ce", Bytes: 1119176},
-	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "bfdc0bc9a06c5d63044fff4bdbbb7a4d3e16bea8d15021767204da27d5b86193", SHA256: "bae1ad4ca2eb4e322f25e17e4a6e1b548c962817930c4d4235c760e26a29170d", Bytes: 1046880},
-	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "ff9b1e5a2ede99f907137029ab613a101f97661eb2cd09293e1cb35b9505f8d5", SHA256: "11afecddbe887dcd99a755d527abb1f8cb0a17b3a996c3bfe2699b662eb2a246", Bytes: 1113160},
-	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "ff9b1e5a2ede99f907137029ab613a101f97661eb2cd09293e1cb35b9505f8d5", SHA256: "9472640415a30dbd0960299e0c83266136a7561c179a683b9086978175fbd572", Bytes: 1042912},
-	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "11a959b8082a4d78bffad355db73473212889bf8f86f6291cbb42a8fc4ed0b1b", SHA256: "cee0ee623b04884695b558d3048d8df926ef7682adcd5d8c3c4e8fa352a6c53e", Bytes: 6090264},
+	{Name: "ulysses_2byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_2byte.ptx", PTXSHA256: "523219f9b1d46c69dda81c51a1b8a03a305ade55bcbbef1c1c167f846805ea47", SHA256: "494b9f8a2d72dd44b30069ba31d6f356ae5e1791d305825fc3725f1b4d77c2ce", Bytes: 1119176},
+	{Name: "ulysses_2byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_2byte.ptx", PTXSHA256: "523219f9b1d46c69dda81c51a1b8a03a305ade55bcbbef1c1c167f846805ea47", SHA256: "bae1ad4ca2eb4e322f25e17e4a6e1b548c962817930c4d4235c760e26a29170d", Bytes: 1046880},
+	{Name: "ulysses_1byte.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_1byte.ptx", PTXSHA256: "4b41aa8244481559059fa06a8ea1f87f334c2d1af2c8a12bd7fd51af0efb684c", SHA256: "11afecddbe887dcd99a755d527abb1f8cb0a17b3a996c3bfe2699b662eb2a246", Bytes: 1113160},
+	{Name: "ulysses_1byte.sm_80.cubin.gz", Arch: "sm_80", PTX: "ulysses_1byte.ptx", PTXSHA256: "4b41aa8244481559059fa06a8ea1f87f334c2d1af2c8a12bd7fd51af0efb684c", SHA256: "9472640415a30dbd0960299e0c83266136a7561c179a683b9086978175fbd572", Bytes: 1042912},
+	{Name: "ulysses_wire.sm_90.cubin.gz", Arch: "sm_90", PTX: "ulysses_wire.ptx", PTXSHA256: "a41b03ea0e468883bf4f6738ce80c676a2df2d6458cff2647cb25f5417056d5e", SHA256: "cee0ee623b04884695b558d3048d8df926ef7682adcd5d8c3c4e8fa352a6c53e", Bytes: 6090264},
 }

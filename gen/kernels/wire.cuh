@@ -678,6 +678,11 @@ __device__ __forceinline__ void quantize_held(const Args &a, const Shared &sh, u
 #define WIDE_CHUNKS 4
 #define WIDE_ROWS 2
 
+// The first element of chunk c of lane gl of a group of G lanes: the
+// group's lanes take a row's chunks of eight in turn (lane gl holds chunks
+// gl, gl + G, ...), so each of the group's loads and stores is contiguous.
+__device__ __forceinline__ u32 chunk_at(u32 gl, int c, u32 G) { return (gl + c * G) * 8u; }
+
 // Lanes per row of the wide path: the fewest, a power of two, whose
 // WIDE_CHUNKS chunks of eight cover D; at most a warp.
 __device__ __forceinline__ u32 wide_lanes(u32 D) {
@@ -735,7 +740,7 @@ __device__ __forceinline__ bool lean_codes(const uint2 (&codes)[WIDE_CHUNKS], u3
     u32 seen = 0u;
 #pragma unroll
     for (int c = 0; c < WIDE_CHUNKS; c++) {
-        if ((gl + c * G) * 8u < D) {
+        if (chunk_at(gl, c, G) < D) {
             seen |= nan_tops<FMT>(codes[c].x) | nan_tops<FMT>(codes[c].y);
         }
     }
@@ -749,7 +754,7 @@ template <int FMT, int OUT, bool LEAN>
 __device__ __forceinline__ void put_chunks(u16 *out, const uint2 (&codes)[WIDE_CHUNKS], u32 gl, u32 G, u32 D, float p) {
 #pragma unroll
     for (int c = 0; c < WIDE_CHUNKS; c++) {
-        const u32 e = (gl + c * G) * 8u;
+        const u32 e = chunk_at(gl, c, G);
         if (e < D) {
             put_values<FMT, OUT, 8, LEAN>(out + e, codes[c], p);
         }
@@ -772,7 +777,7 @@ __device__ __forceinline__ void store_row(const Args &a, const Shared &sh, const
             u8 *staged = reinterpret_cast<u8 *>(sh.data[q] + a.stage + k * a.stage_region) + at;
 #pragma unroll
             for (int c = 0; c < WIDE_CHUNKS; c++) {
-                const u32 e = (gl + c * G) * 8u;
+                const u32 e = chunk_at(gl, c, G);
                 if (e < D) {
                     put_codes<8>(staged + e, codes[c]);
                 }
@@ -789,7 +794,7 @@ __device__ __forceinline__ void send_row(const Args &a, const Shared &sh, const 
     uint2 codes[WIDE_CHUNKS];
 #pragma unroll
     for (int c = 0; c < WIDE_CHUNKS; c++) {
-        if ((gl + c * G) * 8u < a.head_units) {
+        if (chunk_at(gl, c, G) < a.head_units) {
             codes[c].x = encode4<FMT, OUT, LEAN>(x[c].x, x[c].y, inv);
             codes[c].y = encode4<FMT, OUT, LEAN>(x[c].z, x[c].w, inv);
         }
@@ -797,6 +802,18 @@ __device__ __forceinline__ void send_row(const Args &a, const Shared &sh, const 
     store_row<FMT, OUT, LEAN>(a, sh, d, k, gl, G, codes, s);
     if (gl == 0u) {
         store_scale(a, sh, d, k, s);
+    }
+}
+
+// send_row for each of a warp's held rows that is in the walk (ok).
+template <int FMT, int OUT, bool LEAN>
+__device__ __forceinline__ void send_rows(const Args &a, const Shared &sh, const RowDest (&d)[WIDE_ROWS], const bool (&ok)[WIDE_ROWS], u32 k, u32 gl, u32 G,
+                                          const uint4 (&x)[WIDE_ROWS][WIDE_CHUNKS], const int (&s)[WIDE_ROWS]) {
+#pragma unroll
+    for (int r = 0; r < WIDE_ROWS; r++) {
+        if (ok[r]) {
+            send_row<FMT, OUT, LEAN>(a, sh, d[r], k, gl, G, x[r], s[r]);
+        }
     }
 }
 
@@ -833,7 +850,7 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
             ok[r] = j < j1 && m.locate(j, d[r]) && d[r].row < a.wire_rows;
 #pragma unroll
             for (int c = 0; c < WIDE_CHUNKS; c++) {
-                const u32 e = (gl + c * G) * 8u;
+                const u32 e = chunk_at(gl, c, G);
                 if (ok[r] && e < D) {
                     x[r][c] = __ldg(reinterpret_cast<const uint4 *>(src + d[r].src + e));
                 }
@@ -845,7 +862,7 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
             u32 folded = 0u;
 #pragma unroll
             for (int c = 0; c < WIDE_CHUNKS; c++) {
-                if (ok[r] && (gl + c * G) * 8u < D) {
+                if (ok[r] && chunk_at(gl, c, G) < D) {
                     folded = fold_abs8<OUT>(x[r][c], folded);
                 }
             }
@@ -855,7 +872,7 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
                 amax = 0u;
 #pragma unroll
                 for (int c = 0; c < WIDE_CHUNKS; c++) {
-                    if (ok[r] && (gl + c * G) * 8u < D) {
+                    if (ok[r] && chunk_at(gl, c, G) < D) {
                         amax = finite_max8<OUT>(x[r][c], amax);
                     }
                 }
@@ -867,19 +884,9 @@ __device__ __forceinline__ void quantize_wide(const Args &a, const Shared &sh, c
             lean = lean && (!ok[r] || fits_output<FMT, OUT>(pow2f(s[r])));
         }
         if (__all_sync(0xFFFFFFFFu, lean)) {
-#pragma unroll
-            for (int r = 0; r < WIDE_ROWS; r++) {
-                if (ok[r]) {
-                    send_row<FMT, OUT, true>(a, sh, d[r], k, gl, G, x[r], s[r]);
-                }
-            }
+            send_rows<FMT, OUT, true>(a, sh, d, ok, k, gl, G, x, s);
         } else {
-#pragma unroll
-            for (int r = 0; r < WIDE_ROWS; r++) {
-                if (ok[r]) {
-                    send_row<FMT, OUT, false>(a, sh, d[r], k, gl, G, x[r], s[r]);
-                }
-            }
+            send_rows<FMT, OUT, false>(a, sh, d, ok, k, gl, G, x, s);
         }
     }
 }
@@ -943,7 +950,7 @@ __device__ __forceinline__ void decode_wide(u16 *out, const u8 *codes, const u8 
             if (sb[r] != 0u) {
 #pragma unroll
                 for (int k = 0; k < WIDE_CHUNKS; k++) {
-                    const u32 e = (gl + k * G) * 8u;
+                    const u32 e = chunk_at(gl, k, G);
                     if (e < D) {
                         c[r][k] = __ldg(reinterpret_cast<const uint2 *>(codes + static_cast<u64>(row[r]) * D + e));
                     }
@@ -1053,7 +1060,7 @@ __device__ __forceinline__ void decode_landed(const Args &a, const Shared &sh, c
             if (ok) {
 #pragma unroll
                 for (int q = 0; q < WIDE_CHUNKS; q++) {
-                    const u32 e = (gl + q * G) * 8u;
+                    const u32 e = chunk_at(gl, q, G);
                     if (e < D) {
                         c[r][q] = __ldcg(reinterpret_cast<const uint2 *>(codes + static_cast<u64>(d.row) * D + e));
                     }
